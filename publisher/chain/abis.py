@@ -1,0 +1,122 @@
+"""The protocol's view functions, written as mainnet signatures (DESIGN §4.2).
+
+The reader encodes and decodes with these alone, so the same code reads mainnet and the devnet;
+tests check that every signature here exists in the devnet's compiled ABI.
+"""
+from __future__ import annotations
+
+from .abi import Fn
+
+STAKER_FIELDS = (
+    ("stakerAddr", "address"), ("avaxAssigned", "uint256"), ("avaxStaked", "uint256"),
+    ("avaxValidating", "uint256"), ("avaxValidatingHighWater", "uint256"), ("ggpRewards", "uint256"),
+    ("ggpStaked", "uint256"), ("lastRewardsCycleCompleted", "uint256"), ("rewardsStartTime", "uint256"),
+    ("ggpLockedUntil", "uint256"),
+)
+MINIPOOL_FIELDS = (
+    ("index", "int256"), ("nodeID", "address"), ("status", "uint256"), ("duration", "uint256"),
+    ("delegationFee", "uint256"), ("owner", "address"), ("multisigAddr", "address"),
+    ("avaxNodeOpAmt", "uint256"), ("avaxNodeOpInitialAmt", "uint256"), ("avaxLiquidStakerAmt", "uint256"),
+    ("blsPubkeyAndSig", "bytes"), ("txID", "bytes32"), ("creationTime", "uint256"),
+    ("initialStartTime", "uint256"), ("startTime", "uint256"), ("endTime", "uint256"),
+    ("avaxTotalRewardAmt", "uint256"), ("errorCode", "bytes32"), ("ggpSlashAmt", "uint256"),
+    ("avaxNodeOpRewardAmt", "uint256"), ("avaxLiquidStakerRewardAmt", "uint256"),
+    ("hardwareProvider", "bytes32"),
+)
+STAKER = "(" + ",".join(t for _, t in STAKER_FIELDS) + ")"
+MINIPOOL = "(" + ",".join(t for _, t in MINIPOOL_FIELDS) + ")"
+MINIPOOL_STATUSES = ("Prelaunch", "Launched", "Staking", "Withdrawable", "Finished", "Canceled", "Error")
+
+# Storage registry
+storage_getAddress = Fn("getAddress(bytes32)", "address")
+storage_getBool = Fn("getBool(bytes32)", "bool")
+
+# ERC-20 (TokenGGP, WAVAX, TokenggAVAX)
+totalSupply = Fn("totalSupply()", "uint256")
+balanceOf = Fn("balanceOf(address)", "uint256")
+name = Fn("name()", "string")
+symbol = Fn("symbol()", "string")
+decimals = Fn("decimals()", "uint8")
+MAX_SUPPLY = Fn("MAX_SUPPLY()", "uint256")
+
+# TokenggAVAX
+totalAssets = Fn("totalAssets()", "uint256")
+totalReleasedAssets = Fn("totalReleasedAssets()", "uint256")
+stakingTotalAssets = Fn("stakingTotalAssets()", "uint256")
+amountAvailableForStaking = Fn("amountAvailableForStaking()", "uint256")
+lastRewardsAmt = Fn("lastRewardsAmt()", "uint192")
+lastSync = Fn("lastSync()", "uint32")
+rewardsCycleEnd = Fn("rewardsCycleEnd()", "uint32")
+rewardsCycleLength = Fn("rewardsCycleLength()", "uint32")
+convertToAssets = Fn("convertToAssets(uint256)", "uint256")
+convertToShares = Fn("convertToShares(uint256)", "uint256")
+asset = Fn("asset()", "address")
+
+# Staking
+getStakerCount = Fn("getStakerCount()", "uint256")
+getStakers = Fn("getStakers(uint256,uint256)", STAKER + "[]")
+getTotalGGPStake = Fn("getTotalGGPStake()", "uint256")
+getEffectiveGGPStaked = Fn("getEffectiveGGPStaked(address)", "uint256")
+getCollateralizationRatio = Fn("getCollateralizationRatio(address)", "uint256")
+getEffectiveRewardsRatio = Fn("getEffectiveRewardsRatio(address)", "uint256")
+
+# MinipoolManager
+getMinipoolCount = Fn("getMinipoolCount()", "uint256")
+getMinipool = Fn("getMinipool(int256)", MINIPOOL)
+getMinipools = Fn("getMinipools(uint8,uint256,uint256)", MINIPOOL + "[]")
+getMinipoolByNodeID = Fn("getMinipoolByNodeID(address)", MINIPOOL)
+getTotalAVAXLiquidStakerAmt = Fn("getTotalAVAXLiquidStakerAmt()", "uint256")
+
+# Oracle
+getGGPPriceInAVAX = Fn("getGGPPriceInAVAX()", "uint256,uint256")
+
+# RewardsPool
+getRewardsCycleCount = Fn("getRewardsCycleCount()", "uint256")
+getRewardsCycleStartTime = Fn("getRewardsCycleStartTime()", "uint256")
+getRewardsCycleTotalAmt = Fn("getRewardsCycleTotalAmt()", "uint256")
+getInflationIntervalStartTime = Fn("getInflationIntervalStartTime()", "uint256")
+getInflationAmt = Fn("getInflationAmt()", "uint256,uint256")
+getClaimingContractDistribution = Fn("getClaimingContractDistribution(string)", "uint256")
+
+# ClaimNodeOp
+getRewardsCycleTotal = Fn("getRewardsCycleTotal()", "uint256")
+isEligible = Fn("isEligible(address)", "bool")
+
+# ProtocolDAO: plain uint256 getters, by setting name
+DAO_SETTINGS = (
+    "RewardsCycleSeconds", "RewardsEligibilityMinSeconds", "InflationIntervalRate",
+    "InflationIntervalSeconds", "MinCollateralizationRatio", "MaxCollateralizationRatio",
+    "MinipoolNodeCommissionFeePct", "MinipoolMinAVAXAssignment", "MinipoolMaxAVAXAssignment",
+    "MinipoolMinAVAXStakingAmt", "TargetGGAVAXReserveRate", "FeeBips", "ExpectedAVAXRewardsRate",
+)
+dao_setting = {s: Fn(f"get{s}()", "uint256") for s in DAO_SETTINGS}
+getClaimingContractPct = Fn("getClaimingContractPct(string)", "uint256")
+getContractPaused = Fn("getContractPaused(string)", "bool")
+getWithdrawForDelegationEnabled = Fn("getWithdrawForDelegationEnabled()", "bool")
+CLAIMING_CONTRACTS = ("ClaimNodeOp", "MultisigManager", "ClaimProtocolDAO")
+
+# Chainlink aggregator
+latestRoundData = Fn("latestRoundData()", "uint80,int256,uint256,uint256,uint80")
+
+# v2-style DEX pair
+getReserves = Fn("getReserves()", "uint112,uint112,uint32")
+token0 = Fn("token0()", "address")
+token1 = Fn("token1()", "address")
+
+# Multicall3
+aggregate3 = Fn("aggregate3((address,bool,bytes)[])", "(bool,bytes)[]")
+getCurrentBlockTimestamp = Fn("getCurrentBlockTimestamp()", "uint256")
+
+# Events used for history
+EV_GGP_PRICE_UPDATED = "GGPPriceUpdated(uint256,uint256)"
+EV_ANSWER_UPDATED = "AnswerUpdated(int256,uint256,uint256)"
+EV_NEW_REWARDS_CYCLE = "NewRewardsCycle(uint256,uint256)"
+EV_MINIPOOL_STATUS_CHANGED = "MinipoolStatusChanged(address,uint8)"
+
+# Protocol contracts resolved through the Storage registry.
+REGISTRY_NAMES = (
+    "TokenGGP", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp",
+    "ProtocolDAO", "Oracle",
+)
+# Contracts whose paused flag the API reports.
+PAUSABLE = ("TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp", "Oracle", "MinipoolStreamliner", "WithdrawQueue")

@@ -1,0 +1,149 @@
+"""Multicall3 ``aggregate3`` at a pinned block: chunked by estimated gas and calldata size,
+several chunks per JSON-RPC batch, chunks halved and retried when a node refuses them as too
+heavy, and every failed sub-call reported by contract, function and arguments."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from eth_abi import decode
+
+from . import abis
+from .abi import Fn
+from .rpc import RpcClient, RpcError, RpcUnavailable
+from ..errors import PublisherError
+
+# Avalanche's public nodes cap eth_call at 50M gas; stay under it with room for the wrapper.
+CHUNK_GAS = 40_000_000
+CHUNK_BYTES = 120_000
+CALL_OVERHEAD_GAS = 8_000
+HEAVY_HINTS = ("out of gas", "gas limit", "gas required exceeds", "too large", "timeout", "timed out", "exceeds", "limit exceeded")
+
+
+@dataclass(frozen=True)
+class Call:
+    target: str
+    fn: Fn
+    args: tuple = ()
+    gas: int = 30_000  # estimated cost, used only to size chunks
+    contract: str = ""  # name for error messages
+    optional: bool = False  # a revert yields None instead of failing the run
+
+    def describe(self) -> str:
+        return f"{self.contract or self.target}.{self.fn.describe(self.args)}"
+
+
+class CallFailed(PublisherError):
+    pass
+
+
+def revert_reason(data: bytes) -> str:
+    if not data:
+        return "reverted without a reason"
+    if data[:4] == bytes.fromhex("08c379a0"):
+        try:
+            return f"reverted: {decode(['string'], data[4:])[0]}"
+        except Exception:
+            pass
+    if data[:4] == bytes.fromhex("4e487b71"):
+        try:
+            return f"panicked (code {decode(['uint256'], data[4:])[0]:#x})"
+        except Exception:
+            pass
+    return f"reverted with error data 0x{data[:4].hex()}"
+
+
+class Multicall:
+    def __init__(self, client: RpcClient, address: str, block: str, *, batch_size: int = 10,
+                 chunk_gas: int = CHUNK_GAS, chunk_bytes: int = CHUNK_BYTES,
+                 on_chunk: Callable[[int], None] | None = None):
+        self.client = client
+        self.address = address
+        self.block = block
+        self.batch_size = batch_size
+        self.chunk_gas = chunk_gas
+        self.chunk_bytes = chunk_bytes
+        self.on_chunk = on_chunk
+
+    def run(self, calls: list[Call]) -> list:
+        """Decoded results in call order; optional calls that revert give None."""
+        encoded = [c.fn.encode(*c.args) for c in calls]
+        chunks = self._chunks(calls, encoded)
+        raw: dict[int, tuple[bool, bytes]] = {}
+        self._execute(chunks, calls, encoded, raw)
+        out, failures = [], []
+        for i, call in enumerate(calls):
+            ok, data = raw[i]
+            if not ok:
+                if call.optional:
+                    out.append(None)
+                    continue
+                failures.append(f"{call.describe()} {revert_reason(data)}")
+                out.append(None)
+                continue
+            try:
+                out.append(call.fn.decode(data))
+            except Exception:
+                failures.append(f"{call.describe()} returned undecodable data ({len(data)} bytes)")
+                out.append(None)
+        if failures:
+            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+            raise CallFailed(f"call failed at block {int(self.block, 16)}: {failures[0]}{more}")
+        return out
+
+    def _chunks(self, calls: list[Call], encoded: list[bytes]) -> list[list[int]]:
+        chunks, current, gas, size = [], [], 0, 0
+        for i, (call, data) in enumerate(zip(calls, encoded)):
+            cost, length = call.gas + CALL_OVERHEAD_GAS, len(data) + 128
+            if current and (gas + cost > self.chunk_gas or size + length > self.chunk_bytes):
+                chunks.append(current)
+                current, gas, size = [], 0, 0
+            current.append(i)
+            gas += cost
+            size += length
+        if current:
+            chunks.append(current)
+        return chunks
+
+    def _execute(self, chunks, calls, encoded, raw) -> None:
+        queue = list(chunks)
+        while queue:
+            group, queue = queue[: self.batch_size], queue[self.batch_size :]
+            requests = [self._request(chunk, calls, encoded) for chunk in group]
+            try:
+                answers = self.client.batch(requests, raise_errors=False)
+            except RpcUnavailable:
+                # Too big or too slow for this node: fewer chunks per request, then smaller chunks.
+                if len(group) > 1:
+                    self.batch_size = max(1, len(group) // 2)
+                    queue = group + queue
+                    continue
+                if len(group[0]) > 1:
+                    half = len(group[0]) // 2
+                    queue = [group[0][:half], group[0][half:]] + queue
+                    continue
+                raise
+            for chunk, answer in zip(group, answers):
+                if isinstance(answer, RpcError):
+                    if _heavy(answer) and len(chunk) > 1:
+                        half = len(chunk) // 2
+                        queue = [chunk[:half], chunk[half:]] + queue
+                        continue
+                    first = calls[chunk[0]]
+                    raise CallFailed(f"multicall of {len(chunk)} calls from {first.describe()} failed: {answer.rpc_message}")
+                results = abis.aggregate3.decode(bytes.fromhex(answer[2:]))
+                if len(results) != len(chunk):
+                    raise CallFailed(f"multicall returned {len(results)} results for {len(chunk)} calls")
+                for i, (ok, data) in zip(chunk, results):
+                    raw[i] = (ok, bytes(data))
+                if self.on_chunk:
+                    self.on_chunk(len(chunk))
+
+    def _request(self, chunk, calls, encoded):
+        payload = abis.aggregate3.encode([(calls[i].target, True, encoded[i]) for i in chunk])
+        return ("eth_call", [{"to": self.address, "data": "0x" + payload.hex()}, self.block])
+
+
+def _heavy(err: RpcError) -> bool:
+    text = err.rpc_message.lower()
+    return any(h in text for h in HEAVY_HINTS)

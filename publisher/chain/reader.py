@@ -1,0 +1,281 @@
+"""Read the whole protocol at one pinned block into a Snapshot, in a handful of HTTP requests.
+
+Rounds, each one multicall (one or a few JSON-RPC batches): registry and paused flags; every
+scalar; staker pages and minipools; per-staker views. Then the APY window's far end at an older
+block. Every value of the run comes from the same block.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from eth_utils import keccak, to_checksum_address
+
+from . import abis
+from .abi import Fn
+from .multicall import Call, Multicall
+from .rpc import RpcClient, RpcError
+from ..config import Profile
+from ..errors import PublisherError
+from ..progress import Progress
+from ..snapshot import (
+    BlockRef, DexReserves, FeedRound, GGPToken, Minipool, OraclePrice, RewardsPool, Settings,
+    Snapshot, Staker, Vault, VaultPoint,
+)
+
+log = logging.getLogger(__name__)
+
+STAKER_PAGE = 400
+GAS_PER_STAKER = 32_000
+GAS_PER_MINIPOOL = 80_000
+GAS_STAKER_VIEW = 40_000
+WAD = 10**18
+DAY = 86_400
+
+
+def registry_key(prefix: str, name: str) -> bytes:
+    return keccak(prefix.encode() + name.encode())
+
+
+def pin_block(client: RpcClient, block: int | None, expected_chain_id: int) -> BlockRef:
+    """Chain id check and the run's block, in one request."""
+    tag = hex(block) if block is not None else "latest"
+    chain_id, header = client.batch([("eth_chainId", []), ("eth_getBlockByNumber", [tag, False])])
+    if int(chain_id, 16) != expected_chain_id:
+        raise PublisherError(f"RPC {client.describe()} serves chain id {int(chain_id, 16)}, expected {expected_chain_id}")
+    if header is None:
+        raise PublisherError(f"block {block} does not exist on RPC {client.describe()}")
+    return _ref(header)
+
+
+def _ref(header: dict) -> BlockRef:
+    return BlockRef(int(header["number"], 16), header["hash"], int(header["timestamp"], 16))
+
+
+@dataclass
+class Reader:
+    client: RpcClient
+    profile: Profile
+    progress: Progress | None = None
+
+    def read(self, block: int | None = None) -> Snapshot:
+        p = self.profile
+        head = pin_block(self.client, block, p.chain_id)
+        self.mc = Multicall(self.client, p.multicall, hex(head.number), on_chunk=self._tick)
+        warnings: list[str] = []
+        addresses, paused = self._registry(warnings)
+        scalars = self._scalars(addresses)
+        stakers_raw, minipools_raw, liquid = self._collections(addresses, scalars)
+        stakers = self._staker_views(addresses, stakers_raw)
+        minipools = tuple(_minipool(m) for m in minipools_raw)
+        apy_base = self._apy_base(addresses["TokenggAVAX"], head, warnings)
+        s = scalars
+        if s["fee_bips"] is None:
+            warnings.append("ProtocolDAO has no getFeeBips(): fee taken as 0")
+        settings = Settings(
+            **{_snake(k): s[_snake(k)] for k in abis.DAO_SETTINGS if k != "FeeBips"},
+            fee_bips=s["fee_bips"] or 0,
+            claiming_contract_pct={n: s[f"pct:{n}"] for n in abis.CLAIMING_CONTRACTS},
+            withdraw_for_delegation_enabled=bool(s["withdraw_for_delegation_enabled"]),
+        )
+        vault = Vault(
+            name=s["vault_name"], symbol=s["vault_symbol"], total_assets=s["total_assets"],
+            total_released_assets=s["total_released_assets"], staking_total_assets=s["staking_total_assets"],
+            amount_available_for_staking=s["amount_available_for_staking"], last_rewards_amt=s["last_rewards_amt"],
+            last_sync=s["last_sync"], rewards_cycle_end=s["rewards_cycle_end"],
+            rewards_cycle_length=s["rewards_cycle_length"], total_supply=s["vault_supply"],
+            assets_per_share=s["assets_per_share"], shares_per_asset=s["shares_per_asset"], liquid_avax=liquid,
+        )
+        feed = None
+        if p.avax_usd_feed:
+            rid, answer, started, updated, answered = s["feed_round"]
+            feed = FeedRound(to_checksum_address(p.avax_usd_feed), rid, answer, started, updated, answered, s["feed_decimals"])
+        dex = None
+        if p.dex_pair:
+            r0, r1, ts = s["dex_reserves"]
+            dex = DexReserves(to_checksum_address(p.dex_pair), to_checksum_address(s["dex_token0"]), to_checksum_address(s["dex_token1"]), r0, r1, ts)
+        if len(stakers) != s["staker_count"]:
+            raise PublisherError(f"read {len(stakers)} stakers, getStakerCount() says {s['staker_count']}")
+        return Snapshot(
+            network=p.name, chain_id=p.chain_id, block=head, addresses=addresses, settings=settings,
+            ggavax=vault, ggp=GGPToken(s["ggp_supply"], s["ggp_max_supply"]),
+            oracle=OraclePrice(*s["oracle"]),
+            rewards_pool=RewardsPool(
+                s["cycle_count"], s["cycle_start"], s["cycle_total"], s["inflation_start"],
+                s["inflation"][0], s["inflation"][1], s["nodeop_cycle_total"],
+            ),
+            staker_count=s["staker_count"], total_ggp_stake=s["total_ggp_stake"], stakers=stakers,
+            minipool_count=s["minipool_count"], total_avax_liquid_staker_amt=s["total_ls"],
+            minipools=minipools, paused=paused, feed=feed, dex=dex, apy_base=apy_base,
+            warnings=tuple(warnings),
+        )
+
+    # -- rounds ---------------------------------------------------------------------------------
+
+    def _tick(self, n: int) -> None:
+        if self.progress:
+            self.progress.advance(n)
+
+    def _run(self, label: str, calls: list[Call]) -> list:
+        if self.progress:
+            self.progress.start(label, len(calls))
+        try:
+            return self.mc.run(calls)
+        finally:
+            if self.progress:
+                self.progress.finish()
+
+    def _registry(self, warnings: list[str]) -> tuple[dict[str, str], dict[str, bool]]:
+        storage = self.profile.storage
+        names = abis.REGISTRY_NAMES
+        calls = [Call(storage, abis.storage_getAddress, (registry_key("contract.address", n),), contract="Storage") for n in names]
+        calls += [Call(storage, abis.storage_getBool, (registry_key("contract.paused", n),), contract="Storage") for n in abis.PAUSABLE]
+        out = self._run("registry", calls)
+        addresses = {}
+        for name, addr in zip(names, out[: len(names)]):
+            if int(addr, 16) == 0:
+                raise PublisherError(f"Storage {storage} has no address for contract {name!r}")
+            addresses[name] = to_checksum_address(addr)
+            expected = self.profile.addresses.get(name)
+            if expected and to_checksum_address(expected) != addresses[name]:
+                msg = f"registry address of {name} is {addresses[name]}, profile says {expected}: using the registry"
+                warnings.append(msg)
+                log.warning(msg)
+        addresses["Storage"] = to_checksum_address(storage)
+        addresses["Multicall3"] = to_checksum_address(self.profile.multicall)
+        paused = dict(zip(abis.PAUSABLE, out[len(names):]))
+        return addresses, paused
+
+    def _scalars(self, a: dict[str, str]) -> dict:
+        p = self.profile
+        spec: list[tuple[str, str, str, Fn, tuple]] = [
+            ("vault_name", "TokenggAVAX", a["TokenggAVAX"], abis.name, ()),
+            ("vault_symbol", "TokenggAVAX", a["TokenggAVAX"], abis.symbol, ()),
+            ("total_assets", "TokenggAVAX", a["TokenggAVAX"], abis.totalAssets, ()),
+            ("total_released_assets", "TokenggAVAX", a["TokenggAVAX"], abis.totalReleasedAssets, ()),
+            ("staking_total_assets", "TokenggAVAX", a["TokenggAVAX"], abis.stakingTotalAssets, ()),
+            ("amount_available_for_staking", "TokenggAVAX", a["TokenggAVAX"], abis.amountAvailableForStaking, ()),
+            ("last_rewards_amt", "TokenggAVAX", a["TokenggAVAX"], abis.lastRewardsAmt, ()),
+            ("last_sync", "TokenggAVAX", a["TokenggAVAX"], abis.lastSync, ()),
+            ("rewards_cycle_end", "TokenggAVAX", a["TokenggAVAX"], abis.rewardsCycleEnd, ()),
+            ("rewards_cycle_length", "TokenggAVAX", a["TokenggAVAX"], abis.rewardsCycleLength, ()),
+            ("vault_supply", "TokenggAVAX", a["TokenggAVAX"], abis.totalSupply, ()),
+            ("assets_per_share", "TokenggAVAX", a["TokenggAVAX"], abis.convertToAssets, (WAD,)),
+            ("shares_per_asset", "TokenggAVAX", a["TokenggAVAX"], abis.convertToShares, (WAD,)),
+            ("wavax", "TokenggAVAX", a["TokenggAVAX"], abis.asset, ()),
+            ("ggp_supply", "TokenGGP", a["TokenGGP"], abis.totalSupply, ()),
+            ("ggp_max_supply", "TokenGGP", a["TokenGGP"], abis.MAX_SUPPLY, ()),
+            ("oracle", "Oracle", a["Oracle"], abis.getGGPPriceInAVAX, ()),
+            ("staker_count", "Staking", a["Staking"], abis.getStakerCount, ()),
+            ("total_ggp_stake", "Staking", a["Staking"], abis.getTotalGGPStake, ()),
+            ("minipool_count", "MinipoolManager", a["MinipoolManager"], abis.getMinipoolCount, ()),
+            ("total_ls", "MinipoolManager", a["MinipoolManager"], abis.getTotalAVAXLiquidStakerAmt, ()),
+            ("cycle_count", "RewardsPool", a["RewardsPool"], abis.getRewardsCycleCount, ()),
+            ("cycle_start", "RewardsPool", a["RewardsPool"], abis.getRewardsCycleStartTime, ()),
+            ("cycle_total", "RewardsPool", a["RewardsPool"], abis.getRewardsCycleTotalAmt, ()),
+            ("inflation_start", "RewardsPool", a["RewardsPool"], abis.getInflationIntervalStartTime, ()),
+            ("inflation", "RewardsPool", a["RewardsPool"], abis.getInflationAmt, ()),
+            ("nodeop_cycle_total", "ClaimNodeOp", a["ClaimNodeOp"], abis.getRewardsCycleTotal, ()),
+            ("withdraw_for_delegation_enabled", "ProtocolDAO", a["ProtocolDAO"], abis.getWithdrawForDelegationEnabled, ()),
+        ]
+        spec += [(_snake(k), "ProtocolDAO", a["ProtocolDAO"], fn, ()) for k, fn in abis.dao_setting.items() if k != "FeeBips"]
+        spec += [(f"pct:{n}", "ProtocolDAO", a["ProtocolDAO"], abis.getClaimingContractPct, (n,)) for n in abis.CLAIMING_CONTRACTS]
+        if p.avax_usd_feed:
+            spec += [("feed_round", "AVAX/USD feed", p.avax_usd_feed, abis.latestRoundData, ()),
+                     ("feed_decimals", "AVAX/USD feed", p.avax_usd_feed, abis.decimals, ())]
+        if p.dex_pair:
+            spec += [("dex_reserves", "DEX pair", p.dex_pair, abis.getReserves, ()),
+                     ("dex_token0", "DEX pair", p.dex_pair, abis.token0, ()),
+                     ("dex_token1", "DEX pair", p.dex_pair, abis.token1, ())]
+        calls = [Call(addr, fn, args, contract=c) for _, c, addr, fn, args in spec]
+        # getFeeBips exists only on the 2025 ProtocolDAO: optional, so older blocks still read.
+        calls.append(Call(a["ProtocolDAO"], abis.dao_setting["FeeBips"], contract="ProtocolDAO", optional=True))
+        out = self._run("protocol state", calls)
+        values = dict(zip([k for k, *_ in spec] + ["fee_bips"], out))
+        return values
+
+    def _collections(self, a: dict[str, str], s: dict):
+        count, pools = s["staker_count"], s["minipool_count"]
+        calls = [Call(a["Staking"], abis.getStakers, (off, STAKER_PAGE), gas=GAS_PER_STAKER * min(STAKER_PAGE, count - off), contract="Staking")
+                 for off in range(0, count, STAKER_PAGE)]
+        n_pages = len(calls)
+        calls += [Call(a["MinipoolManager"], abis.getMinipool, (i,), gas=GAS_PER_MINIPOOL, contract="MinipoolManager") for i in range(pools)]
+        calls.append(Call(s["wavax"], abis.balanceOf, (a["TokenggAVAX"],), contract="WAVAX"))
+        out = self._run("stakers and minipools", calls)
+        stakers = [row for page in out[:n_pages] for row in page]
+        return stakers, out[n_pages:-1], out[-1]
+
+    def _staker_views(self, a: dict[str, str], rows: list) -> tuple[Staker, ...]:
+        views = (
+            (a["Staking"], abis.getEffectiveGGPStaked, "Staking"),
+            (a["Staking"], abis.getCollateralizationRatio, "Staking"),
+            (a["Staking"], abis.getEffectiveRewardsRatio, "Staking"),
+            (a["ClaimNodeOp"], abis.isEligible, "ClaimNodeOp"),
+        )
+        calls = [Call(t, fn, (row[0],), gas=GAS_STAKER_VIEW, contract=c) for row in rows for t, fn, c in views]
+        out = self._run("staker views", calls)
+        k = len(views)
+        return tuple(
+            Staker(to_checksum_address(row[0]), *row[1:], *out[i * k : i * k + k - 1], bool(out[i * k + k - 1]))
+            for i, row in enumerate(rows)
+        )
+
+    def _apy_base(self, vault: str, head: BlockRef, warnings: list[str]) -> VaultPoint | None:
+        target = head.timestamp - self.profile.apy_window_days * DAY
+        ref = find_block_at(self.client, target, head, self.profile.history_from_block)
+        if ref is None:
+            warnings.append(f"no block at or before {target} (APY window start): APY history unavailable")
+            return None
+        try:
+            data = self.client.request("eth_call", [{"to": vault, "data": "0x" + abis.convertToAssets.encode(WAD).hex()}, hex(ref.number)])
+            value = abis.convertToAssets.decode(bytes.fromhex(data[2:]))
+        except (RpcError, ValueError, Exception) as exc:  # archive state may be missing
+            warnings.append(f"ggAVAX share price at block {ref.number} unavailable ({type(exc).__name__}): APY history unavailable")
+            return None
+        return VaultPoint(ref, value)
+
+
+def find_block_at(client: RpcClient, timestamp: int, head: BlockRef, floor: int = 0, *, fanout: int = 16, max_rounds: int = 12) -> BlockRef | None:
+    """The last block with time <= ``timestamp``: a k-ary search, one batch request per round."""
+    if head.timestamp <= timestamp:
+        return head
+    lo, hi = floor, head.number  # invariant: time(hi) > timestamp
+    lo_ref = None
+    for _ in range(max_rounds):
+        if hi - lo <= 1 and lo_ref is not None:
+            break
+        points = sorted({lo + (hi - lo) * i // fanout for i in range(fanout)} | {lo})
+        headers = client.batch([("eth_getBlockByNumber", [hex(n), False]) for n in points])
+        refs = [_ref(h) for h in headers if h]
+        below = [r for r in refs if r.timestamp <= timestamp]
+        if not below:
+            return None  # even the floor block is later than the target
+        lo_ref = below[-1]
+        lo = lo_ref.number
+        above = [r.number for r in refs if r.timestamp > timestamp]
+        hi = min(above) if above else hi
+    return lo_ref if hi - lo <= 1 else None
+
+
+def _snake(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i and (not name[i - 1].isupper() or (i + 1 < len(name) and name[i + 1].islower())):
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+def _hex(value: bytes) -> str:
+    return "0x" + bytes(value).hex()
+
+
+def _minipool(row) -> Minipool:
+    values = []
+    for (field, typ), v in zip(abis.MINIPOOL_FIELDS, row):
+        if typ == "address":
+            v = to_checksum_address(v)
+        elif typ in ("bytes", "bytes32"):
+            v = _hex(v)
+        values.append(v)
+    return Minipool(*values)

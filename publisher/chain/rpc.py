@@ -1,0 +1,201 @@
+"""JSON-RPC over HTTP with fallback URLs, bounded retries with backoff and jitter, batching and
+per-run counters.
+
+This is the only place that talks to a node, so every request is counted here (the benchmark and
+the run summary read the counters) and every URL is masked before it reaches a message.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import requests
+
+from ..errors import PublisherError
+
+RETRY_STATUS = {429, 500, 502, 503, 504}
+# JSON-RPC error codes that mean "try again later" rather than "your call is wrong".
+RETRY_RPC_CODES = {-32005, -32603}
+
+
+def mask_url(url: str) -> str:
+    """Keep scheme, host and port; hide path, query and credentials (where providers put keys)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    port = f":{parts.port}" if parts.port else ""
+    hidden = "/***" if (parts.path.strip("/") or parts.query or parts.username) else ""
+    return f"{parts.scheme}://{host}{port}{hidden}"
+
+
+class RpcError(PublisherError):
+    """The node answered with a JSON-RPC error (e.g. a revert)."""
+
+    def __init__(self, method: str, code: int | None, message: str, data: str | None = None):
+        self.method, self.code, self.rpc_message, self.data = method, code, message, data
+        super().__init__(f"{method} failed: {message} (code {code})")
+
+
+class RpcUnavailable(PublisherError):
+    """No URL gave a usable answer within the attempt budget."""
+
+
+class PayloadTooLarge(RpcUnavailable):
+    """The node refused the request for its size (HTTP 413 or a size error)."""
+
+
+@dataclass
+class Counters:
+    http_requests: int = 0
+    rpc_calls: int = 0
+    eth_calls: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    retries: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RpcClient:
+    urls: list[str]
+    timeout: float = 30.0
+    max_attempts: int = 6
+    backoff: float = 0.25
+    max_backoff: float = 8.0
+    max_response_bytes: int = 256 * 1024 * 1024
+    counters: Counters = field(default_factory=Counters)
+    session: requests.Session = field(default_factory=requests.Session, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.urls:
+            raise PublisherError("no RPC URL configured")
+        self._ids = itertools.count(1)
+        self._url_index = 0
+        self._rng = random.Random()
+
+    @property
+    def url(self) -> str:
+        return self.urls[self._url_index]
+
+    def describe(self) -> str:
+        return ", ".join(mask_url(u) for u in self.urls)
+
+    # -- public API -------------------------------------------------------------------------
+
+    def request(self, method: str, params: list | None = None):
+        return self.batch([(method, params or [])])[0]
+
+    def batch(self, calls: list[tuple[str, list]], *, raise_errors: bool = True) -> list:
+        """Send calls in one HTTP request (a JSON-RPC batch when more than one).
+
+        Returns results in order. With ``raise_errors=False`` a failed item is returned as an
+        ``RpcError`` instance instead of raising, so callers can report every failure.
+        """
+        if not calls:
+            return []
+        ids = [next(self._ids) for _ in calls]
+        body = [{"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in zip(ids, calls)]
+        payload = json.dumps(body[0] if len(body) == 1 else body, separators=(",", ":")).encode()
+        self.counters.rpc_calls += len(calls)
+        self.counters.eth_calls += sum(1 for m, _ in calls if m == "eth_call")
+        answer = self._post(payload, calls[0][0] if len(calls) == 1 else f"batch of {len(calls)}")
+        items = answer if isinstance(answer, list) else [answer]
+        by_id = {item.get("id"): item for item in items if isinstance(item, dict)}
+        results = []
+        for i, (method, _) in zip(ids, calls):
+            item = by_id.get(i)
+            if item is None:
+                raise RpcUnavailable(f"RPC {self._where()} returned no answer for {method}")
+            if "error" in item and item["error"] is not None:
+                err = item["error"] if isinstance(item["error"], dict) else {"message": str(item["error"])}
+                exc = RpcError(method, err.get("code"), str(err.get("message", "unknown error"))[:300], err.get("data"))
+                if raise_errors:
+                    raise exc
+                results.append(exc)
+            else:
+                results.append(item.get("result"))
+        return results
+
+    # -- transport --------------------------------------------------------------------------
+
+    def _where(self) -> str:
+        return mask_url(self.url)
+
+    def _post(self, payload: bytes, what: str):
+        last = "no attempt made"
+        for attempt in range(self.max_attempts):
+            if attempt:
+                self.counters.retries += 1
+                # Move to the next URL after a failure: the fallback order of the profile.
+                self._url_index = (self._url_index + 1) % len(self.urls)
+            try:
+                self.counters.http_requests += 1
+                self.counters.bytes_sent += len(payload)
+                resp = self.session.post(
+                    self.url, data=payload, timeout=self.timeout, stream=True,
+                    headers={"Content-Type": "application/json"},
+                )
+                body = self._read(resp)
+            except requests.Timeout:
+                last = "timed out"
+                self._sleep(attempt, None)
+                continue
+            except requests.RequestException as exc:
+                last = f"connection error ({type(exc).__name__})"
+                self._sleep(attempt, None)
+                continue
+            if resp.status_code == 413:
+                raise PayloadTooLarge(f"RPC {self._where()} refused {what}: request too large (HTTP 413)")
+            if resp.status_code in RETRY_STATUS:
+                last = f"HTTP {resp.status_code}"
+                self._sleep(attempt, resp.headers.get("Retry-After"))
+                continue
+            if resp.status_code != 200:
+                raise RpcUnavailable(f"RPC {self._where()} answered HTTP {resp.status_code} to {what}")
+            try:
+                answer = json.loads(body)
+            except ValueError:
+                last = "malformed JSON"
+                self._sleep(attempt, None)
+                continue
+            if self._retryable_error(answer):
+                last = "node busy (JSON-RPC error)"
+                self._sleep(attempt, None)
+                continue
+            return answer
+        raise RpcUnavailable(f"RPC {self.describe()} failed for {what} after {self.max_attempts} attempts: {last}")
+
+    def _read(self, resp: requests.Response) -> bytes:
+        chunks, size = [], 0
+        for chunk in resp.iter_content(1 << 16):
+            size += len(chunk)
+            if size > self.max_response_bytes:
+                resp.close()
+                raise RpcUnavailable(f"RPC {self._where()} response exceeds {self.max_response_bytes} bytes")
+            chunks.append(chunk)
+        self.counters.bytes_received += size
+        return b"".join(chunks)
+
+    @staticmethod
+    def _retryable_error(answer) -> bool:
+        if isinstance(answer, dict):
+            err = answer.get("error")
+            return isinstance(err, dict) and err.get("code") in RETRY_RPC_CODES and "revert" not in str(err.get("message", ""))
+        return False
+
+    def _sleep(self, attempt: int, retry_after: str | None) -> None:
+        if attempt + 1 >= self.max_attempts:
+            return
+        delay = min(self.max_backoff, self.backoff * (2 ** attempt))
+        if retry_after:
+            try:
+                delay = min(self.max_backoff, max(delay, float(retry_after)))
+            except ValueError:
+                pass
+        # Full jitter keeps many clients from retrying in lockstep.
+        time.sleep(delay * (0.5 + self._rng.random() / 2))

@@ -1,0 +1,91 @@
+"""The `publisher` command: thin wrappers that parse options, call one core function and print a
+summary. Failures exit non-zero with a one-line cause."""
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import time
+
+import click
+
+from . import __version__
+from .errors import PublisherError
+
+NETWORK = click.option("--network", type=click.Choice(["devnet", "fuji", "mainnet"]), default="devnet", show_default=True)
+RPC_URL = click.option("--rpc-url", envvar="PUBLISHER_RPC_URL", help="RPC URL(s), comma-separated fallbacks (secret: never printed).")
+BLOCK = click.option("--block", type=int, help="Pin the run to this block (default: latest).")
+
+
+def fail_cleanly(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except PublisherError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+    return wrapper
+
+
+@click.group()
+@click.version_option(__version__)
+@click.option("-v", "--verbose", is_flag=True, help="Log warnings and details to stderr.")
+def main(verbose: bool) -> None:
+    """Build and publish the GoGoPool (Hypha) staking data API as static JSON."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, format="%(levelname)s %(message)s")
+
+
+@main.command()
+@click.option("--scenario", type=click.Choice(["demo", "scale"]), default="demo", show_default=True)
+@click.option("--port", type=int, help="Port for the node (default: a free one).")
+@fail_cleanly
+def devnet(scenario: str, port: int | None) -> None:
+    """Run the embedded devnet until interrupted."""
+    from .devnet import running
+
+    with running(scenario, port) as net:
+        click.echo(f"devnet '{scenario}' ready in {net.seconds:.1f}s")
+        click.echo(f"RPC URL   {net.url}   (chain id {net.chain_id})")
+        for name, addr in sorted(net.addresses.items()):
+            click.echo(f"  {name:<16} {addr}")
+        click.echo(f"use it:   publisher build --rpc-url {net.url}")
+        click.echo("Ctrl-C to stop")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            click.echo("stopping")
+
+
+@main.command()
+@NETWORK
+@RPC_URL
+@BLOCK
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="Where to save the snapshot JSON.")
+@click.option("--scenario", type=click.Choice(["demo", "scale"]), default="demo", help="Devnet scenario when no RPC is given.")
+@fail_cleanly
+def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str, scenario: str) -> None:
+    """Read the whole protocol at one block and save it."""
+    from .collect import collect, open_network
+    from .progress import Progress
+
+    with open_network(network, rpc_url, scenario) as profile:
+        got = collect(profile, block, Progress())
+    got.snapshot.save(out_path)
+    _summary(got)
+    click.echo(f"saved     {out_path}")
+
+
+def _summary(got) -> None:
+    s, c = got.snapshot, got.counters
+    click.echo(f"block     {s.block.number} {s.block.hash[:18]}… at {s.block.timestamp} ({s.network}, chain {s.chain_id})")
+    click.echo(f"read      {s.staker_count} stakers, {s.minipool_count} minipools in {got.seconds:.2f}s")
+    click.echo(f"requests  {c.http_requests} HTTP, {c.rpc_calls} JSON-RPC ({c.eth_calls} eth_call), "
+               f"{c.bytes_sent + c.bytes_received:,} bytes, {c.retries} retries")
+    for w in s.warnings:
+        click.echo(f"warning   {w}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Lifecycle of a local anvil node: find the pinned binary, start it on a free port, wait until it
+answers, stop it. Startup failures become one-line, actionable errors."""
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import requests
+
+from ..errors import PublisherError
+
+CHAIN_ID = 43112  # Avalanche's local-network C-Chain id
+GENESIS_TIME = 1767225600  # 2026-01-01T00:00:00Z: fixed so every run has the same blocks
+MNEMONIC = "test test test test test test test test test test test junk"
+BLOCK_GAS_LIMIT = 2_000_000_000  # room for batch seeding of the scale scenario
+
+_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def find_anvil() -> str:
+    """The pinned anvil from node_modules (native binary first), or $PUBLISHER_ANVIL, or PATH."""
+    if os.environ.get("PUBLISHER_ANVIL"):
+        return os.environ["PUBLISHER_ANVIL"]
+    system = platform.system().lower()
+    arch = _ARCH.get(platform.machine().lower(), platform.machine().lower())
+    for root in _roots():
+        native = root / "node_modules" / "@foundry-rs" / f"anvil-{system}-{arch}" / "bin" / "anvil"
+        if native.is_file():
+            return str(native)
+        shim = root / "node_modules" / ".bin" / "anvil"
+        if shim.is_file():
+            return str(shim)
+    found = shutil.which("anvil")
+    if found:
+        return found
+    raise PublisherError("anvil not found: run `npm ci` in the project root (or set PUBLISHER_ANVIL to an anvil binary)")
+
+
+def _roots():
+    seen = set()
+    for start in (Path(__file__).resolve(), Path.cwd().resolve()):
+        for parent in [start, *start.parents]:
+            if parent not in seen and (parent / "package.json").is_file():
+                seen.add(parent)
+                yield parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Anvil:
+    """``with Anvil() as node: node.url`` — a fresh, deterministic chain for the block's lifetime."""
+
+    def __init__(self, port: int | None = None, *, chain_id: int = CHAIN_ID, genesis_time: int = GENESIS_TIME):
+        self.port = port or free_port()
+        self.chain_id = chain_id
+        self.genesis_time = genesis_time
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "Anvil":
+        if _port_taken(self.port):
+            raise PublisherError(f"port {self.port} is already in use: choose another with --port or stop the process using it")
+        cmd = [
+            find_anvil(), "--host", "127.0.0.1", "--port", str(self.port),
+            "--chain-id", str(self.chain_id), "--timestamp", str(self.genesis_time),
+            "--mnemonic", MNEMONIC, "--accounts", "4", "--balance", "10000000",
+            "--gas-limit", str(BLOCK_GAS_LIMIT), "--base-fee", "0", "--gas-price", "0",
+            "--hardfork", "cancun", "--disable-code-size-limit", "--no-request-size-limit",
+            "--order", "fifo", "--quiet",
+        ]
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise PublisherError(f"cannot start anvil ({cmd[0]}): {exc.strerror}; run `npm ci` in the project root") from exc
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        body = {"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = (self.proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()
+                raise PublisherError(f"anvil exited at startup: {err[-1] if err else 'no output'}")
+            try:
+                if requests.post(self.url, json=body, timeout=1).ok:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise PublisherError(f"anvil did not answer on {self.url} within {timeout:.0f}s")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc and self.proc.stderr:
+            self.proc.stderr.close()
+        self.proc = None
+
+    def __enter__(self) -> "Anvil":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,203 @@
+"""Deterministic devnet scenarios as plain data: who stakes what, which minipools exist, and how
+prices and the ggAVAX vault move over the history window.
+
+Pure functions of the scenario name (a seeded RNG), so the same scenario always produces the same
+chain. The seeder (seed.py) turns this data into transactions; the local stand-ins for third-party
+APIs read the same data so their answers agree with the chain.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from eth_utils import keccak, to_checksum_address
+
+from .anvil import GENESIS_TIME
+
+DAY = 86_400
+WAD = 10**18
+NAVAX = 10**9
+RIALTO = to_checksum_address("0x" + keccak(text="devnet.rialto").hex()[-40:])
+TREASURY = to_checksum_address("0x" + keccak(text="devnet.treasury").hex()[-40:])
+PROVIDER_ARTIFACT = keccak(text="Artifact")
+
+PRELAUNCH, LAUNCHED, STAKING, WITHDRAWABLE, FINISHED, CANCELED, ERROR = range(7)
+
+
+@dataclass(frozen=True)
+class Shape:
+    stakers: int
+    minipools: int
+    days: int
+    # share of minipools per status, in status order
+    status_mix: tuple[int, ...]
+
+
+SHAPES = {
+    "demo": Shape(stakers=48, minipools=64, days=75, status_mix=(5, 5, 30, 6, 10, 4, 4)),
+    "scale": Shape(stakers=10_000, minipools=3_000, days=35, status_mix=(150, 150, 1800, 300, 450, 90, 60)),
+}
+
+
+@dataclass
+class Scenario:
+    name: str
+    start: int  # first timeline block
+    now: int  # timestamp of the final block
+    stakers: list[dict]
+    minipools: list[dict]  # final state, in index order
+    prices: list[tuple[int, int, int]]  # (time, GGP price in AVAX wei, AVAX/USD with 8 decimals)
+    deposits: list[tuple[str, int]]  # ggAVAX depositors at the start
+    validator_rate: float  # the primary-network reward rate the history is generated with
+    paused: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def final_price(self) -> int:
+        return self.prices[-1][1]
+
+    def active_pools(self) -> list[dict]:
+        return [m for m in self.minipools if m["status"] in (LAUNCHED, STAKING)]
+
+
+def build(name: str) -> Scenario:
+    if name not in SHAPES:
+        raise ValueError(f"unknown scenario {name!r}; choose one of {', '.join(SHAPES)}")
+    shape = SHAPES[name]
+    rng = random.Random(f"ggp-devnet-{name}")
+    start = GENESIS_TIME + 3600
+    now = GENESIS_TIME + shape.days * DAY + 6 * 3600
+    prices = _prices(rng, start, shape.days)
+    price = prices[-1][1]
+    rate = 0.075
+    owners = [_address(rng) for _ in range(shape.stakers)]
+    pools = _minipools(rng, shape, owners, now, rate)
+    stakers = _stakers(rng, owners, pools, price, now)
+    ls_total = sum(m["avaxLiquidStakerAmt"] for m in pools if m["status"] in (LAUNCHED, STAKING))
+    # Most of the vault is out staking, as on mainnet, leaving the reserve and a little idle AVAX.
+    target = ls_total * 115 // 100
+    deposits = []
+    remaining = target
+    for i in range(24):
+        amt = remaining if i == 23 else int(target * rng.uniform(0.01, 0.07)) // WAD * WAD
+        deposits.append((_address(rng), amt))
+        remaining -= amt
+    paused = {"MinipoolStreamliner": True, "WithdrawQueue": False}
+    return Scenario(name, start, now, stakers, pools, prices, deposits, rate, paused)
+
+
+def _address(rng: random.Random) -> str:
+    return to_checksum_address(rng.randbytes(20))
+
+
+def _prices(rng: random.Random, start: int, days: int) -> list[tuple[int, int, int]]:
+    ggp, avax = 0.0300, 24.0
+    out = []
+    for d in range(days):
+        ggp *= 1 + rng.uniform(-0.03, 0.031)
+        avax *= 1 + rng.uniform(-0.04, 0.041)
+        out.append((start + d * DAY + 3600, int(ggp * 1e6) * 10**12, int(avax * 1e4) * 10**4))
+    return out
+
+
+def _minipools(rng, shape: Shape, owners: list[str], now: int, rate: float) -> list[dict]:
+    statuses = [s for s, n in enumerate(shape.status_mix) for _ in range(n)]
+    statuses += [STAKING] * (shape.minipools - len(statuses))
+    rng.shuffle(statuses)
+    # Stakers 0..k-1 of each block of 12 hold no minipool (GGP only); the rest own pools.
+    pool_owners = [o for i, o in enumerate(owners) if i % 12 not in (0,)]
+    pools = []
+    for i, status in enumerate(statuses[: shape.minipools]):
+        owner = pool_owners[i % len(pool_owners)] if i < len(pool_owners) else rng.choice(pool_owners)
+        pools.append(_minipool(rng, i, status, owner, now, rate))
+    return pools
+
+
+def _minipool(rng, index: int, status: int, owner: str, now: int, rate: float) -> dict:
+    duration = rng.choice((15, 15, 30, 90, 180, 365)) * DAY
+    node_op = 1000 * WAD + (rng.randrange(0, 40) * WAD if rng.random() < 0.2 else 0)
+    created = now - rng.randrange(2, 60) * DAY - rng.randrange(DAY)
+    pool = {
+        "index": index, "nodeID": _address(rng), "status": status, "duration": duration,
+        "delegationFee": 20_000, "owner": owner, "multisigAddr": RIALTO,
+        "avaxNodeOpAmt": node_op, "avaxNodeOpInitialAmt": 1000 * WAD, "avaxLiquidStakerAmt": node_op,
+        "blsPubkeyAndSig": rng.randbytes(144), "txID": b"\0" * 32, "creationTime": created,
+        "initialStartTime": 0, "startTime": 0, "endTime": 0, "avaxTotalRewardAmt": 0,
+        "errorCode": b"\0" * 32, "ggpSlashAmt": 0, "avaxNodeOpRewardAmt": 0,
+        "avaxLiquidStakerRewardAmt": 0,
+        "hardwareProvider": PROVIDER_ARTIFACT if rng.random() < 0.35 else b"\0" * 32,
+    }
+    cycle = min(duration, 15 * DAY)
+    if status == PRELAUNCH:
+        pool["creationTime"] = now - rng.randrange(3600, 2 * DAY)
+    elif status == LAUNCHED:
+        pool["creationTime"] = now - rng.randrange(3 * 3600, 3 * DAY)
+    elif status == CANCELED:
+        pool["avaxLiquidStakerAmt"] = 0
+    elif status == ERROR:
+        pool["errorCode"] = b"EC1".ljust(32, b"\0")
+        pool["initialStartTime"] = pool["startTime"] = created + 3600
+    else:
+        # Staking pools started inside their current cycle; ended ones finished in the past.
+        if status == STAKING:
+            start = now - rng.randrange(3600, cycle - 3600)
+        elif status == WITHDRAWABLE:
+            start = now - cycle - rng.randrange(3600, 3 * DAY)
+        else:
+            start = now - cycle - rng.randrange(4 * DAY, 40 * DAY)
+        pool["creationTime"] = min(created, start - 3600)
+        pool["initialStartTime"] = pool["startTime"] = start
+        pool["endTime"] = start + cycle
+        pool["txID"] = rng.randbytes(32)
+        if status in (WITHDRAWABLE, FINISHED):
+            staked = pool["avaxNodeOpAmt"] + pool["avaxLiquidStakerAmt"]
+            r = rate * rng.uniform(0.93, 1.05)
+            total = int(staked * r * cycle / (365 * DAY)) // 10**9 * 10**9
+            if rng.random() < 0.08:  # poor uptime: no reward, GGP slashed
+                total = 0
+                pool["ggpSlashAmt"] = rng.randrange(100, 400) * WAD
+            pool["avaxTotalRewardAmt"] = total
+            pool["avaxNodeOpRewardAmt"] = total - total // 2
+            pool["avaxLiquidStakerRewardAmt"] = total // 2
+    return pool
+
+
+def _stakers(rng, owners: list[str], pools: list[dict], price: int, now: int) -> list[dict]:
+    by_owner: dict[str, list[dict]] = {}
+    for m in pools:
+        by_owner.setdefault(m["owner"], []).append(m)
+    stakers = []
+    for i, addr in enumerate(owners):
+        mine = by_owner.get(addr, [])
+        assigned = sum(m["avaxLiquidStakerAmt"] for m in mine if m["status"] in (PRELAUNCH, LAUNCHED, STAKING))
+        validating = sum(m["avaxLiquidStakerAmt"] for m in mine if m["status"] == STAKING)
+        ended = sum(m["avaxLiquidStakerAmt"] for m in mine if m["status"] == WITHDRAWABLE)
+        staked = sum(m["avaxNodeOpAmt"] for m in mine if m["status"] not in (FINISHED, CANCELED))
+        kind = i % 12
+        # Collateralization targets spread over the interesting ranges.
+        if not assigned:
+            ggp = rng.randrange(100, 20_000) * WAD
+        elif kind == 1:
+            ggp = 0
+        elif kind in (2, 3):
+            ggp = _ggp_for(assigned, rng.uniform(0.02, 0.095), price)
+        elif kind in (4, 5):
+            ggp = _ggp_for(assigned, rng.uniform(1.6, 3.0), price)
+        else:
+            ggp = _ggp_for(assigned, rng.uniform(0.10, 1.50), price)
+        active = [m["creationTime"] for m in mine if m["status"] in (PRELAUNCH, LAUNCHED, STAKING, WITHDRAWABLE)]
+        start = min(active) if active else 0
+        if start and kind in (6, 7):  # joined recently: not yet eligible
+            start = now - rng.randrange(DAY, 12 * DAY)
+        stakers.append({
+            "stakerAddr": addr, "avaxAssigned": assigned, "avaxStaked": staked,
+            "avaxValidating": validating, "avaxValidatingHighWater": validating + ended,
+            "ggpRewards": rng.randrange(0, 800) * WAD if start and rng.random() < 0.5 else 0,
+            "ggpStaked": ggp, "lastRewardsCycleCompleted": 2 if start and start < now - 30 * DAY else 0,
+            "rewardsStartTime": start,
+            "ggpLockedUntil": now + 180 * DAY if kind == 11 else 0,
+        })
+    return stakers
+
+
+def _ggp_for(avax: int, ratio: float, price: int) -> int:
+    return int(avax * ratio) // price * WAD // 10**6 * 10**6

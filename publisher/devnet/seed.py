@@ -1,0 +1,229 @@
+"""Deploy the devnet contracts and play a scenario onto the chain.
+
+Every transaction is mined at a timestamp the scenario decides (``evm_setNextBlockTimestamp``),
+from the same account and nonce sequence, so a scenario always yields the same blocks.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import rlp
+from eth_abi import encode
+from eth_utils import keccak, to_checksum_address
+
+from ..chain import abis
+from ..chain.abi import Fn
+from ..chain.rpc import RpcClient
+from ..errors import PublisherError
+from . import scenarios
+from .scenarios import DAY, WAD, Scenario
+
+ARTIFACTS = Path(__file__).with_name("artifacts.json")
+MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11"
+DEPLOYER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"  # first account of the fixed mnemonic
+TX_GAS = 1_500_000_000
+GGAVAX_CYCLE = 14 * DAY
+STAKER_BATCH = 1000
+MINIPOOL_BATCH = 200
+
+# Devnet-only setters (mainnet has no such functions; they exist to seed state).
+register_contract = Fn("registerContract(string,address)")
+set_paused = Fn("setPaused(string,bool)")
+ggp_mint = Fn("mint(address,uint256)")
+set_price = Fn("setGGPPriceInAVAX(uint256,uint256)")
+update_answer = Fn("updateAnswer(int256,uint256)")
+set_reserves = Fn("setReserves(uint112,uint112)")
+pool_initialize = Fn("initialize()")
+start_rewards_cycle = Fn("startRewardsCycle()")
+deposit_for = Fn("depositFor(address,uint256)")
+withdraw_for_staking = Fn("withdrawForStaking(uint256)")
+deposit_from_staking = Fn("depositFromStaking(uint256,uint256)")
+sync_rewards = Fn("syncRewards()")
+set_stakers = Fn(f"setStakers({abis.STAKER}[])")
+set_minipools = Fn(f"setMinipools({abis.MINIPOOL}[])")
+set_status = Fn("setStatus(address,uint256)")
+set_total_ls = Fn("setTotalAVAXLiquidStakerAmt(uint256)")
+
+# name -> constructor argument names, in deployment order (the order fixes the addresses).
+DEPLOY_ORDER = (
+    ("Storage", ()),
+    ("TokenGGP", ("Storage",)),
+    ("WAVAX", ("Storage",)),
+    ("ProtocolDAO", ("Storage",)),
+    ("Oracle", ("Storage",)),
+    ("TokenggAVAX", ("Storage", "WAVAX", "cycle")),
+    ("Staking", ("Storage",)),
+    ("MinipoolManager", ("Storage",)),
+    ("RewardsPool", ("Storage",)),
+    ("ClaimNodeOp", ("Storage",)),
+    ("PriceFeed", ("decimals", "description")),
+    ("DexPair", ("TokenGGP", "WAVAX")),
+)
+REGISTERED = ("TokenGGP", "WAVAX", "ProtocolDAO", "Oracle", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp")
+
+
+def load_artifacts() -> dict:
+    if not ARTIFACTS.is_file():
+        raise PublisherError(f"{ARTIFACTS} is missing: run `npm run compile`")
+    return json.loads(ARTIFACTS.read_text())["contracts"]
+
+
+@dataclass
+class Sender:
+    """Sends transactions from the deployer at chosen timestamps and checks every receipt."""
+
+    client: RpcClient
+    clock: int = 0
+    pending: list[tuple[str, str]] = field(default_factory=list)
+
+    def at(self, timestamp: int) -> None:
+        # Strictly increasing: a block may not share its parent's time.
+        self.clock = max(timestamp, self.clock + 1)
+        self.client.request("evm_setNextBlockTimestamp", [hex(self.clock)])
+
+    def send(self, to: str | None, data: bytes, what: str) -> str:
+        tx = {"from": DEPLOYER, "data": "0x" + data.hex(), "gas": hex(TX_GAS)}
+        if to:
+            tx["to"] = to
+        self.at(self.clock + 2)
+        tx_hash = self.client.request("eth_sendTransaction", [tx])
+        self.pending.append((tx_hash, what))
+        return tx_hash
+
+    def check(self) -> list[dict]:
+        """Receipts of everything sent so far; a revert names the step that caused it."""
+        receipts = []
+        for i in range(0, len(self.pending), 200):
+            part = self.pending[i : i + 200]
+            got = self._receipts([h for h, _ in part])
+            for (h, what), r in zip(part, got):
+                if r.get("status") != "0x1":
+                    raise PublisherError(f"devnet seeding failed at: {what} (tx {h})")
+                receipts.append(r)
+        self.pending.clear()
+        return receipts
+
+    def _receipts(self, hashes: list[str]) -> list[dict]:
+        # Automine may still be sealing the last block when the hash comes back: poll briefly.
+        for _ in range(100):
+            got = self.client.batch([("eth_getTransactionReceipt", [h]) for h in hashes])
+            if all(got):
+                return got
+            time.sleep(0.05)
+        raise PublisherError("devnet did not mine the seeding transactions")
+
+
+def deploy(client: RpcClient, start: int) -> dict[str, str]:
+    """Deploy every contract, register the protocol ones in Storage, install Multicall3."""
+    artifacts = load_artifacts()
+    sender = Sender(client, clock=start)
+    addresses: dict[str, str] = {}
+    hashes = []
+    for name, args in DEPLOY_ORDER:
+        values = [_ctor_arg(a, addresses) for a in args]
+        types = [_ctor_type(a) for a in args]
+        code = bytes.fromhex(artifacts[name]["bytecode"][2:]) + (encode(types, values) if args else b"")
+        hashes.append((name, sender.send(None, code, f"deploy {name}")))
+    for (name, _), receipt in zip(hashes, sender.check()):
+        addresses[name] = to_checksum_address(receipt["contractAddress"])
+    for name in REGISTERED:
+        sender.send(addresses["Storage"], register_contract.encode(name, addresses[name]), f"register {name}")
+    sender.check()
+    client.request("anvil_setCode", [MULTICALL3, artifacts["Multicall3"]["deployedBytecode"]])
+    addresses["Multicall3"] = MULTICALL3
+    return addresses
+
+
+def _ctor_arg(arg: str, addresses: dict[str, str]):
+    if arg == "cycle":
+        return GGAVAX_CYCLE
+    if arg == "decimals":
+        return 8
+    if arg == "description":
+        return "AVAX / USD"
+    return _predicted(arg, addresses)
+
+
+def _ctor_type(arg: str) -> str:
+    return {"cycle": "uint32", "decimals": "uint8", "description": "string"}.get(arg, "address")
+
+
+def _predicted(name: str, addresses: dict[str, str]) -> str:
+    """Address of an earlier deployment, known before receipts are read (CREATE: sender+nonce)."""
+    if name in addresses:
+        return addresses[name]
+    nonce = [n for n, _ in DEPLOY_ORDER].index(name)
+    return contract_address(DEPLOYER, nonce)
+
+
+def contract_address(sender: str, nonce: int) -> str:
+    return to_checksum_address(keccak(rlp.encode([bytes.fromhex(sender[2:]), nonce]))[-20:])
+
+
+def seed(client: RpcClient, addresses: dict[str, str], sc: Scenario) -> None:
+    """Play the scenario: history first (prices, vault, reward cycles), then the current state."""
+    a = addresses
+    s = Sender(client, clock=sc.start)
+    send = s.send
+    s.at(sc.start)
+    send(a["TokenGGP"], ggp_mint.encode(scenarios.TREASURY, 18_000_000 * WAD), "mint GGP supply")
+    send(a["RewardsPool"], pool_initialize.encode(), "RewardsPool.initialize")
+    for name, paused in sc.paused.items():
+        send(a["Storage"], set_paused.encode(name, paused), f"pause {name}")
+    for who, amt in sc.deposits:
+        send(a["TokenggAVAX"], deposit_for.encode(who, amt), "ggAVAX deposit")
+    send(a["TokenggAVAX"], sync_rewards.encode(), "first ggAVAX sync")
+    cycle_end = (s.clock + GGAVAX_CYCLE) // GGAVAX_CYCLE * GGAVAX_CYCLE
+    ls_total = sum(m["avaxLiquidStakerAmt"] for m in sc.active_pools())
+    daily_reward = int(ls_total * sc.validator_rate / 365)
+    for day, (t, ggp_price, avax_usd) in enumerate(sc.prices):
+        s.at(t)
+        send(a["Oracle"], set_price.encode(ggp_price, s.clock + 2), "oracle price")
+        send(a["PriceFeed"], update_answer.encode(avax_usd, s.clock + 2), "AVAX/USD round")
+        reserve_ggp = 400_000 * WAD
+        dex_price = ggp_price * (1000 + (day % 7) - 3) // 1000
+        send(a["DexPair"], set_reserves.encode(*_reserves(a, reserve_ggp, reserve_ggp * dex_price // WAD)), "DEX reserves")
+        if day % 30 == 1:
+            send(a["RewardsPool"], start_rewards_cycle.encode(), "start rewards cycle")
+        if day == 2:
+            send(a["TokenggAVAX"], withdraw_for_staking.encode(ls_total), "ggAVAX out to minipools")
+        if day >= 3:
+            send(a["TokenggAVAX"], deposit_from_staking.encode(0, daily_reward), "ggAVAX staking rewards")
+        if s.clock + 2 >= cycle_end:
+            send(a["TokenggAVAX"], sync_rewards.encode(), "ggAVAX sync")
+            cycle_end = (s.clock + GGAVAX_CYCLE) // GGAVAX_CYCLE * GGAVAX_CYCLE
+    s.check()
+    _seed_state(s, a, sc)
+    s.at(sc.now - 60)
+    if s.clock + 2 >= cycle_end:
+        send(a["TokenggAVAX"], sync_rewards.encode(), "ggAVAX sync")
+    s.check()
+    s.at(sc.now)
+    client.request("evm_mine", [])
+
+
+def _seed_state(s: Sender, a: dict[str, str], sc: Scenario) -> None:
+    """Write stakers and minipools; Withdrawable pools go through Staking first, as on mainnet."""
+    s.at(sc.now - 2 * 3600)
+    rows = [tuple(st[k] for k, _ in abis.STAKER_FIELDS) for st in sc.stakers]
+    for i in range(0, len(rows), STAKER_BATCH):
+        s.send(a["Staking"], set_stakers.encode(rows[i : i + STAKER_BATCH]), f"stakers {i}..")
+    pools = []
+    for m in sc.minipools:
+        first = dict(m, status=scenarios.STAKING) if m["status"] == scenarios.WITHDRAWABLE else m
+        pools.append(tuple(first[k] for k, _ in abis.MINIPOOL_FIELDS))
+    for i in range(0, len(pools), MINIPOOL_BATCH):
+        s.send(a["MinipoolManager"], set_minipools.encode(pools[i : i + MINIPOOL_BATCH]), f"minipools {i}..")
+    s.send(a["MinipoolManager"], set_total_ls.encode(sum(m["avaxLiquidStakerAmt"] for m in sc.active_pools())), "LS total")
+    s.at(sc.now - 3600)
+    for m in sc.minipools:
+        if m["status"] == scenarios.WITHDRAWABLE:
+            s.send(a["MinipoolManager"], set_status.encode(m["nodeID"], scenarios.WITHDRAWABLE), "minipool ends")
+    s.check()
+
+
+def _reserves(a: dict[str, str], ggp: int, wavax: int) -> tuple[int, int]:
+    return (ggp, wavax) if int(a["TokenGGP"], 16) < int(a["WAVAX"], 16) else (wavax, ggp)

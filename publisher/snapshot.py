@@ -1,0 +1,268 @@
+"""The snapshot: everything the API needs, read at one pinned block, as frozen typed data.
+
+Exact integers stay ints in memory. On disk (``publisher snapshot --out``) integers too large for
+a JSON double are written as decimal strings, so a saved snapshot reloads to an equal object and
+rebuilds the same bytes offline.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import PublisherError
+
+SNAPSHOT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class BlockRef:
+    number: int
+    hash: str
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class Staker:
+    staker_addr: str
+    avax_assigned: int
+    avax_staked: int
+    avax_validating: int
+    avax_validating_high_water: int
+    ggp_rewards: int
+    ggp_staked: int
+    last_rewards_cycle_completed: int
+    rewards_start_time: int
+    ggp_locked_until: int
+    # Per-staker views read at the same block.
+    effective_ggp_staked: int
+    collateralization_ratio: int
+    effective_rewards_ratio: int
+    eligible: bool
+
+
+@dataclass(frozen=True)
+class Minipool:
+    index: int
+    node_id: str  # raw 20 bytes as a checksummed hex address, as stored on-chain
+    status: int
+    duration: int
+    delegation_fee: int
+    owner: str
+    multisig_addr: str
+    avax_node_op_amt: int
+    avax_node_op_initial_amt: int
+    avax_liquid_staker_amt: int
+    bls_pubkey_and_sig: str
+    tx_id: str
+    creation_time: int
+    initial_start_time: int
+    start_time: int
+    end_time: int
+    avax_total_reward_amt: int
+    error_code: str
+    ggp_slash_amt: int
+    avax_node_op_reward_amt: int
+    avax_liquid_staker_reward_amt: int
+    hardware_provider: str
+
+
+@dataclass(frozen=True)
+class Vault:
+    """TokenggAVAX (stAVAX) state."""
+
+    name: str
+    symbol: str
+    total_assets: int
+    total_released_assets: int
+    staking_total_assets: int
+    amount_available_for_staking: int
+    last_rewards_amt: int
+    last_sync: int
+    rewards_cycle_end: int
+    rewards_cycle_length: int
+    total_supply: int
+    assets_per_share: int  # convertToAssets(1e18)
+    shares_per_asset: int  # convertToShares(1e18)
+    liquid_avax: int  # WAVAX held by the vault
+
+
+@dataclass(frozen=True)
+class Settings:
+    """ProtocolDAO settings used by the API (wad-scaled unless named otherwise)."""
+
+    rewards_cycle_seconds: int
+    rewards_eligibility_min_seconds: int
+    inflation_interval_rate: int
+    inflation_interval_seconds: int
+    min_collateralization_ratio: int
+    max_collateralization_ratio: int
+    minipool_node_commission_fee_pct: int
+    minipool_min_avax_assignment: int
+    minipool_max_avax_assignment: int
+    minipool_min_avax_staking_amt: int
+    target_ggavax_reserve_rate: int
+    fee_bips: int
+    expected_avax_rewards_rate: int
+    claiming_contract_pct: dict[str, int]
+    withdraw_for_delegation_enabled: bool
+
+
+@dataclass(frozen=True)
+class OraclePrice:
+    price: int  # AVAX per GGP, wei
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class FeedRound:
+    address: str
+    round_id: int
+    answer: int
+    started_at: int
+    updated_at: int
+    answered_in_round: int
+    decimals: int
+
+
+@dataclass(frozen=True)
+class DexReserves:
+    pair: str
+    token0: str
+    token1: str
+    reserve0: int
+    reserve1: int
+    block_timestamp_last: int
+
+
+@dataclass(frozen=True)
+class RewardsPool:
+    cycle_count: int
+    cycle_start_time: int
+    cycle_total_amt: int  # GGP minted at the last cycle start
+    inflation_interval_start_time: int
+    inflation_current_supply: int
+    inflation_new_supply: int
+    nodeop_cycle_total: int  # ClaimNodeOp.getRewardsCycleTotal(): last cycle's operator allotment
+
+
+@dataclass(frozen=True)
+class GGPToken:
+    total_supply: int
+    max_supply: int
+
+
+@dataclass(frozen=True)
+class VaultPoint:
+    """ggAVAX share price at an older block: the APY window's far end."""
+
+    block: BlockRef
+    assets_per_share: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    network: str
+    chain_id: int
+    block: BlockRef
+    addresses: dict[str, str]
+    settings: Settings
+    ggavax: Vault
+    ggp: GGPToken
+    oracle: OraclePrice
+    rewards_pool: RewardsPool
+    staker_count: int
+    total_ggp_stake: int
+    stakers: tuple[Staker, ...]
+    minipool_count: int
+    total_avax_liquid_staker_amt: int
+    minipools: tuple[Minipool, ...]
+    paused: dict[str, bool]
+    feed: FeedRound | None = None
+    dex: DexReserves | None = None
+    apy_base: VaultPoint | None = None
+    warnings: tuple[str, ...] = ()
+    format: int = SNAPSHOT_FORMAT
+
+    def to_json(self) -> str:
+        return json.dumps(to_jsonable(self), sort_keys=True, indent=1) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> "Snapshot":
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise PublisherError(f"snapshot is not valid JSON: {exc}") from None
+        if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
+            raise PublisherError(f"snapshot format is not {SNAPSHOT_FORMAT}")
+        try:
+            return from_jsonable(cls, data)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise PublisherError(f"snapshot does not match the model: {exc}") from None
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Snapshot":
+        try:
+            return cls.from_json(Path(path).read_text())
+        except OSError as exc:
+            raise PublisherError(f"cannot read snapshot {path}: {exc.strerror}") from None
+
+
+_SAFE = 2**53
+
+
+def to_jsonable(obj):
+    if dataclasses.is_dataclass(obj):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) >= _SAFE:
+        return str(obj)
+    return obj
+
+
+def from_jsonable(tp, data):
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise TypeError(f"{tp.__name__}: expected an object")
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in data:
+                kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise KeyError(f"{tp.__name__}.{f.name}")
+        return tp(**kwargs)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        return from_jsonable(next(a for a in args if a is not type(None)), data)
+    if origin is tuple:
+        item = typing.get_args(tp)[0]
+        return tuple(from_jsonable(item, v) for v in data)
+    if origin is dict:
+        _, vt = typing.get_args(tp)
+        return {str(k): from_jsonable(vt, v) for k, v in data.items()}
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, (int, str)):
+            raise TypeError(f"expected an integer, got {data!r}")
+        return int(data)
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise TypeError(f"expected a boolean, got {data!r}")
+        return data
+    if tp is str:
+        if not isinstance(data, str):
+            raise TypeError(f"expected a string, got {data!r}")
+        return data
+    return data
