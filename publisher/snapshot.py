@@ -164,6 +164,47 @@ class VaultPoint:
 
 
 @dataclass(frozen=True)
+class Validator:
+    """One validator record from the data provider (Glacier) or the P-Chain fallback, exact units."""
+
+    node_id: str  # NodeID-…
+    tx_hash: str
+    start_timestamp: int
+    end_timestamp: int
+    amount_staked: int  # nAVAX
+    amount_delegated: int  # nAVAX
+    delegation_fee_pct: str  # decimal string as the provider gives it, e.g. "2.0000"
+    delegator_count: int
+    uptime_pct: str | None  # decimal string, percent
+    validation_reward: int  # potential reward, nAVAX
+    delegation_reward: int  # potential delegation fee reward, nAVAX
+    avalanchego_version: str | None
+    source: str  # "glacier" or "pchain"
+
+
+@dataclass(frozen=True)
+class PricePoint:
+    """Last oracle and feed values of one UTC day."""
+
+    date: str  # YYYY-MM-DD
+    ggp_in_avax: int  # wei
+    avax_usd: int  # feed answer, feed decimals
+    block: int  # last block of the day that the point reflects
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class PriceCheck:
+    """Outcome of the optional cross-check against an HTTP price API."""
+
+    source: str
+    status: str  # "ok" or "unavailable"
+    avax_usd: str | None = None  # decimal strings as the API gave them
+    ggp_usd: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Snapshot:
     network: str
     chain_id: int
@@ -184,6 +225,12 @@ class Snapshot:
     feed: FeedRound | None = None
     dex: DexReserves | None = None
     apy_base: VaultPoint | None = None
+    # Off-chain sources (sources/): validator provider records, daily prices, USD cross-check.
+    validators: tuple[Validator, ...] = ()
+    missing_validators: tuple[str, ...] = ()  # NodeIDs of active minipools the provider lacks
+    validator_source: str | None = None
+    price_history: tuple[PricePoint, ...] = ()
+    price_check: PriceCheck | None = None
     warnings: tuple[str, ...] = ()
     format: int = SNAPSHOT_FORMAT
 

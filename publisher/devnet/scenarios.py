@@ -75,12 +75,8 @@ def build(name: str) -> Scenario:
     ls_total = sum(m["avaxLiquidStakerAmt"] for m in pools if m["status"] in (LAUNCHED, STAKING))
     # Most of the vault is out staking, as on mainnet, leaving the reserve and a little idle AVAX.
     target = ls_total * 115 // 100
-    deposits = []
-    remaining = target
-    for i in range(24):
-        amt = remaining if i == 23 else int(target * rng.uniform(0.01, 0.07)) // WAD * WAD
-        deposits.append((_address(rng), amt))
-        remaining -= amt
+    weights = [rng.uniform(1, 5) for _ in range(24)]
+    deposits = [(_address(rng), int(target * w / sum(weights)) // WAD * WAD) for w in weights]
     paused = {"MinipoolStreamliner": True, "WithdrawQueue": False}
     return Scenario(name, start, now, stakers, pools, prices, deposits, rate, paused)
 

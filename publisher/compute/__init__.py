@@ -1,0 +1,1 @@
+"""Pure computations on snapshot values: no I/O."""

@@ -1,0 +1,24 @@
+"""What render functions receive: the snapshot, run settings, and a memo so derived values
+(APY, rewards parameters …) are computed once per build however many endpoints use them."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..snapshot import Snapshot
+
+
+class Context:
+    def __init__(self, snapshot: Snapshot, *, flags: dict[str, bool] | None = None,
+                 generated_at: int | None = None, cadence_seconds: int = 300, settings: dict | None = None):
+        self.snap = snapshot
+        self.flags = flags or {}
+        # Wall time of the run; only /status carries it, so entity files stay byte-stable.
+        self.generated_at = generated_at if generated_at is not None else snapshot.block.timestamp
+        self.cadence_seconds = cadence_seconds
+        self.settings = settings or {}
+        self._memo: dict[Callable, Any] = {}
+
+    def cached(self, fn: Callable[["Context"], Any]) -> Any:
+        if fn not in self._memo:
+            self._memo[fn] = fn(self)
+        return self._memo[fn]

@@ -1,0 +1,101 @@
+"""The single list of endpoints. Each is declared once — path, schema, docs text, cache policy and
+render function — and build, check, the OpenAPI document, serve and publish all read it."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from .context import Context
+
+# Cache-Control per policy; "{max_age}" follows the profile's publish cadence.
+CACHE_POLICIES = {
+    "data": "public, max-age={max_age}, stale-while-revalidate=60, stale-if-error=86400",
+    "docs": "public, max-age=3600, stale-while-revalidate=600, stale-if-error=86400",
+    "status": "public, max-age=30, stale-while-revalidate=30, stale-if-error=86400",
+}
+
+Render = Callable[[Context], Iterable[tuple[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    where: str  # "path" or "query"
+    description: str
+    schema: dict
+    example: str | None = None
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    path: str  # URL template, e.g. "/stakers/{address}"
+    summary: str
+    schema: dict  # JSON Schema (2020-12) of the response body
+    render: Render | None  # None: answered by the rewards function, not a file
+    description: str = ""
+    tag: str = ""
+    cache: str = "data"
+    params: tuple[Param, ...] = ()
+    content_type: str = "application/json"
+
+    @property
+    def is_function(self) -> bool:
+        return self.render is None
+
+    @property
+    def pattern(self) -> re.Pattern:
+        """Regex matching concrete URL paths of this endpoint."""
+        parts = re.split(r"(\{[^}]+\})", self.path)
+        return re.compile("^" + "".join("([^/]+)" if p.startswith("{") else re.escape(p) for p in parts) + "$")
+
+
+REGISTRY: dict[str, Endpoint] = {}
+
+
+def endpoint(path: str, *, summary: str, schema: dict, **kwargs) -> Callable[[Render], Render]:
+    """Register a file endpoint rendered by the decorated function."""
+
+    def register(render: Render) -> Render:
+        if path in REGISTRY:
+            raise ValueError(f"endpoint {path} declared twice")
+        REGISTRY[path] = Endpoint(path, summary, schema, render, **kwargs)
+        return render
+
+    return register
+
+
+def function_endpoint(path: str, *, summary: str, schema: dict, **kwargs) -> None:
+    if path in REGISTRY:
+        raise ValueError(f"endpoint {path} declared twice")
+    REGISTRY[path] = Endpoint(path, summary, schema, None, **kwargs)
+
+
+def file_for(url_path: str) -> str:
+    """Relative file name for a URL path: ``/a/b`` -> ``a/b.json``; ``/`` -> ``index.html``."""
+    if url_path in ("", "/"):
+        return "index.html"
+    if "." in url_path.rsplit("/", 1)[-1]:
+        return url_path.lstrip("/")
+    return url_path.lstrip("/") + ".json"
+
+
+def url_for(file_name: str) -> str:
+    if file_name == "index.html":
+        return "/"
+    return "/" + (file_name[: -len(".json")] if file_name.endswith(".json") else file_name)
+
+
+def match(url_path: str) -> Endpoint | None:
+    for ep in REGISTRY.values():
+        if ep.pattern.match(url_path):
+            return ep
+    return None
+
+
+def load_all() -> dict[str, Endpoint]:
+    """Import every endpoint module (registration happens at import) and return the registry."""
+    from . import catalogue  # noqa: F401
+
+    return REGISTRY

@@ -1,0 +1,30 @@
+"""Shared fixtures: one seeded demo devnet per test session (per xdist worker), and its snapshot."""
+from __future__ import annotations
+
+import pytest
+
+from publisher.chain.rpc import RpcClient
+from publisher.collect import collect, devnet_profile
+from publisher.config import load_profile
+from publisher.devnet import running
+
+
+@pytest.fixture(scope="session")
+def demo():
+    with running("demo") as net:
+        yield net
+
+
+@pytest.fixture(scope="session")
+def demo_profile(demo):
+    return devnet_profile(load_profile("devnet"), demo)
+
+
+@pytest.fixture(scope="session")
+def demo_snapshot(demo_profile):
+    return collect(demo_profile).snapshot
+
+
+@pytest.fixture
+def rpc(demo):
+    return RpcClient([demo.url])
