@@ -77,6 +77,57 @@ def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str
     click.echo(f"saved     {out_path}")
 
 
+@main.command()
+@NETWORK
+@RPC_URL
+@BLOCK
+@click.option("--from-snapshot", "from_snapshot", type=click.Path(exists=True, dir_okay=False), help="Build offline from a saved snapshot.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="out", show_default=True)
+@click.option("--scenario", type=click.Choice(["demo", "scale"]), default="demo", help="Devnet scenario when no RPC is given.")
+@click.option("--force", is_flag=True, help="Publish even beyond the change bounds against the previous run.")
+@fail_cleanly
+def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> None:
+    """Build every endpoint into OUT (default out/), validated, swapped in atomically."""
+    from .build import build as build_api
+    from .collect import collect, open_network
+    from .config import load_profile
+    from .progress import Progress
+    from .snapshot import Snapshot
+
+    t0 = time.monotonic()
+    if from_snapshot:
+        snap = Snapshot.load(from_snapshot)
+        built = build_api(snap, load_profile(snap.network), out_dir, force=force)
+    else:
+        with open_network(network, rpc_url, scenario) as profile:
+            got = collect(profile, block, Progress())
+            built = build_api(got.snapshot, profile, out_dir, force=force)
+        _summary(got)
+        snap = got.snapshot
+    click.echo(f"built     {built.endpoints} endpoints, {len(built.files)} files, {built.bytes:,} bytes "
+               f"into {built.out_dir} (block {snap.block.number}) in {time.monotonic() - t0:.2f}s")
+
+
+@main.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False), default="out")
+@NETWORK
+@fail_cleanly
+def check(directory: str, network: str) -> None:
+    """Validate a built directory: schemas and invariants, as build does."""
+    from .config import load_profile
+    from .validate import load_dir, validate
+
+    files = load_dir(directory)
+    if not files:
+        raise PublisherError(f"{directory} holds no files")
+    problems = validate(files, feed_max_age=load_profile(network).feed_max_age)
+    for p in problems:
+        click.echo(f"problem   {p}", err=True)
+    if problems:
+        raise PublisherError(f"{len(problems)} problem(s) in {directory}")
+    click.echo(f"ok        {len(files)} files in {directory} pass schemas and invariants")
+
+
 def _summary(got) -> None:
     s, c = got.snapshot, got.counters
     click.echo(f"block     {s.block.number} {s.block.hash[:18]}… at {s.block.timestamp} ({s.network}, chain {s.chain_id})")

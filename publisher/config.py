@@ -38,6 +38,9 @@ class Profile:
     apy_window_days: int = 30
     history_from_block: int = 0
     validator_default_rate_pct: float = 7.5
+    # Change bounds against the previous run (publish refuses beyond them unless forced).
+    max_price_move_pct: float = 50.0
+    max_staker_drop_pct: float = 20.0
     flags: dict[str, bool] = field(default_factory=dict)
 
     def with_overrides(self, **values) -> "Profile":

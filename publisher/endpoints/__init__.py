@@ -1,0 +1,1 @@
+"""Endpoint declarations (registry) and their render functions."""

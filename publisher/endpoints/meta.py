@@ -1,0 +1,68 @@
+"""About the API itself: feature flags and the run stamp."""
+from __future__ import annotations
+
+import hashlib
+
+from . import schema as S
+from .common import meta
+from .context import Context
+from .registry import endpoint
+
+# Chain-derived flags: name -> (description, function of the snapshot)
+CHAIN_FLAGS = {
+    "liquidStakingDeposits": "ggAVAX deposits open (TokenggAVAX not paused)",
+    "minipoolCreation": "profile allows it and MinipoolManager is not paused",
+    "rewardsDistribution": "RewardsPool and ClaimNodeOp not paused",
+    "delegation": "ProtocolDAO WithdrawForDelegationEnabled",
+}
+
+
+def feature_flags(ctx: Context) -> dict[str, bool]:
+    s, p = ctx.snap, ctx.snap.paused
+    flags = dict(ctx.flags)
+    flags["liquidStakingDeposits"] = flags.get("liquidStaking", True) and not p.get("TokenggAVAX", False)
+    flags["minipoolCreation"] = flags.get("minipoolCreation", True) and not p.get("MinipoolManager", False)
+    flags["rewardsDistribution"] = not (p.get("RewardsPool", False) or p.get("ClaimNodeOp", False))
+    flags["delegation"] = s.settings.withdraw_for_delegation_enabled
+    return flags
+
+
+@endpoint(
+    "/featureFlags", tag="About", summary="Feature flags for this environment",
+    description="The profile's flags merged with flags derived from the chain at the build block: "
+                + "; ".join(f"`{k}`: {v}" for k, v in CHAIN_FLAGS.items())
+                + ". `paused` lists the protocol's paused flags as read from Storage.",
+    schema=S.obj({"environment": S.STRING, "flags": {"type": "object", "additionalProperties": S.BOOLEAN},
+                  "paused": {"type": "object", "additionalProperties": S.BOOLEAN}, "meta": S.META}),
+)
+def flags(ctx: Context):
+    yield "/featureFlags", {"environment": ctx.snap.network, "flags": ctx.cached(feature_flags),
+                            "paused": dict(ctx.snap.paused), "meta": meta(ctx)}
+
+
+@endpoint(
+    "/status", tag="About", summary="Run stamp",
+    description="When and from which block this data was built, which version built it, when the next "
+                "update is due, and a digest of every other published file. Published last, so it always "
+                "describes complete data.",
+    cache="status",
+    schema=S.obj({
+        "network": S.STRING, "chainId": S.INTEGER, "block": S.BLOCK, "generatedAt": S.TIMESTAMP,
+        "version": S.STRING, "cadenceSeconds": S.INTEGER, "nextUpdateBy": S.TIMESTAMP,
+        "files": S.obj({"count": S.INTEGER, "bytes": S.INTEGER, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}),
+        "warnings": S.array(S.STRING), "meta": S.META,
+    }),
+)
+def status(ctx: Context):
+    s = ctx.snap
+    digest = hashlib.sha256()
+    for path in sorted(ctx.files):
+        digest.update(f"{path} {hashlib.sha256(ctx.files[path]).hexdigest()}\n".encode())
+    yield "/status", {
+        "network": s.network, "chainId": s.chain_id,
+        "block": {"number": s.block.number, "hash": s.block.hash, "timestamp": s.block.timestamp},
+        "generatedAt": ctx.generated_at, "version": ctx.version, "cadenceSeconds": ctx.cadence_seconds,
+        "nextUpdateBy": ctx.generated_at + ctx.cadence_seconds,
+        "files": {"count": len(ctx.files), "bytes": sum(len(b) for b in ctx.files.values()), "sha256": digest.hexdigest()},
+        "warnings": list(s.warnings), "meta": meta(ctx),
+    }

@@ -1,0 +1,44 @@
+"""Small builders for the JSON Schemas (2020-12) the registry declares."""
+from __future__ import annotations
+
+NUMBER = {"type": "number"}
+NON_NEGATIVE = {"type": "number", "minimum": 0}
+INTEGER = {"type": "integer"}
+TIMESTAMP = {"type": "integer", "minimum": 0, "description": "unix seconds"}
+STRING = {"type": "string"}
+BOOLEAN = {"type": "boolean"}
+ADDRESS = {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$", "description": "EIP-55 checksummed address"}
+NODE_ID = {"type": "string", "pattern": "^NodeID-[1-9A-HJ-NP-Za-km-z]+$"}
+HEX = {"type": "string", "pattern": "^0x([0-9a-f]{2})*$"}
+WEI = {"type": "string", "pattern": "^[0-9]+$", "description": "exact integer (wei) as a decimal string"}
+PERCENT = {"type": "number", "description": "percent (7.2 = 7.2 %)"}
+
+
+def nullable(schema: dict) -> dict:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def array(items: dict) -> dict:
+    return {"type": "array", "items": items}
+
+
+def obj(properties: dict, optional: dict | None = None, *, closed: bool = True, description: str = "") -> dict:
+    schema = {
+        "type": "object",
+        "properties": {**properties, **(optional or {})},
+        "required": sorted(properties),
+    }
+    if closed:
+        schema["additionalProperties"] = False
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def described(schema: dict, text: str) -> dict:
+    return {**schema, "description": text}
+
+
+BLOCK = obj({"number": INTEGER, "hash": {"type": "string", "pattern": "^0x[0-9a-f]{64}$"}, "timestamp": TIMESTAMP})
+META = obj({"network": STRING, "chainId": INTEGER, "block": BLOCK},
+           description="where the values come from: every chain value of a run is read at this block")

@@ -1,0 +1,138 @@
+"""The guards every published file passes (DESIGN §10): its endpoint's schema, cross-file
+invariants, and change bounds against the previous run. ``publisher build`` runs them before
+writing; ``publisher check`` runs the same on any directory."""
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from pathlib import Path
+
+from jsonschema import Draft202012Validator
+
+from .endpoints.registry import Endpoint, file_for, load_all, match, url_for
+
+REL = 1e-9
+
+
+def strict_loads(data: bytes):
+    def refuse(name):
+        raise ValueError(f"{name} is not valid JSON")
+    return json.loads(data, parse_constant=refuse)
+
+
+@lru_cache(maxsize=None)
+def _validator(path: str) -> Draft202012Validator:
+    ep: Endpoint = load_all()[path]
+    Draft202012Validator.check_schema(ep.schema)
+    return Draft202012Validator(ep.schema)
+
+
+def load_dir(directory: str | Path) -> dict[str, bytes]:
+    """URL path -> bytes for every file of a built directory (dotfiles skipped)."""
+    root = Path(directory)
+    files = {}
+    for f in sorted(root.rglob("*")):
+        rel = f.relative_to(root).as_posix()
+        if f.is_file() and not any(part.startswith(".") for part in rel.split("/")):
+            files[url_for(rel)] = f.read_bytes()
+    return files
+
+
+def validate(files: dict[str, bytes], *, feed_max_age: int | None = None) -> list[str]:
+    """Every problem found, as one line each; empty means publishable."""
+    load_all()
+    problems, bodies = [], {}
+    for path in sorted(files):
+        ep = match(path)
+        if ep is None:
+            if not path.startswith("/docs") and path != "/":
+                problems.append(f"{path}: no endpoint declares this path")
+            continue
+        if file_for(path).endswith(".html"):
+            continue
+        try:
+            body = strict_loads(files[path])
+        except ValueError as exc:
+            problems.append(f"{path}: {exc}")
+            continue
+        errors = sorted(_validator(ep.path).iter_errors(body), key=lambda e: list(e.absolute_path))
+        for err in errors[:3]:
+            where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+            problems.append(f"{path}: schema: at {where}: {err.message[:200]}")
+        bodies[path] = body
+    problems += invariants(bodies, feed_max_age)
+    return problems
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=REL, abs_tol=1e-9)
+
+
+def invariants(b: dict, feed_max_age: int | None = None) -> list[str]:
+    out = []
+    prices, metrics, stakers = b.get("/prices"), b.get("/metrics"), b.get("/stakers")
+    minipools, vault, apy = b.get("/minipools"), b.get("/ggAvax"), b.get("/metrics/apy")
+    if prices:
+        for k in ("ggpInAvax", "ggpInUSD", "avaxInUSD"):
+            if not prices[k] > 0:
+                out.append(f"/prices: {k} must be > 0, got {prices[k]}")
+        age = prices["meta"]["block"]["timestamp"] - prices["feed"]["updatedAt"]
+        if feed_max_age is not None and age > feed_max_age:
+            out.append(f"/prices: AVAX/USD feed round is {age}s old at the build block (max {feed_max_age}s)")
+    for path, keys in (("/metrics", ("ggavax_apy",)), ("/metrics/apy", ("total_apy", "total_apy_after_fees"))):
+        for k in keys:
+            v = (b.get(path) or {}).get(k)
+            if v is not None and not 0 <= v < 100:
+                out.append(f"{path}: {k} = {v} is outside [0, 100): refusing to publish an anomaly")
+    if vault and vault["amountAvailableForStaking"] > vault["totalAssets"]:
+        out.append("/ggAvax: amountAvailableForStaking exceeds totalAssets")
+    if stakers:
+        rows = stakers["stakers"]
+        if stakers["count"] != len(rows):
+            out.append("/stakers: count does not match the list")
+        for r in rows:
+            if r["effectiveGGPStaked"] > r["ggpStaked"] * (1 + REL):
+                out.append(f"/stakers: {r['stakerAddr']} effective stake exceeds its stake")
+        if metrics:
+            total = sum(r["ggpStaked"] for r in rows)
+            if not math.isclose(total, metrics["total_ggp_staked"], rel_tol=1e-6, abs_tol=1e-6):
+                out.append(f"/stakers: sum of ggpStaked {total} != total_ggp_staked {metrics['total_ggp_staked']}")
+            if metrics["staker_count"] != len(rows):
+                out.append(f"/stakers: {len(rows)} stakers but staker_count is {metrics['staker_count']}")
+        missing = [r["stakerAddr"] for r in rows if f"/stakers/{r['stakerAddr'].lower()}" not in b]
+        if missing and any(p.startswith("/stakers/") for p in b):
+            out.append(f"/stakers: {len(missing)} stakers have no /stakers/{{address}} file")
+    if minipools:
+        counts = minipools["countsByStatus"]
+        if sum(counts.values()) != minipools["count"] or minipools["count"] != len(minipools["minipools"]):
+            out.append("/minipools: status counts do not add up to the minipool count")
+        if metrics and metrics["minipool_count"] != minipools["count"]:
+            out.append("/minipools: count differs from /metrics minipool_count")
+    return out
+
+
+def compare_previous(old: dict[str, bytes], new: dict[str, bytes], *, max_price_move_pct: float,
+                     max_staker_drop_pct: float) -> list[str]:
+    """Change bounds against the previous run of the same network."""
+    try:
+        o, n = strict_loads(old["/status"]), strict_loads(new["/status"])
+    except (KeyError, ValueError):
+        return []
+    if (o.get("network"), o.get("chainId")) != (n.get("network"), n.get("chainId")):
+        return []
+    out = []
+    if n["block"]["number"] < o["block"]["number"]:
+        out.append(f"block {n['block']['number']} is older than the last run's {o['block']['number']}")
+    try:
+        op, np_ = strict_loads(old["/prices"]), strict_loads(new["/prices"])
+        for k in ("ggpInAvax", "avaxInUSD"):
+            move = abs(np_[k] - op[k]) / op[k] * 100 if op[k] else 0
+            if move > max_price_move_pct:
+                out.append(f"{k} moved {move:.1f}% since the last run (bound {max_price_move_pct}%)")
+        os_, ns = strict_loads(old["/metrics"])["staker_count"], strict_loads(new["/metrics"])["staker_count"]
+        if os_ and (os_ - ns) / os_ * 100 > max_staker_drop_pct:
+            out.append(f"staker count dropped from {os_} to {ns} (bound {max_staker_drop_pct}%)")
+    except (KeyError, ValueError, ZeroDivisionError):
+        pass
+    return out
