@@ -128,6 +128,30 @@ def check(directory: str, network: str) -> None:
     click.echo(f"ok        {len(files)} files in {directory} pass schemas and invariants")
 
 
+@main.command()
+@click.option("--dir", "directory", type=click.Path(exists=True, file_okay=False), default="out", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8000, show_default=True)
+@fail_cleanly
+def serve(directory: str, host: str, port: int) -> None:
+    """Serve a built directory as the CDN would (plus the rewards function)."""
+    from pathlib import Path
+
+    from .serve import make_server
+
+    try:
+        server = make_server(Path(directory), host, port)
+    except OSError as exc:
+        raise PublisherError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    click.echo(f"serving {directory} at http://{host}:{port}/  (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("stopping")
+    finally:
+        server.server_close()
+
+
 def _summary(got) -> None:
     s, c = got.snapshot, got.counters
     click.echo(f"block     {s.block.number} {s.block.hash[:18]}… at {s.block.timestamp} ({s.network}, chain {s.chain_id})")

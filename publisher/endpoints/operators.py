@@ -38,7 +38,7 @@ MINIPOOL = S.obj({
 
 ADDRESS_PARAM = Param("address", "path", "Staker address. Canonical paths use the lower-case hex; the "
                       "checksummed form is accepted and normalized by the CDN and `publisher serve`.",
-                      {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, example=None)
+                      {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, lowercase=True)
 
 
 def staker_path(address: str) -> str:

@@ -26,6 +26,7 @@ class Param:
     schema: dict
     example: str | None = None
     required: bool = True
+    lowercase: bool = False  # the published key is lower-case; other spellings are normalized to it
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,17 @@ class Endpoint:
         """Regex matching concrete URL paths of this endpoint."""
         parts = re.split(r"(\{[^}]+\})", self.path)
         return re.compile("^" + "".join("([^/]+)" if p.startswith("{") else re.escape(p) for p in parts) + "$")
+
+
+    def canonical(self, url_path: str) -> str:
+        """The published path for a request path (e.g. a checksummed address lower-cased)."""
+        m = self.pattern.match(url_path)
+        if not m or not any(p.lowercase for p in self.params):
+            return url_path
+        names = re.findall(r"\{([^}]+)\}", self.path)
+        lower = {p.name for p in self.params if p.lowercase}
+        values = [v.lower() if n in lower else v for n, v in zip(names, m.groups())]
+        return self.path.format(**dict(zip(names, values)))
 
 
 REGISTRY: dict[str, Endpoint] = {}

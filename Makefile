@@ -1,0 +1,35 @@
+# Two entry points for a fresh machine: `make demo` (build the API on the embedded devnet and
+# serve it) and `make test`. Everything installs into .venv and node_modules.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+
+.PHONY: setup demo build serve test bench clean
+
+$(BIN)/publisher: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $@
+
+node_modules/.package-lock.json: package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+setup: $(BIN)/publisher node_modules/.package-lock.json
+
+demo: setup
+	$(BIN)/publisher build --out out
+	$(BIN)/publisher serve --dir out --port $(PORT)
+
+test: setup
+	$(BIN)/python -m pytest -n auto -q
+
+bench: setup
+	$(BIN)/python benchmarks/bench_snapshot.py
+	$(BIN)/python benchmarks/bench_build.py
+	$(BIN)/python benchmarks/bench_function.py
+
+clean:
+	rm -rf $(VENV) node_modules .pytest_cache

@@ -1,0 +1,109 @@
+"""Local CDN emulation: the built files under their endpoint URLs with the same headers the CDN
+sends, the rewards function for /rewards/byStake, and JSON errors for everything else."""
+from __future__ import annotations
+
+import json
+import os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .endpoints.registry import CACHE_POLICIES, file_for, load_all, match
+
+CORS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "GET, HEAD, OPTIONS",
+    "Access-Control-Allow-Headers": "*",
+    "Access-Control-Max-Age": "86400",
+}
+TYPES = {".json": "application/json", ".html": "text/html; charset=utf-8", ".js": "text/javascript",
+         ".css": "text/css", ".yaml": "application/yaml"}
+
+
+def error_body(status: int, code: str, message: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message}}, sort_keys=True).encode()
+
+
+class Site:
+    """Resolves a request to (status, headers, body) — the routing the CDN does."""
+
+    def __init__(self, root: Path, max_age: int = 60):
+        self.root = root.resolve()
+        self.max_age = max_age
+        load_all()
+        params = self.root / "rewards" / "params.json"
+        os.environ.setdefault("REWARDS_PARAMS_URL", params.as_uri())
+
+    def get(self, raw_path: str, query: str, method: str) -> tuple[int, dict, bytes]:
+        path = raw_path.rstrip("/") or "/"
+        if method == "OPTIONS":
+            return 204, dict(CORS), b""
+        if method not in ("GET", "HEAD"):
+            return 405, {"Allow": "GET, HEAD, OPTIONS"}, error_body(405, "method_not_allowed", f"{method} is not allowed")
+        ep = match(path)
+        if ep is not None and ep.is_function:
+            return self._function(path, query, method)
+        if ep is not None:
+            path = ep.canonical(path)
+        target = (self.root / file_for(path)).resolve()
+        if ep is None and path not in ("/",) and not target.suffix:
+            return 404, {}, error_body(404, "not_found", f"no such resource: {raw_path}")
+        if not target.is_relative_to(self.root) or not target.is_file():
+            return 404, {}, error_body(404, "not_found", f"no such resource: {raw_path}")
+        policy = CACHE_POLICIES[ep.cache if ep else "docs"].format(max_age=self.max_age)
+        return 200, {"Content-Type": TYPES.get(target.suffix, "application/octet-stream"), "Cache-Control": policy}, target.read_bytes()
+
+    def _function(self, path: str, query: str, method: str) -> tuple[int, dict, bytes]:
+        try:
+            from .function.handler import handler
+        except ImportError:
+            return 503, {}, error_body(503, "unavailable", "the rewards function is not available")
+        event = {"version": "2.0", "rawPath": path, "rawQueryString": query, "headers": {},
+                 "requestContext": {"http": {"method": method, "path": path}}}
+        resp = handler(event, None)
+        body = resp.get("body", "")
+        return resp["statusCode"], dict(resp.get("headers", {})), body.encode() if isinstance(body, str) else body
+
+
+def make_server(root: Path, host: str = "127.0.0.1", port: int = 8000, max_age: int = 60) -> ThreadingHTTPServer:
+    site = Site(root, max_age)
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "publisher-serve"
+
+        def _answer(self, method: str) -> None:
+            parts = urlsplit(self.path)
+            status, headers, body = site.get(parts.path, parts.query, method)
+            self.send_response(status)
+            for k, v in {"Content-Type": "application/json", **CORS, **headers}.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if method != "HEAD":
+                self.wfile.write(body)
+
+        def do_GET(self):
+            self._answer("GET")
+
+        def do_HEAD(self):
+            self._answer("HEAD")
+
+        def do_OPTIONS(self):
+            self._answer("OPTIONS")
+
+        def do_POST(self):
+            self._answer("POST")
+
+        def do_PUT(self):
+            self._answer("PUT")
+
+        def do_DELETE(self):
+            self._answer("DELETE")
+
+        def do_PATCH(self):
+            self._answer("PATCH")
+
+        def log_message(self, fmt, *args):
+            pass
+
+    return ThreadingHTTPServer((host, port), Handler)
