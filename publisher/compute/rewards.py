@@ -1,0 +1,393 @@
+"""Node-operator rewards: the formula of DESIGN §7.1–7.8 in exact integer (wei) arithmetic.
+
+Standard library only and no imports from the rest of the package: this module is shipped as is,
+next to the function handler, in the Lambda zip. The build (grid, per-address estimates) and the
+function both evaluate it, so they cannot disagree.
+
+Wherever a quantity is defined on-chain the contracts' order of operations and rounding are
+mirrored (solmate ``mulWadDown``/``divWadDown``): collateralization, effective stake, the cycle
+mint and the pro-rata share. Derived figures (per year, APR, USD) are computed from those exact
+integers; display numbers are the correctly rounded double of the exact value, so the same inputs
+always give the same bytes.
+
+Inputs come from the ``/rewards/params`` document (``parse_params``); ``estimate`` answers one
+hypothetical operator, ``operator_estimate`` an existing staker.
+"""
+from __future__ import annotations
+
+import json
+
+WAD = 10**18
+TENTH = WAD // 10  # Staking's hard-coded 10 % floor, not the DAO's MinCollateralizationRatio
+YEAR = 365 * 86_400
+UINT256_MAX = 2**256 - 1
+PARAMS_FORMAT = 1
+MAX_INTERVALS = 100_000  # rate^N is a loop: bound it for hostile params
+
+
+class ParamsError(ValueError):
+    """The params document is missing a field or holds a value the formula cannot use."""
+
+
+# ---- contract math -----------------------------------------------------------------------------
+
+
+def mul_wad(x: int, y: int) -> int:
+    return x * y // WAD
+
+
+def div_wad(x: int, y: int) -> int:
+    return x * WAD // y
+
+
+def collateralization_ratio(ggp_staked: int, avax_assigned: int, price: int) -> int:
+    """Staking.getCollateralizationRatio: uint256 max when nothing is assigned."""
+    if avax_assigned == 0:
+        return UINT256_MAX
+    return div_wad(mul_wad(ggp_staked, price), avax_assigned)
+
+
+def effective_rewards_ratio(ggp_staked: int, avax_assigned: int, high_water: int, price: int, max_ratio: int) -> int:
+    """Staking.getEffectiveRewardsRatio: 0 without a high-water mark or under 10 %, capped at the max."""
+    if high_water == 0:
+        return 0
+    if collateralization_ratio(ggp_staked, avax_assigned, price) < TENTH:
+        return 0
+    return min(div_wad(mul_wad(ggp_staked, price), high_water), max_ratio)
+
+
+def effective_ggp_staked(ggp_staked: int, avax_assigned: int, high_water: int, price: int, max_ratio: int) -> int:
+    """Staking.getEffectiveGGPStaked = divWad(mulWad(HW, ratio), price)."""
+    ratio = effective_rewards_ratio(ggp_staked, avax_assigned, high_water, price, max_ratio)
+    return div_wad(mul_wad(high_water, ratio), price)
+
+
+def compound(supply: int, rate: int, intervals: int) -> int:
+    """RewardsPool.getInflationAmt's new supply: one rounding-down wad multiply per interval."""
+    for _ in range(intervals):
+        supply = mul_wad(supply, rate)
+    return supply
+
+
+def cycle_mint(supply: int, max_supply: int, rate: int, intervals: int) -> int:
+    """GGP minted at a cycle start after ``intervals`` inflation intervals, capped at MAX_SUPPLY."""
+    new = compound(supply, rate, intervals)
+    if new > max_supply:
+        return max(max_supply - supply, 0)
+    return new - supply
+
+
+def share_of_pool(effective: int, pool_effective: int, pool_rewards: int) -> tuple[int, int]:
+    """ClaimNodeOp's pro-rata split: percentage = divWad(eff, total), reward = mulWad(percentage, R)."""
+    if effective == 0 or pool_effective == 0:
+        return 0, 0
+    percentage = div_wad(effective, pool_effective)
+    return percentage, mul_wad(percentage, pool_rewards)
+
+
+# ---- params ------------------------------------------------------------------------------------
+
+
+class Params:
+    """A validated ``/rewards/params`` document, with the next cycle's mint worked out once."""
+
+    __slots__ = (
+        "doc", "network", "chain_id", "block", "price", "price_timestamp", "avax_usd", "avax_usd_decimals",
+        "ggp_supply", "ggp_max_supply", "inflation_rate", "inflation_interval_seconds", "cycle_seconds",
+        "eligibility_min_seconds", "cycle_start", "next_distribution", "nodeop_pct", "min_ratio",
+        "max_ratio", "commission", "min_assignment", "max_assignment", "min_staking_amt", "tegs",
+        "validator_rate", "validator_rate_source", "intervals", "cycle_mint", "nodeop_pool",
+    )
+
+    def stamp(self) -> dict:
+        """Where the params come from: the same shape as every endpoint's ``meta``."""
+        return {"network": self.network, "chainId": self.chain_id, "block": dict(self.block)}
+
+
+def _field(doc: dict, key: str):
+    if key not in doc:
+        raise ParamsError(f"params field {key!r} is missing")
+    return doc[key]
+
+
+def _uint(doc: dict, key: str, *, lo: int = 0, hi: int = UINT256_MAX) -> int:
+    """An exact integer written as a decimal string (wei, wad)."""
+    v = _field(doc, key)
+    if not isinstance(v, str) or not (0 < len(v) <= 78) or not v.isascii() or not v.isdigit():
+        raise ParamsError(f"params field {key!r} must be a decimal integer string")
+    n = int(v)
+    if not lo <= n <= hi:
+        raise ParamsError(f"params field {key!r} is out of range [{lo}, {hi}]")
+    return n
+
+
+def _int(doc: dict, key: str, *, lo: int = 0, hi: int = 2**63 - 1) -> int:
+    """A JSON integer (seconds, timestamps, counts)."""
+    v = _field(doc, key)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ParamsError(f"params field {key!r} must be an integer in [{lo}, {hi}]")
+    return v
+
+
+def _str(doc: dict, key: str) -> str:
+    v = _field(doc, key)
+    if not isinstance(v, str) or len(v) > 200:
+        raise ParamsError(f"params field {key!r} must be a short string")
+    return v
+
+
+def _obj(doc: dict, key: str) -> dict:
+    v = _field(doc, key)
+    if not isinstance(v, dict):
+        raise ParamsError(f"params field {key!r} must be an object")
+    return v
+
+
+def parse_params(doc) -> Params:
+    """Validate a ``/rewards/params`` document; unknown fields are ignored (forward compatible)."""
+    if isinstance(doc, Params):
+        return doc
+    if not isinstance(doc, dict):
+        raise ParamsError("params document must be a JSON object")
+    if doc.get("formatVersion") != PARAMS_FORMAT:
+        raise ParamsError(f"params formatVersion must be {PARAMS_FORMAT}")
+    p = Params()
+    p.doc = doc
+    p.network = _str(doc, "network")
+    p.chain_id = _int(doc, "chainId")
+    block = _obj(doc, "block")
+    p.block = {"number": _int(block, "number"), "hash": _str(block, "hash"), "timestamp": _int(block, "timestamp")}
+    p.price = _uint(doc, "ggpPriceInAvaxWei", lo=1)
+    p.price_timestamp = _int(doc, "ggpPriceTimestamp")
+    feed = _field(doc, "avaxUsdFeed")
+    if feed is None:
+        p.avax_usd, p.avax_usd_decimals = None, 0
+    elif isinstance(feed, dict):
+        p.avax_usd = _uint(feed, "answer", lo=1)
+        p.avax_usd_decimals = _int(feed, "decimals", hi=36)
+    else:
+        raise ParamsError("params field 'avaxUsdFeed' must be an object or null")
+    p.ggp_max_supply = _uint(doc, "ggpMaxSupplyWei")
+    p.ggp_supply = _uint(doc, "ggpTotalSupplyWei", hi=p.ggp_max_supply)
+    p.inflation_rate = _uint(doc, "inflationIntervalRateWad", lo=WAD, hi=2 * WAD)
+    p.inflation_interval_seconds = _int(doc, "inflationIntervalSeconds", lo=1)
+    p.cycle_seconds = _int(doc, "rewardsCycleSeconds", lo=1)
+    p.eligibility_min_seconds = _int(doc, "rewardsEligibilityMinSeconds")
+    p.cycle_start = _int(doc, "rewardsCycleStartTime")
+    p.next_distribution = _int(doc, "nextDistributionTime")
+    p.nodeop_pct = _uint(doc, "claimNodeOpPctWad", hi=WAD)
+    p.min_ratio = _uint(doc, "minCollateralizationRatioWad")
+    p.max_ratio = _uint(doc, "maxCollateralizationRatioWad", lo=1)
+    p.commission = _uint(doc, "minipoolNodeCommissionFeePctWad", hi=WAD)
+    p.min_assignment = _uint(doc, "minipoolMinAvaxAssignmentWei")
+    p.max_assignment = _uint(doc, "minipoolMaxAvaxAssignmentWei")
+    p.min_staking_amt = _uint(doc, "minipoolMinAvaxStakingAmtWei")
+    tegs = _obj(doc, "tegs")
+    p.tegs = _uint(tegs, "wei")
+    rate = _obj(doc, "validatorRate")
+    p.validator_rate = _uint(rate, "wad", hi=WAD)
+    p.validator_rate_source = _str(rate, "source")
+    p.intervals = p.cycle_seconds // p.inflation_interval_seconds
+    if p.intervals > MAX_INTERVALS:
+        raise ParamsError("rewardsCycleSeconds / inflationIntervalSeconds is implausibly large")
+    p.cycle_mint = cycle_mint(p.ggp_supply, p.ggp_max_supply, p.inflation_rate, p.intervals)
+    p.nodeop_pool = mul_wad(p.nodeop_pct, p.cycle_mint)
+    return p
+
+
+def forecast(params) -> dict:
+    """The next cycle's mint and node-operator pool (DESIGN §7.4), as published in /rewards/params."""
+    p = parse_params(params)
+    return {"cycleIntervals": p.intervals, "cycleMintWei": str(p.cycle_mint), "nodeOpPoolWei": str(p.nodeop_pool)}
+
+
+# ---- estimates ---------------------------------------------------------------------------------
+
+
+def estimate(params, ggp_staked_wei: int, avax_staked_wei: int) -> dict:
+    """Rewards of a hypothetical new operator staking ``ggp_staked_wei`` GGP and ``avax_staked_wei``
+    of its own AVAX, matched 1:1 by liquid stakers (L = A, and HW = L once its minipools validate).
+
+    The operator joins the eligible pool: share = G_eff / (TEGS + G_eff). Inputs the protocol would
+    reject still get an answer, with ``warnings`` saying what the protocol would do.
+    """
+    p = parse_params(params)
+    g, a = _amount(ggp_staked_wei, "ggp_staked_wei"), _amount(avax_staked_wei, "avax_staked_wei")
+    collat = collateralization_ratio(g, a, p.price)
+    g_eff = effective_ggp_staked(g, a, a, p.price, p.max_ratio)
+    pool_effective = p.tegs + g_eff
+    share, ggp_cycle = share_of_pool(g_eff, pool_effective, p.nodeop_pool)
+    capped = a > 0 and collat > p.max_ratio
+    out = {
+        "collateralizationRatioPct": None if a == 0 else _pct(collat),
+        "collateralizationRatioWad": None if a == 0 else str(collat),
+        "effectiveGGPStaked": _tokens(g_eff),
+        "effectiveGGPStakedWei": str(g_eff),
+        "ggpStakedBeyondCap": _tokens(g - g_eff if capped else 0),
+        "ggpStakedBeyondCapWei": str(g - g_eff if capped else 0),
+        "poolEffectiveGGPStaked": _tokens(pool_effective),
+        "poolEffectiveGGPStakedWei": str(pool_effective),
+        "sharePct": _pct(share),
+        "shareWad": str(share),
+    }
+    out.update(_returns(p, g, a, a, ggp_cycle))
+    out["warnings"] = _warnings(p, g, a, collat, g_eff, capped)
+    return out
+
+
+def operator_estimate(params, *, ggp_staked: int, avax_staked: int, avax_validating: int,
+                      effective_ggp_staked: int, eligible_next: bool) -> dict:
+    """Next-cycle estimate for an existing staker from its own on-chain effective stake.
+
+    TEGS already counts the staker when it is eligible at the next distribution, so the share is
+    G_eff / TEGS (no second count); an ineligible staker gets no GGP. AVAX rewards accrue on the
+    AVAX validating now (own AVAX equals the matched liquid-staker AVAX), while APR is over all
+    capital at stake: ``avax_staked`` plus the GGP's AVAX value.
+    """
+    p = parse_params(params)
+    g_eff = effective_ggp_staked if eligible_next else 0
+    pool_effective = max(p.tegs, g_eff)
+    share, ggp_cycle = share_of_pool(g_eff, pool_effective, p.nodeop_pool)
+    out = {"sharePct": _pct(share), "shareWad": str(share)}
+    out.update(_returns(p, ggp_staked, avax_staked, avax_validating, ggp_cycle))
+    return out
+
+
+def _returns(p: Params, g: int, capital_avax: int, earning_avax: int, ggp_cycle: int) -> dict:
+    """Per cycle and per year in GGP, AVAX and USD, and the APR split (DESIGN §7.6–7.8)."""
+    cs = p.cycle_seconds
+    ggp_year = ggp_cycle * YEAR // cs
+    # r_v · A · (1 + commission) · cycle / year, floored once from the exact product.
+    avax_annual_num = earning_avax * p.validator_rate * (WAD + p.commission)
+    avax_cycle = avax_annual_num * cs // (WAD * WAD * YEAR)
+    avax_year = avax_annual_num // (WAD * WAD)
+    ggp_cycle_in_avax_wad = ggp_cycle * p.price  # AVAX value of the GGP, scaled by 1e36
+    # APR over the capital at stake (own AVAX + GGP valued in AVAX), scaled to a year and to percent.
+    capital_wad = capital_avax * WAD + g * p.price
+    scale_num, scale_den = YEAR * 100, cs
+    ggp_apr = _ratio(ggp_cycle_in_avax_wad * scale_num, capital_wad * scale_den)
+    avax_apr = _ratio(avax_cycle * WAD * scale_num, capital_wad * scale_den)
+    apr = _ratio((ggp_cycle_in_avax_wad + avax_cycle * WAD) * scale_num, capital_wad * scale_den)
+    out = {
+        "nodeOpRewardsPool": _tokens(p.nodeop_pool),
+        "nodeOpRewardsPoolWei": str(p.nodeop_pool),
+        "ggpPerCycle": _tokens(ggp_cycle),
+        "ggpPerCycleWei": str(ggp_cycle),
+        "ggpPerYear": _tokens(ggp_year),
+        "ggpPerYearWei": str(ggp_year),
+        "ggpPerCycleInAvax": _ratio(ggp_cycle_in_avax_wad, WAD * WAD),
+        "avaxPerCycle": _tokens(avax_cycle),
+        "avaxPerCycleWei": str(avax_cycle),
+        "avaxPerYear": _tokens(avax_year),
+        "avaxPerYearWei": str(avax_year),
+        "totalPerCycleInAvax": _ratio(ggp_cycle_in_avax_wad + avax_cycle * WAD, WAD * WAD),
+        "aprPct": apr,
+        "ggpAprPct": ggp_apr,
+        "avaxAprPct": avax_apr,
+        "validatorRatePct": _pct(p.validator_rate),
+        "validatorRateSource": p.validator_rate_source,
+        "cycleSeconds": cs,
+        "nextDistributionTime": p.next_distribution,
+        "usd": None,
+    }
+    if p.avax_usd is not None:
+        usd_den = 10**p.avax_usd_decimals
+        ggp_usd_cycle_num = ggp_cycle_in_avax_wad * p.avax_usd  # / (1e36 · 10^dec)
+        avax_usd_cycle_num = avax_cycle * WAD * p.avax_usd
+        year_num, year_den = YEAR, cs
+        out["usd"] = {
+            "avaxInUSD": _ratio(p.avax_usd, usd_den),
+            "ggpInUSD": _ratio(p.price * p.avax_usd, WAD * usd_den),
+            "ggpPerCycle": _ratio(ggp_usd_cycle_num, WAD * WAD * usd_den),
+            "avaxPerCycle": _ratio(avax_usd_cycle_num, WAD * WAD * usd_den),
+            "totalPerCycle": _ratio(ggp_usd_cycle_num + avax_usd_cycle_num, WAD * WAD * usd_den),
+            "totalPerYear": _ratio((ggp_usd_cycle_num + avax_usd_cycle_num) * year_num, WAD * WAD * usd_den * year_den),
+            "stakeValue": _ratio(capital_wad * p.avax_usd, WAD * WAD * usd_den),
+        }
+    return out
+
+
+def _warnings(p: Params, g: int, a: int, collat: int, g_eff: int, capped: bool) -> list[dict]:
+    out = []
+
+    def warn(code: str, message: str) -> None:
+        out.append({"code": code, "message": message})
+
+    if a == 0:
+        if g == 0:
+            warn("nothing_staked", "ggpStaked and avaxStaked are both 0: nothing earns rewards and the APR is 0")
+        warn("no_avax", "avaxStaked is 0: without a minipool there is no collateralization, no effective "
+                        "GGP stake and no rewards")
+    else:
+        lo = max(p.min_assignment, -(-p.min_staking_amt // 2))
+        if a < lo:
+            warn("avax_below_minimum", f"avaxStaked {_dec(a)} AVAX is below the minipool minimum of {_dec(lo)} "
+                                       "AVAX: the protocol would not create this minipool")
+        elif p.max_assignment >= lo > 0 and not _splits(a, lo, p.max_assignment):
+            size = f"{_dec(lo)} AVAX" if lo == p.max_assignment else f"{_dec(lo)} to {_dec(p.max_assignment)} AVAX"
+            warn("avax_not_assignable", f"avaxStaked {_dec(a)} AVAX cannot be split into minipools of {size} "
+                                        "each (MinipoolMin/MaxAVAXAssignment): the estimate is for the amount as given")
+        if collat < p.min_ratio:
+            warn("collateral_below_minimum", f"collateralization {_dec(collat, 16, 4)} % is below "
+                                             f"MinCollateralizationRatio {_dec(p.min_ratio, 16, 4)} %: "
+                                             "the protocol would not create this minipool")
+        if collat < TENTH:
+            warn("no_ggp_rewards", f"collateralization {_dec(collat, 16, 4)} % is below 10 %: the effective "
+                                   "GGP stake is 0, so the operator earns no GGP rewards")
+        if capped:
+            warn("stake_above_cap", f"collateralization {_dec(collat, 16, 4)} % is above MaxCollateralizationRatio "
+                                    f"{_dec(p.max_ratio, 16, 4)} %: the {_dec(g - g_eff)} GGP beyond the cap "
+                                    "earns no GGP rewards")
+    if p.nodeop_pool == 0:
+        warn("no_nodeop_rewards", "the next cycle mints no GGP for node operators (supply cap reached or "
+                                  "inflation off)")
+    if p.avax_usd is None:
+        warn("no_usd_price", "no AVAX/USD price in the params: USD values are null")
+    return out
+
+
+def _splits(amount: int, lo: int, hi: int) -> bool:
+    """Can ``amount`` be split into minipools whose sizes each lie in [lo, hi]?"""
+    k = -(-amount // hi)  # fewest pools
+    return k * lo <= amount
+
+
+def _amount(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer (wei)")
+    return value
+
+
+# ---- numbers -----------------------------------------------------------------------------------
+
+
+def _ratio(num: int, den: int) -> float:
+    """num/den as the correctly rounded double (int true division is); 0 when den is 0."""
+    return num / den if den else 0.0
+
+
+def _tokens(wei: int) -> float:
+    return wei / WAD
+
+
+def _pct(wad: int) -> float:
+    """A 1e18-scaled ratio in percent."""
+    return wad / 10**16
+
+
+def _dec(value: int, scale: int = 18, places: int = 6) -> str:
+    """Exact decimal text of value / 10^scale, cut (not rounded) to ``places`` decimals."""
+    whole, frac = divmod(value, 10**scale)
+    frac_text = str(frac).rjust(scale, "0")[:places].rstrip("0")
+    return f"{whole}.{frac_text}" if frac_text else str(whole)
+
+
+def whole_tokens(wei: int) -> str:
+    """Exact whole-token decimal string of a wei amount (the query format of /rewards/byStake)."""
+    return _dec(wei, 18, 18)
+
+
+def canonical_json(body) -> bytes:
+    """Canonical JSON bytes: sorted keys, compact, UTF-8, NaN/Infinity refused, trailing newline.
+    The API's one serialization rule (publisher.endpoints.units.dumps writes the same bytes)."""
+    return (json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode()

@@ -1,0 +1,151 @@
+"""GET/POST of JSON to third-party APIs: timeouts, bounded bodies, retries with backoff and jitter,
+and errors that name the source with its URL masked.
+
+Request headers may carry API keys: they are sent, never printed. Messages show only
+``mask_url`` of the request URL (chain/rpc.py), so keys in paths or query strings stay hidden too.
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from email.utils import parsedate_to_datetime
+
+import requests
+
+from ..chain.rpc import RETRY_STATUS, mask_url
+from ..errors import PublisherError
+
+
+class SourceError(PublisherError):
+    """A third-party source failed; the message names it."""
+
+
+class SourceUnavailable(SourceError):
+    """Down, refusing, or out of retries: a fallback source may be tried."""
+
+
+class SourceMalformed(SourceError):
+    """Answered, but not in the documented shape: never silently worked around."""
+
+
+@dataclass
+class HttpCounters:
+    """Requests to third-party APIs in one run (the chain RPC has its own counters)."""
+
+    requests: int = 0
+    retries: int = 0
+    bytes_received: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class HttpClient:
+    label: str  # how messages name the source, e.g. "validator API"
+    base_url: str
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    timeout: float = 15.0
+    max_attempts: int = 5
+    backoff: float = 0.2
+    max_backoff: float = 5.0
+    max_retry_after: float = 30.0
+    max_bytes: int = 8 * 1024 * 1024
+    counters: HttpCounters = field(default_factory=HttpCounters)
+    session: requests.Session = field(default_factory=requests.Session, repr=False)
+
+    def __post_init__(self) -> None:
+        self.base_url = self.base_url.rstrip("/")
+        self._rng = random.Random()
+
+    def where(self, path: str = "") -> str:
+        return f"{self.label} {mask_url(self.base_url + path)}"
+
+    def get_json(self, path: str, params: dict[str, str] | None = None):
+        return self._request("GET", path, params=params)
+
+    def post_json(self, path: str, body) -> object:
+        return self._request("POST", path, data=json.dumps(body, separators=(",", ":")).encode())
+
+    def malformed(self, path: str, reason: str) -> SourceMalformed:
+        return SourceMalformed(f"{self.where(path)} returned a malformed body: {reason}")
+
+    # -- transport ------------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, *, params=None, data: bytes | None = None):
+        url = self.base_url + path
+        headers = {"Accept": "application/json", **self.headers}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        last = "no attempt made"
+        for attempt in range(self.max_attempts):
+            if attempt:
+                self.counters.retries += 1
+            self.counters.requests += 1
+            try:
+                resp = self.session.request(method, url, params=params, data=data, headers=headers,
+                                            timeout=self.timeout, stream=True)
+                body = self._read(resp, path)
+            except requests.Timeout:
+                last = "timed out"
+                self._sleep(attempt, None)
+                continue
+            except requests.RequestException as exc:
+                # The exception text can quote the URL with its query: only the type is shown.
+                last = f"connection error ({type(exc).__name__})"
+                self._sleep(attempt, None)
+                continue
+            if resp.status_code in RETRY_STATUS:
+                last = f"HTTP {resp.status_code}"
+                self._sleep(attempt, resp.headers.get("Retry-After"))
+                continue
+            if resp.status_code != 200:
+                raise SourceUnavailable(f"{self.where(path)} failed: HTTP {resp.status_code}")
+            try:
+                # Decimals keep numbers exact as the source wrote them (prices, uptime percent).
+                return json.loads(body, parse_float=Decimal)
+            except (ValueError, RecursionError):
+                raise self.malformed(path, "not JSON") from None
+        raise SourceUnavailable(f"{self.where(path)} failed: {last} after {self.max_attempts} attempts")
+
+    def _read(self, resp: requests.Response, path: str) -> bytes:
+        declared = resp.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            resp.close()
+            raise self.malformed(path, f"body exceeds {self.max_bytes} bytes")
+        chunks, size = [], 0
+        for chunk in resp.iter_content(1 << 16):
+            size += len(chunk)
+            if size > self.max_bytes:
+                resp.close()
+                raise self.malformed(path, f"body exceeds {self.max_bytes} bytes")
+            chunks.append(chunk)
+        self.counters.bytes_received += size
+        return b"".join(chunks)
+
+    def _sleep(self, attempt: int, retry_after: str | None) -> None:
+        if attempt + 1 >= self.max_attempts:
+            return
+        delay = min(self.max_backoff, self.backoff * 2**attempt) * (0.5 + self._rng.random() / 2)
+        # Retry-After is a floor set by the server, so jitter never shortens it; capped so a
+        # hostile or confused server cannot park the run.
+        delay = max(delay, min(self.max_retry_after, retry_after_seconds(retry_after)))
+        time.sleep(delay)
+
+
+def retry_after_seconds(value: str | None) -> float:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); 0 when absent or invalid."""
+    if not value:
+        return 0.0
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return 0.0

@@ -1,0 +1,122 @@
+"""USD and DEX prices: the AVAX/USD feed checked for sanity, GGP/USD derived from the oracle, an
+optional cross-check against a CoinGecko-style price API, and the DEX quote for /prices/tj.
+
+Values are exact ``Fraction``s; renderers turn them into JSON numbers once (``float()`` of a
+Fraction is correctly rounded).
+"""
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+from fractions import Fraction
+
+from ..errors import PublisherError
+from ..snapshot import BlockRef, FeedRound, PriceCheck, Snapshot
+from .http import HttpClient, SourceError
+
+log = logging.getLogger(__name__)
+
+WAD = 10**18
+COINGECKO_IDS = {"avax": "avalanche-2", "ggp": "gogopool"}
+
+
+def validate_feed(feed: FeedRound, block: BlockRef, max_age: int) -> None:
+    """Refuse a round a careful consumer would refuse; age is measured at the pinned block."""
+    where = f"AVAX/USD feed {feed.address}"
+    if feed.answer <= 0:
+        raise PublisherError(f"{where}: answer {feed.answer} is not a positive price (round {feed.round_id})")
+    if feed.updated_at == 0:
+        raise PublisherError(f"{where}: round {feed.round_id} is not complete (updatedAt 0)")
+    if feed.answered_in_round < feed.round_id:
+        raise PublisherError(f"{where}: round {feed.round_id} carries a stale answer from round {feed.answered_in_round}")
+    if feed.updated_at > block.timestamp:
+        raise PublisherError(f"{where}: round {feed.round_id} is dated after block {block.number}")
+    age = block.timestamp - feed.updated_at
+    if age > max_age:
+        raise PublisherError(f"{where}: round {feed.round_id} is {age}s old at block {block.number} (max {max_age}s)")
+
+
+def usd_prices(snap: Snapshot) -> dict[str, Fraction] | None:
+    """AVAX/USD from the feed and GGP/USD = oracle GGP/AVAX x AVAX/USD; None without a feed."""
+    if snap.feed is None:
+        return None
+    avax_usd = Fraction(snap.feed.answer, 10**snap.feed.decimals)
+    ggp_in_avax = Fraction(snap.oracle.price, WAD)
+    return {"avax_usd": avax_usd, "ggp_in_avax": ggp_in_avax, "ggp_usd": ggp_in_avax * avax_usd}
+
+
+def dex_quote(snap: Snapshot, *, ggp_decimals: int = 18, avax_decimals: int = 18) -> dict | None:
+    """GGP/AVAX from the v2 pair's reserves and its deviation from the oracle, exact; None without a pair."""
+    d = snap.dex
+    if d is None:
+        return None
+    ggp = snap.addresses["TokenGGP"].lower()
+    if d.token0.lower() == ggp:
+        reserve_ggp, reserve_avax = d.reserve0, d.reserve1
+    elif d.token1.lower() == ggp:
+        reserve_ggp, reserve_avax = d.reserve1, d.reserve0
+    else:
+        raise PublisherError(f"DEX pair {d.pair} does not hold GGP (tokens {d.token0}, {d.token1})")
+    if reserve_ggp == 0 or reserve_avax == 0:
+        raise PublisherError(f"DEX pair {d.pair} has an empty reserve")
+    price = Fraction(reserve_avax, 10**avax_decimals) / Fraction(reserve_ggp, 10**ggp_decimals)
+    oracle = Fraction(snap.oracle.price, WAD)
+    usd = usd_prices(snap)
+    return {
+        "pair": d.pair,
+        "token0": d.token0,
+        "token1": d.token1,
+        "reserve0": d.reserve0,
+        "reserve1": d.reserve1,
+        "reserve_ggp": reserve_ggp,
+        "reserve_avax": reserve_avax,
+        "block_timestamp_last": d.block_timestamp_last,
+        "ggp_in_avax": price,
+        "ggp_usd": price * usd["avax_usd"] if usd else None,
+        "oracle_ggp_in_avax": oracle,
+        "deviation_pct": (price - oracle) / oracle * 100,
+    }
+
+
+def cross_check(http: HttpClient, snap: Snapshot, bound_pct: float, warnings: list[str]) -> PriceCheck:
+    """Compare the feed-derived USD prices with the price API.
+
+    A divergence beyond ``bound_pct`` stops the run. The API is only a second opinion, so when it
+    is down or answers in an unexpected shape the run continues with a warning.
+    """
+    ours = usd_prices(snap)
+    source = http.where("/simple/price")
+    try:
+        quoted = fetch_usd(http)
+    except SourceError as exc:
+        warnings.append(f"price cross-check skipped: {exc}")
+        log.warning(warnings[-1])
+        return PriceCheck(source=source, status="unavailable", note=str(exc))
+    notes = []
+    for key, label in (("avax", "AVAX/USD"), ("ggp", "GGP/USD")):
+        mine = ours[f"{key}_usd"]
+        diff = abs(Fraction(quoted[key]) - mine) / mine * 100
+        if diff > Fraction(str(bound_pct)):
+            raise PublisherError(
+                f"{source}: {label} {quoted[key]} diverges {float(diff):.2f}% from the chain's "
+                f"{float(mine):.6g} (bound {bound_pct}%)"
+            )
+        notes.append(f"{label} within {float(diff):.2f}%")
+    return PriceCheck(source=source, status="ok", avax_usd=str(quoted["avax"]), ggp_usd=str(quoted["ggp"]),
+                      note=", ".join(notes) + f" (bound {bound_pct}%)")
+
+
+def fetch_usd(http: HttpClient) -> dict[str, Decimal]:
+    """``GET /simple/price`` in CoinGecko's shape: ``{"avalanche-2": {"usd": 24.1}, …}``."""
+    path = "/simple/price"
+    body = http.get_json(path, {"ids": ",".join(COINGECKO_IDS.values()), "vs_currencies": "usd"})
+    if not isinstance(body, dict):
+        raise http.malformed(path, "expected an object")
+    out = {}
+    for key, coin in COINGECKO_IDS.items():
+        entry = body.get(coin)
+        value = entry.get("usd") if isinstance(entry, dict) else None
+        if isinstance(value, bool) or not isinstance(value, (int, Decimal)) or not value > 0:
+            raise http.malformed(path, f"{coin}.usd is not a positive number")
+        out[key] = Decimal(value)
+    return out

@@ -1,0 +1,253 @@
+"""Validator records for the protocol's active minipools: Avalanche's Glacier REST API first, the
+P-Chain ``platform.getCurrentValidators`` JSON-RPC as the fallback.
+
+Both answer in their own documented shapes; parsing is strict (nAVAX strings become exact ints,
+anything else is a malformed body, reported in one line). A source that is down lets the next one
+try; a source that answers garbage or pages forever stops the run, because working around it would
+hide a changed API.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+
+from ..compute.nodeid import node_id
+from ..errors import PublisherError
+from ..snapshot import Snapshot, Validator
+from .http import HttpClient, SourceUnavailable
+
+log = logging.getLogger(__name__)
+
+ACTIVE_STATUSES = (1, 2)  # Launched, Staking
+GROUP = 25  # node IDs per request: keeps URLs around 1 KB
+PAGE_SIZE = 100  # Glacier's maximum
+MAX_PAGES = 20  # per group; 25 nodes fit one page, so more means the provider is looping
+_NAVAX = re.compile(r"^[0-9]{1,30}$")
+_PERCENT = re.compile(r"^[0-9]{1,3}(\.[0-9]{1,18})?$")
+
+
+@dataclass(frozen=True)
+class ValidatorData:
+    validators: tuple[Validator, ...]
+    missing: tuple[str, ...]
+    source: str | None
+
+
+def active_node_ids(snap: Snapshot) -> list[str]:
+    return sorted({node_id(m.node_id) for m in snap.minipools if m.status in ACTIVE_STATUSES})
+
+
+def fetch(node_ids: list[str], glacier: "Glacier | None", pchain: "PChain | None", warnings: list[str]) -> ValidatorData:
+    """Records for ``node_ids`` from the first source that is up; missing nodes are reported."""
+    sources = [s for s in (glacier, pchain) if s is not None]
+    if not sources:
+        warnings.append("no validator API or P-Chain RPC configured: validator data unavailable")
+        return ValidatorData((), (), None)
+    failures = []
+    for src in sources:
+        try:
+            found = src.fetch(node_ids)
+        except SourceUnavailable as exc:
+            failures.append(str(exc))
+            continue
+        for f in failures:
+            warnings.append(f"{f}: using {src.http.where()} instead")
+            log.warning(warnings[-1])
+        missing = tuple(n for n in node_ids if n not in found)
+        if missing:
+            warnings.append(f"{src.http.where()} has no record of {len(missing)} active minipool(s): {', '.join(missing)}")
+            log.warning(warnings[-1])
+        return ValidatorData(tuple(found[n] for n in sorted(found)), missing, src.name)
+    raise PublisherError("validator data unavailable: " + "; ".join(failures))
+
+
+# -- Glacier ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Glacier:
+    http: HttpClient
+    network: str
+    name: str = "glacier"
+
+    def fetch(self, node_ids: list[str]) -> dict[str, Validator]:
+        wanted = set(node_ids)
+        found: dict[str, Validator] = {}
+        for i in range(0, len(node_ids), GROUP):
+            for v in self._group(node_ids[i : i + GROUP]):
+                if v.node_id in wanted and (v.node_id not in found or v.start_timestamp > found[v.node_id].start_timestamp):
+                    found[v.node_id] = v
+        return found
+
+    def _group(self, ids: list[str]) -> list[Validator]:
+        path = f"/v1/networks/{self.network}/validators"
+        params = {"validationStatus": "active", "nodeIds": ",".join(ids), "pageSize": str(PAGE_SIZE)}
+        out: list[Validator] = []
+        seen_tokens: set[str] = set()
+        for _ in range(MAX_PAGES):
+            body = self.http.get_json(path, params)
+            if not isinstance(body, dict) or not isinstance(body.get("validators"), list):
+                raise self.http.malformed(path, "expected an object with a 'validators' list")
+            page = body["validators"]
+            if len(page) > PAGE_SIZE:
+                raise self.http.malformed(path, f"a page holds {len(page)} records, more than pageSize {PAGE_SIZE}")
+            out += [self._parse(path, i, rec) for i, rec in enumerate(page)]
+            token = body.get("nextPageToken")
+            if token in (None, ""):
+                return out
+            if not isinstance(token, str) or len(token) > 4096:
+                raise self.http.malformed(path, "nextPageToken is not a short string")
+            if token in seen_tokens:
+                raise PublisherError(f"{self.http.where(path)} repeats a nextPageToken: pagination loops")
+            seen_tokens.add(token)
+            params = {**params, "pageToken": token}
+        raise PublisherError(f"{self.http.where(path)} still had a nextPageToken after {MAX_PAGES} pages for {len(ids)} node IDs: pagination does not end")
+
+    def _parse(self, path: str, i: int, rec) -> Validator:
+        p = _Fields(self.http, path, f"validators[{i}]", rec)
+        rewards = _Fields(self.http, path, f"validators[{i}].potentialRewards", p.obj("potentialRewards"))
+        return Validator(
+            node_id=p.node_id("nodeId"),
+            tx_hash=p.text("txHash"),
+            start_timestamp=p.integer("startTimestamp"),
+            end_timestamp=p.integer("endTimestamp"),
+            amount_staked=p.navax("amountStaked"),
+            amount_delegated=p.navax("amountDelegated", optional=True) or 0,
+            delegation_fee_pct=p.percent_text("delegationFee"),
+            delegator_count=p.integer("delegatorCount", optional=True) or 0,
+            uptime_pct=p.percent_number("uptimePerformance"),
+            validation_reward=rewards.navax("validationRewardAmount"),
+            delegation_reward=rewards.navax("delegationRewardAmount", optional=True) or 0,
+            avalanchego_version=p.text("avalancheGoVersion", optional=True),
+            source=self.name,
+        )
+
+
+# -- P-Chain ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class PChain:
+    """``platform.getCurrentValidators``. It reports no potential delegation-fee reward, so
+    ``delegation_reward`` is 0 and ``avalanchego_version`` None in its records."""
+
+    http: HttpClient
+    name: str = "pchain"
+
+    def fetch(self, node_ids: list[str]) -> dict[str, Validator]:
+        wanted = set(node_ids)
+        found: dict[str, Validator] = {}
+        for i in range(0, len(node_ids), GROUP):
+            for v in self._group(node_ids[i : i + GROUP]):
+                if v.node_id in wanted:
+                    found[v.node_id] = v
+        return found
+
+    def _group(self, ids: list[str]) -> list[Validator]:
+        body = self.http.post_json("", {"jsonrpc": "2.0", "id": 1, "method": "platform.getCurrentValidators", "params": {"nodeIDs": ids}})
+        if isinstance(body, dict) and body.get("error") is not None:
+            err = body["error"] if isinstance(body["error"], dict) else {}
+            raise SourceUnavailable(f"{self.http.where()} failed: {str(err.get('message', 'JSON-RPC error'))[:200]}")
+        result = body.get("result") if isinstance(body, dict) else None
+        if not isinstance(result, dict) or not isinstance(result.get("validators"), list):
+            raise self.http.malformed("", "expected result.validators to be a list")
+        if len(result["validators"]) > len(ids):
+            raise self.http.malformed("", f"{len(result['validators'])} records for {len(ids)} node IDs")
+        return [self._parse(i, rec) for i, rec in enumerate(result["validators"])]
+
+    def _parse(self, i: int, rec) -> Validator:
+        p = _Fields(self.http, "", f"result.validators[{i}]", rec)
+        stake = p.navax("weight") if isinstance(rec, dict) and "weight" in rec else p.navax("stakeAmount")
+        uptime = p.percent_text("uptime", optional=True)
+        return Validator(
+            node_id=p.node_id("nodeID"),
+            tx_hash=p.text("txID"),
+            start_timestamp=p.navax("startTime"),
+            end_timestamp=p.navax("endTime"),
+            amount_staked=stake,
+            amount_delegated=p.navax("delegatorWeight", optional=True) or 0,
+            delegation_fee_pct=p.percent_text("delegationFee"),
+            delegator_count=p.navax("delegatorCount", optional=True) or 0,
+            uptime_pct=uptime,
+            validation_reward=p.navax("potentialReward"),
+            delegation_reward=0,
+            avalanchego_version=None,
+            source=self.name,
+        )
+
+
+# -- strict field access ----------------------------------------------------------------------------
+
+
+class _Fields:
+    """Typed reads of one JSON object; any mismatch is a one-line malformed-body error."""
+
+    def __init__(self, http: HttpClient, path: str, where: str, rec):
+        self.http, self.path, self.where = http, path, where
+        if not isinstance(rec, dict):
+            raise self._bad("", "is not an object")
+        self.rec = rec
+
+    def _bad(self, key: str, what: str):
+        return self.http.malformed(self.path, f"{self.where}{'.' + key if key else ''} {what}")
+
+    def _get(self, key: str, optional: bool):
+        value = self.rec.get(key)
+        if value is None and not optional:
+            raise self._bad(key, "is missing")
+        return value
+
+    def obj(self, key: str) -> dict:
+        value = self._get(key, False)
+        if not isinstance(value, dict):
+            raise self._bad(key, "is not an object")
+        return value
+
+    def text(self, key: str, optional: bool = False) -> str | None:
+        value = self._get(key, optional)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not 0 < len(value) <= 200:
+            raise self._bad(key, "is not a short string")
+        return value
+
+    def node_id(self, key: str) -> str:
+        value = self.text(key)
+        if not value.startswith("NodeID-"):
+            raise self._bad(key, "is not a NodeID")
+        return value
+
+    def navax(self, key: str, optional: bool = False) -> int | None:
+        """A decimal string of an integer (nAVAX amounts, and the P-Chain's numbers)."""
+        value = self._get(key, optional)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not _NAVAX.match(value):
+            raise self._bad(key, "is not an integer string")
+        return int(value)
+
+    def integer(self, key: str, optional: bool = False) -> int | None:
+        value = self._get(key, optional)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            raise self._bad(key, "is not a non-negative integer")
+        return value
+
+    def percent_text(self, key: str, optional: bool = False) -> str | None:
+        value = self._get(key, optional)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not _PERCENT.match(value) or Decimal(value) > 100:
+            raise self._bad(key, "is not a percent string")
+        return value
+
+    def percent_number(self, key: str) -> str | None:
+        value = self._get(key, True)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, Decimal)) or not 0 <= value <= 100:
+            raise self._bad(key, "is not a percent number")
+        return str(value)

@@ -1,0 +1,208 @@
+"""`publisher build`: every endpoint from one snapshot, validated, written atomically."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from web3 import Web3
+
+from publisher.build import build, render
+from publisher.chain import abis
+from publisher.compute.nodeid import node_id_bytes
+from publisher.config import load_profile
+from publisher.errors import PublisherError
+from publisher.snapshot import Snapshot
+from publisher.validate import load_dir, validate
+
+ARTIFACTS = json.loads((Path(__file__).parents[1] / "publisher/devnet/artifacts.json").read_text())["contracts"]
+
+
+@pytest.fixture(scope="module")
+def built(demo_snapshot, demo_profile, tmp_path_factory):
+    out = tmp_path_factory.mktemp("api") / "out"
+    build(demo_snapshot, demo_profile, out)
+    return out
+
+
+def body(out: Path, name: str):
+    return json.loads((out / name).read_text())
+
+
+@pytest.fixture(scope="module")
+def w3(demo):
+    return Web3(Web3.HTTPProvider(demo.url))
+
+
+def contract(w3, demo, name, artifact=None):
+    return w3.eth.contract(address=demo.addresses[name], abi=ARTIFACTS[artifact or name]["abi"])
+
+
+def test_every_catalogue_endpoint_is_written(built):
+    for name in ("prices.json", "prices/history.json", "ggAvax.json", "validators.json", "stakers.json",
+                 "minipools.json", "metrics.json", "metrics/apy.json", "featureFlags.json", "status.json"):
+        assert (built / name).is_file(), name
+    assert len(list((built / "stakers").glob("*.json"))) == len(body(built, "stakers.json")["stakers"])
+    assert len(list((built / "minipools").glob("NodeID-*.json"))) == body(built, "minipools.json")["count"]
+
+
+def test_compatibility_contract_fields(built):
+    m = body(built, "metrics.json")
+    assert isinstance(m["ggavax_apy"], float) and 0 < m["ggavax_apy"] < 100  # percent, not a fraction
+    assert isinstance(m["total_assets"], float) and m["total_assets"] > 1000  # whole AVAX, not wei
+    apy = body(built, "metrics/apy.json")
+    assert apy["total_apy"] > apy["total_apy_after_fees"] > 0.5  # percent scale
+    p = body(built, "prices.json")
+    assert isinstance(p["ggpInUSD"], float) and isinstance(p["avaxInUSD"], float)
+    assert 1 < p["avaxInUSD"] < 1000 and 0 < p["ggpInUSD"] < p["avaxInUSD"]
+    stakers = body(built, "stakers.json")["stakers"]
+    assert all(Web3.is_checksum_address(s["stakerAddr"]) for s in stakers)
+    assert all(isinstance(s["avaxValidating"], (int, float)) and not isinstance(s["avaxValidating"], bool) for s in stakers)
+    for field in ("avaxAssigned", "avaxStaked", "avaxValidatingHighWater", "ggpRewards", "ggpStaked",
+                  "lastRewardsCycleCompleted", "rewardsStartTime", "ggpLockedUntil"):
+        assert all(field in s for s in stakers), field
+
+
+def test_total_assets_equals_chain(built, demo_snapshot, w3, demo):
+    ta = contract(w3, demo, "TokenggAVAX").functions.totalAssets().call(block_identifier=demo_snapshot.block.number)
+    assert body(built, "metrics.json")["total_assets"] == ta / 1e18
+    assert body(built, "ggAvax.json")["totalAssets"] == ta / 1e18
+
+
+def test_one_staker_record_per_onchain_staker(built, demo_snapshot, w3, demo):
+    staking = contract(w3, demo, "Staking")
+    n = staking.functions.getStakerCount().call(block_identifier=demo_snapshot.block.number)
+    chain = {staking.functions.getStaker(i).call(block_identifier=demo_snapshot.block.number)[0] for i in range(n)}
+    rows = body(built, "stakers.json")["stakers"]
+    assert len(rows) == n
+    assert {r["stakerAddr"] for r in rows} == chain
+
+
+def test_node_ids_round_trip_through_cb58(built, demo_snapshot, w3, demo):
+    mm = contract(w3, demo, "MinipoolManager")
+    for row in body(built, "minipools.json")["minipools"]:
+        onchain = mm.functions.getMinipool(row["index"]).call(block_identifier=demo_snapshot.block.number)
+        assert node_id_bytes(row["nodeID"]) == bytes.fromhex(onchain[1][2:])
+        one = body(built, f"minipools/{row['nodeID']}.json")["minipool"]
+        assert one == row
+
+
+def test_apy_matches_two_direct_reads(built, w3, demo):
+    apy = body(built, "metrics/apy.json")
+    vault = contract(w3, demo, "TokenggAVAX")
+    x_now = vault.functions.convertToAssets(10**18).call(block_identifier=apy["to_block"])
+    x_then = vault.functions.convertToAssets(10**18).call(block_identifier=apy["from_block"])
+    t_now = w3.eth.get_block(apy["to_block"])["timestamp"]
+    t_then = w3.eth.get_block(apy["from_block"])["timestamp"]
+    # The window's far end is the last block at or before now - 30 days.
+    assert t_then <= t_now - 30 * 86400 < w3.eth.get_block(apy["from_block"] + 1)["timestamp"]
+    expected = ((x_now / x_then) ** (365 * 86400 / (t_now - t_then)) - 1) * 100
+    assert apy["total_apy_after_fees"] == pytest.approx(expected, rel=1e-12)
+    assert body(built, "metrics.json")["ggavax_apy"] == apy["total_apy_after_fees"]
+    fee = vault.functions.totalSupply().call() and contract(w3, demo, "ProtocolDAO").functions.getFeeBips().call()
+    assert apy["total_apy"] == pytest.approx(expected / (1 - fee / 10000), rel=1e-12)
+
+
+def test_check_passes_on_build_output(built):
+    assert validate(load_dir(built)) == []
+    run = subprocess.run([sys.executable, "-m", "publisher.cli", "check", str(built)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+def test_rebuild_from_saved_snapshot_is_byte_identical(demo_snapshot, demo_profile, tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
+    first = render(demo_snapshot, demo_profile)
+    demo_snapshot.save(tmp_path / "snap.json")
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "1800000000"}
+    run = subprocess.run([sys.executable, "-m", "publisher.cli", "build", "--from-snapshot", str(tmp_path / "snap.json"),
+                          "--out", str(tmp_path / "out")], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert load_dir(tmp_path / "out") == first
+
+
+def test_invariant_violation_exits_nonzero_and_keeps_old_out(demo_snapshot, demo_profile, tmp_path):
+    out = tmp_path / "out"
+    build(demo_snapshot, demo_profile, out)
+    before = load_dir(out)
+    bad = dataclasses.replace(demo_snapshot, total_ggp_stake=demo_snapshot.total_ggp_stake + 1)
+    bad.save(tmp_path / "bad.json")
+    run = subprocess.run([sys.executable, "-m", "publisher.cli", "build", "--from-snapshot", str(tmp_path / "bad.json"),
+                          "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode == 1
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "getTotalGGPStake" in lines[0]
+    assert load_dir(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]  # no temp dirs left
+
+
+def test_anomalous_apy_is_refused(demo_snapshot, demo_profile, tmp_path):
+    base = demo_snapshot.apy_base
+    crash = dataclasses.replace(base, assets_per_share=demo_snapshot.ggavax.assets_per_share * 2)
+    with pytest.raises(PublisherError, match="outside"):
+        build(dataclasses.replace(demo_snapshot, apy_base=crash), demo_profile, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_block_going_backwards_is_refused_unless_forced(demo_snapshot, demo_profile, tmp_path):
+    out = tmp_path / "out"
+    build(demo_snapshot, demo_profile, out)
+    older = dataclasses.replace(demo_snapshot, block=dataclasses.replace(demo_snapshot.block, number=demo_snapshot.block.number - 1))
+    with pytest.raises(PublisherError, match="older than the last run"):
+        build(older, demo_profile, out)
+    build(older, demo_profile, out, force=True)
+    assert body(out, "status.json")["block"]["number"] == demo_snapshot.block.number - 1
+
+
+def test_price_jump_is_refused(demo_snapshot, demo_profile, tmp_path):
+    out = tmp_path / "out"
+    build(demo_snapshot, demo_profile, out)
+    jump = dataclasses.replace(demo_snapshot, oracle=dataclasses.replace(demo_snapshot.oracle, price=demo_snapshot.oracle.price * 3))
+    with pytest.raises(PublisherError, match="ggpInAvax moved"):
+        build(jump, demo_profile, out)
+
+
+def test_check_rejects_tampered_files(built, tmp_path):
+    files = load_dir(built)
+    tampered = dict(files)
+    m = json.loads(files["/metrics"])
+    m["total_assets"] = "1000"  # a string where clients expect a number
+    tampered["/metrics"] = json.dumps(m).encode()
+    assert any("/metrics: schema" in p for p in validate(tampered))
+    nan = dict(files)
+    nan["/prices"] = files["/prices"].replace(b'"ggpInAvax":', b'"ggpInAvax":NaN,"x":')
+    assert any("NaN" in p for p in validate(nan))
+    extra = dict(files)
+    extra["/secret"] = b"{}"
+    assert any("no endpoint declares" in p for p in validate(extra))
+
+
+def test_status_digests_every_other_file(built):
+    status = body(built, "status.json")
+    files = load_dir(built)
+    assert status["files"]["count"] == len(files) - 1
+    assert status["block"] == body(built, "metrics.json")["meta"]["block"]
+
+
+def test_entity_files_carry_no_run_stamp(built):
+    staker = next((built / "stakers").glob("*.json")).read_text()
+    pool = next((built / "minipools").glob("*.json")).read_text()
+    for text in (staker, pool):
+        assert "meta" not in json.loads(text) and "generatedAt" not in text
+
+
+def test_feature_flags_merge_profile_and_chain(built, demo):
+    flags = body(built, "featureFlags.json")
+    assert flags["environment"] == "devnet"
+    assert flags["paused"]["MinipoolStreamliner"] is True  # seeded paused example
+    assert flags["flags"]["rewardsEstimator"] is True  # from the profile file
+    assert flags["flags"]["liquidStakingDeposits"] is True and flags["flags"]["delegation"] is False
+
+
+def test_profile_files_are_valid():
+    for name in ("devnet", "fuji", "mainnet"):
+        p = load_profile(name)
+        assert Web3.is_checksum_address(p.storage)
