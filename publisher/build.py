@@ -39,7 +39,8 @@ def render(snap: Snapshot, profile: Profile) -> dict[str, bytes]:
     """Every file of the API, by URL path, in registry order (/status last)."""
     check_snapshot(snap)
     ctx = Context(snap, flags=profile.flags, generated_at=generated_at(),
-                  cadence_seconds=profile.cadence_seconds, version=__version__)
+                  cadence_seconds=profile.cadence_seconds, version=__version__,
+                  validator_default_rate_pct=profile.validator_default_rate_pct)
     for ep in load_all().values():
         if ep.is_function:
             continue

@@ -49,7 +49,13 @@ def devnet(scenario: str, port: int | None) -> None:
         click.echo(f"RPC URL   {net.url}   (chain id {net.chain_id})")
         for name, addr in sorted(net.addresses.items()):
             click.echo(f"  {name:<16} {addr}")
-        click.echo(f"use it:   publisher build --rpc-url {net.url}")
+        click.echo("stand-ins for third-party APIs:")
+        for name, url in sorted(net.services.items()):
+            click.echo(f"  {name:<16} {url}")
+        click.echo("use it:")
+        click.echo(f"  export PUBLISHER_VALIDATOR_API_URL={net.services['validator_api']} "
+                   f"PUBLISHER_PCHAIN_RPC_URL={net.services['pchain_rpc']} PUBLISHER_PRICE_API_URL={net.services['price_api']}")
+        click.echo(f"  publisher build --rpc-url {net.url}")
         click.echo("Ctrl-C to stop")
         try:
             while True:
@@ -88,11 +94,14 @@ def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str
 @fail_cleanly
 def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> None:
     """Build every endpoint into OUT (default out/), validated, swapped in atomically."""
+    from pathlib import Path
+
     from .build import build as build_api
     from .collect import collect, open_network
     from .config import load_profile
     from .progress import Progress
     from .snapshot import Snapshot
+    from .sources import history
 
     t0 = time.monotonic()
     if from_snapshot:
@@ -100,7 +109,8 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> N
         built = build_api(snap, load_profile(snap.network), out_dir, force=force)
     else:
         with open_network(network, rpc_url, scenario) as profile:
-            got = collect(profile, block, Progress())
+            prior = history.load_published(Path(out_dir) / "prices" / "history.json")
+            got = collect(profile, block, Progress(), history_prior=prior)
             built = build_api(got.snapshot, profile, out_dir, force=force)
         _summary(got)
         snap = got.snapshot
@@ -152,12 +162,30 @@ def serve(directory: str, host: str, port: int) -> None:
         server.server_close()
 
 
+@main.group()
+def function() -> None:
+    """The /rewards/byStake function (AWS Lambda)."""
+
+
+@function.command("package")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default="dist/rewards-function.zip", show_default=True)
+@fail_cleanly
+def function_package(out_path: str) -> None:
+    """Build the deployable zip: the handler and the formula, standard library only."""
+    from .function.package import HANDLER, build_zip
+
+    path, size = build_zip(out_path)
+    click.echo(f"packaged  {path} ({size:,} bytes), handler {HANDLER}")
+
+
 def _summary(got) -> None:
     s, c = got.snapshot, got.counters
     click.echo(f"block     {s.block.number} {s.block.hash[:18]}… at {s.block.timestamp} ({s.network}, chain {s.chain_id})")
     click.echo(f"read      {s.staker_count} stakers, {s.minipool_count} minipools in {got.seconds:.2f}s")
     click.echo(f"requests  {c.http_requests} HTTP, {c.rpc_calls} JSON-RPC ({c.eth_calls} eth_call), "
                f"{c.bytes_sent + c.bytes_received:,} bytes, {c.retries} retries")
+    if got.http.requests:
+        click.echo(f"sources   {got.http.requests} HTTP requests to price/validator APIs, {got.http.retries} retries")
     for w in s.warnings:
         click.echo(f"warning   {w}")
 

@@ -1,18 +1,23 @@
 """Stage one: sources -> Snapshot. Opens the network (a given RPC, the profile's RPCs, or a
-throwaway devnet), reads the chain at one block and prints nothing itself."""
+throwaway devnet), reads the chain at one block, adds the off-chain sources, and prints nothing
+itself."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
+from . import sources
 from .chain.reader import Reader
 from .chain.rpc import Counters, RpcClient
 from .config import Profile, load_profile
 from .errors import PublisherError
 from .progress import Progress
 from .snapshot import Snapshot
+from .sources import history, prices, validators
+from .sources.http import HttpCounters
 
 
 @dataclass
@@ -20,6 +25,7 @@ class Collected:
     snapshot: Snapshot
     counters: Counters
     seconds: float
+    http: HttpCounters = field(default_factory=HttpCounters)  # requests to third-party APIs
 
 
 @contextmanager
@@ -39,15 +45,56 @@ def open_network(network: str = "devnet", rpc_url: str | None = None, scenario: 
 
 
 def devnet_profile(profile: Profile, net) -> Profile:
-    a = net.addresses
+    a, svc = net.addresses, net.services
     return profile.with_overrides(
         rpc_urls=(net.url,), storage=a["Storage"], avax_usd_feed=a["PriceFeed"], dex_pair=a["DexPair"],
         addresses={k: a[k] for k in ("TokenGGP", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp", "ProtocolDAO", "Oracle")},
+        validator_api_url=svc.get("validator_api"), pchain_rpc_url=svc.get("pchain_rpc"), price_api_url=svc.get("price_api"),
     )
 
 
-def collect(profile: Profile, block: int | None = None, progress: Progress | None = None) -> Collected:
+def collect(profile: Profile, block: int | None = None, progress: Progress | None = None, *,
+            history_prior: history.PriorHistory | None = None) -> Collected:
+    """The snapshot at ``block``: chain state, checked USD prices, validator records, price history.
+
+    ``history_prior`` (e.g. ``history.load_published(out/prices/history.json)``) lets the history
+    read only the blocks after the previous run.
+    """
     client = RpcClient(list(profile.rpc_urls))
+    http = HttpCounters()
     t0 = time.monotonic()
     snap = Reader(client, profile, progress).read(block)
-    return Collected(snap, client.counters, time.monotonic() - t0)
+    warnings = list(snap.warnings)
+
+    price_check = None
+    if snap.feed is None:
+        warnings.append("no AVAX/USD feed configured: USD prices and price history unavailable")
+    else:
+        prices.validate_feed(snap.feed, snap.block, profile.feed_max_age)
+        api = sources.price_api(profile, http)
+        if api is not None:
+            price_check = prices.cross_check(api, snap, profile.price_divergence_pct, warnings)
+
+    vals = validators.fetch(validators.active_node_ids(snap), sources.glacier(profile, http),
+                            sources.pchain(profile, http), warnings)
+
+    points = _history(client, snap, profile, history_prior, warnings, progress)
+
+    snap = dataclasses.replace(
+        snap, validators=vals.validators, missing_validators=vals.missing, validator_source=vals.source,
+        price_history=points, price_check=price_check, warnings=tuple(warnings),
+    )
+    return Collected(snap, client.counters, time.monotonic() - t0, http)
+
+
+def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history.PriorHistory | None,
+             warnings: list[str], progress: Progress | None):
+    if progress:
+        first = max(profile.history_from_block, prior.cursor + 1 if prior else 0)
+        progress.start("price history", max(0, snap.block.number - first) // max(1, profile.history_log_span) + 1)
+    try:
+        return history.build_for(client, snap, start=profile.history_from_block, span=profile.history_log_span,
+                                 prior=prior, warnings=warnings, on_range=progress.advance if progress else None)
+    finally:
+        if progress:
+            progress.finish()

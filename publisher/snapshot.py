@@ -241,7 +241,7 @@ class Snapshot:
     def from_json(cls, text: str) -> "Snapshot":
         try:
             data = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise PublisherError(f"snapshot is not valid JSON: {exc}") from None
         if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
             raise PublisherError(f"snapshot format is not {SNAPSHOT_FORMAT}")
@@ -256,9 +256,12 @@ class Snapshot:
     @classmethod
     def load(cls, path: str | Path) -> "Snapshot":
         try:
-            return cls.from_json(Path(path).read_text())
+            text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise PublisherError(f"cannot read snapshot {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise PublisherError(f"snapshot {path} is not UTF-8 text") from None
+        return cls.from_json(text)
 
 
 _SAFE = 2**53
@@ -295,9 +298,13 @@ def from_jsonable(tp, data):
             return None
         return from_jsonable(next(a for a in args if a is not type(None)), data)
     if origin is tuple:
+        if not isinstance(data, list):
+            raise TypeError(f"expected a list, got {type(data).__name__}")
         item = typing.get_args(tp)[0]
         return tuple(from_jsonable(item, v) for v in data)
     if origin is dict:
+        if not isinstance(data, dict):
+            raise TypeError(f"expected an object, got {type(data).__name__}")
         _, vt = typing.get_args(tp)
         return {str(k): from_jsonable(vt, v) for k, v in data.items()}
     if tp is int:

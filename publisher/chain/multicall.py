@@ -112,7 +112,9 @@ class Multicall:
             requests = [self._request(chunk, calls, encoded) for chunk in group]
             try:
                 answers = self.client.batch(requests, raise_errors=False)
-            except RpcUnavailable:
+            except RpcUnavailable as exc:
+                if exc.unreachable:
+                    raise
                 # Too big or too slow for this node: fewer chunks per request, then smaller chunks.
                 if len(group) > 1:
                     self.batch_size = max(1, len(group) // 2)

@@ -13,6 +13,7 @@ from eth_utils import keccak, to_checksum_address
 
 from . import abis
 from .abi import Fn
+from .codec import checksum
 from .multicall import Call, Multicall
 from .rpc import RpcClient, RpcError
 from ..config import Profile
@@ -216,7 +217,7 @@ class Reader:
         out = self._run("staker views", calls)
         k = len(views)
         return tuple(
-            Staker(to_checksum_address(row[0]), *row[1:], *out[i * k : i * k + k - 1], bool(out[i * k + k - 1]))
+            Staker(checksum(row[0]), *row[1:], *out[i * k : i * k + k - 1], bool(out[i * k + k - 1]))
             for i, row in enumerate(rows)
         )
 
@@ -274,7 +275,7 @@ def _minipool(row) -> Minipool:
     values = []
     for (field, typ), v in zip(abis.MINIPOOL_FIELDS, row):
         if typ == "address":
-            v = to_checksum_address(v)
+            v = checksum(v)
         elif typ in ("bytes", "bytes32"):
             v = _hex(v)
         values.append(v)

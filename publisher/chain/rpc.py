@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import requests
+from urllib3.exceptions import NewConnectionError
 
 from ..errors import PublisherError
 
@@ -41,6 +42,12 @@ class RpcError(PublisherError):
 
 class RpcUnavailable(PublisherError):
     """No URL gave a usable answer within the attempt budget."""
+
+    def __init__(self, message: str, *, unreachable: bool = False):
+        super().__init__(message)
+        # Every attempt failed to even connect: smaller requests cannot help, so callers that
+        # split requests on failure should give up at once.
+        self.unreachable = unreachable
 
 
 class PayloadTooLarge(RpcUnavailable):
@@ -128,6 +135,7 @@ class RpcClient:
 
     def _post(self, payload: bytes, what: str):
         last = "no attempt made"
+        refused = 0
         for attempt in range(self.max_attempts):
             if attempt:
                 self.counters.retries += 1
@@ -141,12 +149,14 @@ class RpcClient:
                     headers={"Content-Type": "application/json"},
                 )
                 body = self._read(resp)
-            except requests.Timeout:
+            except requests.Timeout as exc:
                 last = "timed out"
+                refused += isinstance(exc, requests.ConnectTimeout)
                 self._sleep(attempt, None)
                 continue
             except requests.RequestException as exc:
                 last = f"connection error ({type(exc).__name__})"
+                refused += _could_not_connect(exc)
                 self._sleep(attempt, None)
                 continue
             if resp.status_code == 413:
@@ -168,7 +178,8 @@ class RpcClient:
                 self._sleep(attempt, None)
                 continue
             return answer
-        raise RpcUnavailable(f"RPC {self.describe()} failed for {what} after {self.max_attempts} attempts: {last}")
+        raise RpcUnavailable(f"RPC {self.describe()} failed for {what} after {self.max_attempts} attempts: {last}",
+                             unreachable=refused == self.max_attempts)
 
     def _read(self, resp: requests.Response) -> bytes:
         chunks, size = [], 0
@@ -199,3 +210,9 @@ class RpcClient:
                 pass
         # Full jitter keeps many clients from retrying in lockstep.
         time.sleep(delay * (0.5 + self._rng.random() / 2))
+
+
+def _could_not_connect(exc: requests.RequestException) -> bool:
+    """Refused or unroutable, as opposed to a connection that broke during the request."""
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(exc, requests.ConnectionError) and isinstance(reason, NewConnectionError)

@@ -18,10 +18,12 @@ from __future__ import annotations
 import json
 
 WAD = 10**18
+WAD2 = WAD * WAD
 TENTH = WAD // 10  # Staking's hard-coded 10 % floor, not the DAO's MinCollateralizationRatio
 YEAR = 365 * 86_400
 UINT256_MAX = 2**256 - 1
 PARAMS_FORMAT = 1
+APR_SCALE = YEAR * 100  # per second -> per year, ratio -> percent
 MAX_INTERVALS = 100_000  # rate^N is a loop: bound it for hostile params
 
 
@@ -97,11 +99,13 @@ class Params:
         "eligibility_min_seconds", "cycle_start", "next_distribution", "nodeop_pct", "min_ratio",
         "max_ratio", "commission", "min_assignment", "max_assignment", "min_staking_amt", "tegs",
         "validator_rate", "validator_rate_source", "intervals", "cycle_mint", "nodeop_pool",
+        # worked out once, used by every estimate
+        "meta", "validator_rate_pct", "avax_rate_num", "avax_cycle_den", "usd_den",
     )
 
     def stamp(self) -> dict:
         """Where the params come from: the same shape as every endpoint's ``meta``."""
-        return {"network": self.network, "chainId": self.chain_id, "block": dict(self.block)}
+        return self.meta
 
 
 def _field(doc: dict, key: str):
@@ -192,6 +196,11 @@ def parse_params(doc) -> Params:
         raise ParamsError("rewardsCycleSeconds / inflationIntervalSeconds is implausibly large")
     p.cycle_mint = cycle_mint(p.ggp_supply, p.ggp_max_supply, p.inflation_rate, p.intervals)
     p.nodeop_pool = mul_wad(p.nodeop_pct, p.cycle_mint)
+    p.meta = {"network": p.network, "chainId": p.chain_id, "block": p.block}
+    p.validator_rate_pct = pct(p.validator_rate)
+    p.avax_rate_num = p.validator_rate * (WAD + p.commission)
+    p.avax_cycle_den = WAD2 * YEAR
+    p.usd_den = WAD2 * 10**p.avax_usd_decimals
     return p
 
 
@@ -215,23 +224,15 @@ def estimate(params, ggp_staked_wei: int, avax_staked_wei: int) -> dict:
     g, a = _amount(ggp_staked_wei, "ggp_staked_wei"), _amount(avax_staked_wei, "avax_staked_wei")
     collat = collateralization_ratio(g, a, p.price)
     g_eff = effective_ggp_staked(g, a, a, p.price, p.max_ratio)
-    pool_effective = p.tegs + g_eff
-    share, ggp_cycle = share_of_pool(g_eff, pool_effective, p.nodeop_pool)
-    capped = a > 0 and collat > p.max_ratio
-    out = {
-        "collateralizationRatioPct": None if a == 0 else _pct(collat),
-        "collateralizationRatioWad": None if a == 0 else str(collat),
-        "effectiveGGPStaked": _tokens(g_eff),
-        "effectiveGGPStakedWei": str(g_eff),
-        "ggpStakedBeyondCap": _tokens(g - g_eff if capped else 0),
-        "ggpStakedBeyondCapWei": str(g - g_eff if capped else 0),
-        "poolEffectiveGGPStaked": _tokens(pool_effective),
-        "poolEffectiveGGPStakedWei": str(pool_effective),
-        "sharePct": _pct(share),
-        "shareWad": str(share),
-    }
-    out.update(_returns(p, g, a, a, ggp_cycle))
-    out["warnings"] = _warnings(p, g, a, collat, g_eff, capped)
+    share, ggp_cycle = share_of_pool(g_eff, p.tegs + g_eff, p.nodeop_pool)
+    out = _returns(p, g, a, a, ggp_cycle)
+    out["collateralizationRatioPct"] = None if a == 0 else pct(collat)
+    out["collateralizationRatioWad"] = None if a == 0 else str(collat)
+    out["effectiveGGPStaked"] = tokens(g_eff)
+    out["effectiveGGPStakedWei"] = str(g_eff)
+    out["sharePct"] = pct(share)
+    out["shareWad"] = str(share)
+    out["warnings"] = _warnings(p, g, a, collat, g_eff)
     return out
 
 
@@ -246,68 +247,55 @@ def operator_estimate(params, *, ggp_staked: int, avax_staked: int, avax_validat
     """
     p = parse_params(params)
     g_eff = effective_ggp_staked if eligible_next else 0
-    pool_effective = max(p.tegs, g_eff)
-    share, ggp_cycle = share_of_pool(g_eff, pool_effective, p.nodeop_pool)
-    out = {"sharePct": _pct(share), "shareWad": str(share)}
-    out.update(_returns(p, ggp_staked, avax_staked, avax_validating, ggp_cycle))
+    share, ggp_cycle = share_of_pool(g_eff, max(p.tegs, g_eff), p.nodeop_pool)
+    out = _returns(p, ggp_staked, avax_staked, avax_validating, ggp_cycle)
+    out["sharePct"] = pct(share)
+    out["shareWad"] = str(share)
     return out
 
 
 def _returns(p: Params, g: int, capital_avax: int, earning_avax: int, ggp_cycle: int) -> dict:
     """Per cycle and per year in GGP, AVAX and USD, and the APR split (DESIGN §7.6–7.8)."""
-    cs = p.cycle_seconds
-    ggp_year = ggp_cycle * YEAR // cs
-    # r_v · A · (1 + commission) · cycle / year, floored once from the exact product.
-    avax_annual_num = earning_avax * p.validator_rate * (WAD + p.commission)
-    avax_cycle = avax_annual_num * cs // (WAD * WAD * YEAR)
-    avax_year = avax_annual_num // (WAD * WAD)
-    ggp_cycle_in_avax_wad = ggp_cycle * p.price  # AVAX value of the GGP, scaled by 1e36
-    # APR over the capital at stake (own AVAX + GGP valued in AVAX), scaled to a year and to percent.
-    capital_wad = capital_avax * WAD + g * p.price
-    scale_num, scale_den = YEAR * 100, cs
-    ggp_apr = _ratio(ggp_cycle_in_avax_wad * scale_num, capital_wad * scale_den)
-    avax_apr = _ratio(avax_cycle * WAD * scale_num, capital_wad * scale_den)
-    apr = _ratio((ggp_cycle_in_avax_wad + avax_cycle * WAD) * scale_num, capital_wad * scale_den)
+    ggp_year = ggp_cycle * YEAR // p.cycle_seconds
+    # r_v · A · (1 + commission) per year; per cycle × cycleSeconds / 365 d, floored once.
+    avax_annual = earning_avax * p.avax_rate_num
+    avax_cycle = avax_annual * p.cycle_seconds // p.avax_cycle_den
+    avax_year = avax_annual // WAD2
+    ggp_value = ggp_cycle * p.price  # AVAX value of the GGP, scaled by 1e36
+    avax_value = avax_cycle * WAD
+    # APR over the capital at stake (own AVAX + GGP valued in AVAX), per year, in percent.
+    apr_den = (capital_avax * WAD + g * p.price) * p.cycle_seconds
     out = {
-        "nodeOpRewardsPool": _tokens(p.nodeop_pool),
-        "nodeOpRewardsPoolWei": str(p.nodeop_pool),
-        "ggpPerCycle": _tokens(ggp_cycle),
+        "ggpPerCycle": tokens(ggp_cycle),
         "ggpPerCycleWei": str(ggp_cycle),
-        "ggpPerYear": _tokens(ggp_year),
+        "ggpPerYear": tokens(ggp_year),
         "ggpPerYearWei": str(ggp_year),
-        "ggpPerCycleInAvax": _ratio(ggp_cycle_in_avax_wad, WAD * WAD),
-        "avaxPerCycle": _tokens(avax_cycle),
+        "ggpPerCycleInAvax": ggp_value / WAD2,
+        "avaxPerCycle": tokens(avax_cycle),
         "avaxPerCycleWei": str(avax_cycle),
-        "avaxPerYear": _tokens(avax_year),
+        "avaxPerYear": tokens(avax_year),
         "avaxPerYearWei": str(avax_year),
-        "totalPerCycleInAvax": _ratio(ggp_cycle_in_avax_wad + avax_cycle * WAD, WAD * WAD),
-        "aprPct": apr,
-        "ggpAprPct": ggp_apr,
-        "avaxAprPct": avax_apr,
-        "validatorRatePct": _pct(p.validator_rate),
+        "aprPct": _ratio((ggp_value + avax_value) * APR_SCALE, apr_den),
+        "ggpAprPct": _ratio(ggp_value * APR_SCALE, apr_den),
+        "avaxAprPct": _ratio(avax_value * APR_SCALE, apr_den),
+        "validatorRatePct": p.validator_rate_pct,
         "validatorRateSource": p.validator_rate_source,
-        "cycleSeconds": cs,
+        "cycleSeconds": p.cycle_seconds,
         "nextDistributionTime": p.next_distribution,
         "usd": None,
     }
     if p.avax_usd is not None:
-        usd_den = 10**p.avax_usd_decimals
-        ggp_usd_cycle_num = ggp_cycle_in_avax_wad * p.avax_usd  # / (1e36 · 10^dec)
-        avax_usd_cycle_num = avax_cycle * WAD * p.avax_usd
-        year_num, year_den = YEAR, cs
+        usd_cycle = (ggp_value + avax_value) * p.avax_usd
         out["usd"] = {
-            "avaxInUSD": _ratio(p.avax_usd, usd_den),
-            "ggpInUSD": _ratio(p.price * p.avax_usd, WAD * usd_den),
-            "ggpPerCycle": _ratio(ggp_usd_cycle_num, WAD * WAD * usd_den),
-            "avaxPerCycle": _ratio(avax_usd_cycle_num, WAD * WAD * usd_den),
-            "totalPerCycle": _ratio(ggp_usd_cycle_num + avax_usd_cycle_num, WAD * WAD * usd_den),
-            "totalPerYear": _ratio((ggp_usd_cycle_num + avax_usd_cycle_num) * year_num, WAD * WAD * usd_den * year_den),
-            "stakeValue": _ratio(capital_wad * p.avax_usd, WAD * WAD * usd_den),
+            "ggpPerCycle": ggp_value * p.avax_usd / p.usd_den,
+            "avaxPerCycle": avax_value * p.avax_usd / p.usd_den,
+            "totalPerCycle": usd_cycle / p.usd_den,
+            "totalPerYear": usd_cycle * YEAR / (p.usd_den * p.cycle_seconds),
         }
     return out
 
 
-def _warnings(p: Params, g: int, a: int, collat: int, g_eff: int, capped: bool) -> list[dict]:
+def _warnings(p: Params, g: int, a: int, collat: int, g_eff: int) -> list[dict]:
     out = []
 
     def warn(code: str, message: str) -> None:
@@ -334,7 +322,7 @@ def _warnings(p: Params, g: int, a: int, collat: int, g_eff: int, capped: bool) 
         if collat < TENTH:
             warn("no_ggp_rewards", f"collateralization {_dec(collat, 16, 4)} % is below 10 %: the effective "
                                    "GGP stake is 0, so the operator earns no GGP rewards")
-        if capped:
+        if collat > p.max_ratio:
             warn("stake_above_cap", f"collateralization {_dec(collat, 16, 4)} % is above MaxCollateralizationRatio "
                                     f"{_dec(p.max_ratio, 16, 4)} %: the {_dec(g - g_eff)} GGP beyond the cap "
                                     "earns no GGP rewards")
@@ -366,11 +354,12 @@ def _ratio(num: int, den: int) -> float:
     return num / den if den else 0.0
 
 
-def _tokens(wei: int) -> float:
+def tokens(wei: int) -> float:
+    """Wei in whole tokens (the units rule's display number)."""
     return wei / WAD
 
 
-def _pct(wad: int) -> float:
+def pct(wad: int) -> float:
     """A 1e18-scaled ratio in percent."""
     return wad / 10**16
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import rlp
 from eth_abi import encode
@@ -28,6 +30,7 @@ TX_GAS = 1_500_000_000
 GGAVAX_CYCLE = 14 * DAY
 STAKER_BATCH = 1000
 MINIPOOL_BATCH = 200
+STATUS_GAS = 200_000  # one setStatus; many share a block
 
 # Devnet-only setters (mainnet has no such functions; they exist to seed state).
 register_contract = Fn("registerContract(string,address)")
@@ -71,27 +74,68 @@ def load_artifacts() -> dict:
     return json.loads(ARTIFACTS.read_text())["contracts"]
 
 
+@contextmanager
+def manual_mining(client: RpcClient) -> Iterator[None]:
+    """Automine off while seeding, back on afterwards for whoever uses the devnet next.
+
+    Anvil's automine answers eth_sendTransaction before the block is sealed, so a following
+    evm_setNextBlockTimestamp could land on the previous block when the node is busy (the scale
+    scenario's batch setters): mining explicitly makes every block's time, and so the chain,
+    independent of the node's speed.
+    """
+    client.request("evm_setAutomine", [False])
+    try:
+        yield
+    finally:
+        client.request("evm_setAutomine", [True])
+
+
 @dataclass
 class Sender:
-    """Sends transactions from the deployer at chosen timestamps and checks every receipt."""
+    """Sends transactions from the deployer, mines them at chosen timestamps, checks every receipt.
+
+    Each transaction gets its own block two seconds after the previous one, except inside
+    ``one_block``. Used under ``manual_mining``.
+    """
 
     client: RpcClient
     clock: int = 0
     pending: list[tuple[str, str]] = field(default_factory=list)
+    grouping: bool = False
 
     def at(self, timestamp: int) -> None:
         # Strictly increasing: a block may not share its parent's time.
         self.clock = max(timestamp, self.clock + 1)
-        self.client.request("evm_setNextBlockTimestamp", [hex(self.clock)])
 
-    def send(self, to: str | None, data: bytes, what: str) -> str:
-        tx = {"from": DEPLOYER, "data": "0x" + data.hex(), "gas": hex(TX_GAS)}
+    def send(self, to: str | None, data: bytes, what: str, gas: int = TX_GAS) -> str:
+        tx = {"from": DEPLOYER, "data": "0x" + data.hex(), "gas": hex(gas)}
         if to:
             tx["to"] = to
-        self.at(self.clock + 2)
         tx_hash = self.client.request("eth_sendTransaction", [tx])
         self.pending.append((tx_hash, what))
+        if not self.grouping:
+            self.mine(self.clock + 2)
         return tx_hash
+
+    def mine(self, timestamp: int) -> None:
+        """Seal the pending transactions (or an empty block) at ``timestamp`` or just after."""
+        self.at(timestamp)
+        self.client.request("evm_setNextBlockTimestamp", [hex(self.clock)])
+        self.client.request("evm_mine", [])
+
+    @contextmanager
+    def one_block(self, timestamp: int) -> Iterator[None]:
+        """Everything sent inside goes into a single block at ``timestamp``.
+
+        Anvil copies the whole state for every block it keeps in history, so on a large state
+        many small transactions are far cheaper in one block than in one block each.
+        """
+        self.grouping = True
+        try:
+            yield
+        finally:
+            self.grouping = False
+        self.mine(timestamp)
 
     def check(self) -> list[dict]:
         """Receipts of everything sent so far; a revert names the step that caused it."""
@@ -107,8 +151,10 @@ class Sender:
         return receipts
 
     def _receipts(self, hashes: list[str]) -> list[dict]:
-        # Automine may still be sealing the last block when the hash comes back: poll briefly.
-        for _ in range(100):
+        # Blocks are sealed before this runs; the short poll only covers a node that indexes
+        # receipts asynchronously.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
             got = self.client.batch([("eth_getTransactionReceipt", [h]) for h in hashes])
             if all(got):
                 return got
@@ -122,16 +168,17 @@ def deploy(client: RpcClient, start: int) -> dict[str, str]:
     sender = Sender(client, clock=start)
     addresses: dict[str, str] = {}
     hashes = []
-    for name, args in DEPLOY_ORDER:
-        values = [_ctor_arg(a, addresses) for a in args]
-        types = [_ctor_type(a) for a in args]
-        code = bytes.fromhex(artifacts[name]["bytecode"][2:]) + (encode(types, values) if args else b"")
-        hashes.append((name, sender.send(None, code, f"deploy {name}")))
-    for (name, _), receipt in zip(hashes, sender.check()):
-        addresses[name] = to_checksum_address(receipt["contractAddress"])
-    for name in REGISTERED:
-        sender.send(addresses["Storage"], register_contract.encode(name, addresses[name]), f"register {name}")
-    sender.check()
+    with manual_mining(client):
+        for name, args in DEPLOY_ORDER:
+            values = [_ctor_arg(a, addresses) for a in args]
+            types = [_ctor_type(a) for a in args]
+            code = bytes.fromhex(artifacts[name]["bytecode"][2:]) + (encode(types, values) if args else b"")
+            hashes.append((name, sender.send(None, code, f"deploy {name}")))
+        for (name, _), receipt in zip(hashes, sender.check()):
+            addresses[name] = to_checksum_address(receipt["contractAddress"])
+        for name in REGISTERED:
+            sender.send(addresses["Storage"], register_contract.encode(name, addresses[name]), f"register {name}")
+        sender.check()
     client.request("anvil_setCode", [MULTICALL3, artifacts["Multicall3"]["deployedBytecode"]])
     addresses["Multicall3"] = MULTICALL3
     return addresses
@@ -165,8 +212,11 @@ def contract_address(sender: str, nonce: int) -> str:
 
 def seed(client: RpcClient, addresses: dict[str, str], sc: Scenario) -> None:
     """Play the scenario: history first (prices, vault, reward cycles), then the current state."""
-    a = addresses
-    s = Sender(client, clock=sc.start)
+    with manual_mining(client):
+        _play(Sender(client, clock=sc.start), addresses, sc)
+
+
+def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
     send = s.send
     s.at(sc.start)
     send(a["TokenGGP"], ggp_mint.encode(scenarios.TREASURY, 18_000_000 * WAD), "mint GGP supply")
@@ -201,8 +251,7 @@ def seed(client: RpcClient, addresses: dict[str, str], sc: Scenario) -> None:
     if s.clock + 2 >= cycle_end:
         send(a["TokenggAVAX"], sync_rewards.encode(), "ggAVAX sync")
     s.check()
-    s.at(sc.now)
-    client.request("evm_mine", [])
+    s.mine(sc.now)
 
 
 def _seed_state(s: Sender, a: dict[str, str], sc: Scenario) -> None:
@@ -218,10 +267,10 @@ def _seed_state(s: Sender, a: dict[str, str], sc: Scenario) -> None:
     for i in range(0, len(pools), MINIPOOL_BATCH):
         s.send(a["MinipoolManager"], set_minipools.encode(pools[i : i + MINIPOOL_BATCH]), f"minipools {i}..")
     s.send(a["MinipoolManager"], set_total_ls.encode(sum(m["avaxLiquidStakerAmt"] for m in sc.active_pools())), "LS total")
-    s.at(sc.now - 3600)
-    for m in sc.minipools:
-        if m["status"] == scenarios.WITHDRAWABLE:
-            s.send(a["MinipoolManager"], set_status.encode(m["nodeID"], scenarios.WITHDRAWABLE), "minipool ends")
+    with s.one_block(sc.now - 3600):
+        for m in sc.minipools:
+            if m["status"] == scenarios.WITHDRAWABLE:
+                s.send(a["MinipoolManager"], set_status.encode(m["nodeID"], scenarios.WITHDRAWABLE), "minipool ends", gas=STATUS_GAS)
     s.check()
 
 

@@ -1,3 +1,2 @@
-"""Every endpoint module, imported in publishing order (/status last: it digests the others)."""
-from . import market, vault, operators  # noqa: F401
-from . import meta  # noqa: F401  (keep last)
+"""Every endpoint module: importing one registers its endpoints."""
+from . import market, meta, operators, rewards, vault  # noqa: F401

@@ -1,14 +1,13 @@
 """Values several endpoints share, computed once per build through ``Context.cached``."""
 from __future__ import annotations
 
-from decimal import Decimal
-
 from ..chain.abis import MINIPOOL_STATUSES
 from ..compute.nodeid import node_id, tx_id
 from ..errors import PublisherError
 from ..snapshot import Minipool, Staker
+from ..sources.prices import usd_prices
 from .context import Context
-from .units import WAD, pct_wad, tokens
+from .units import pct_wad, tokens
 
 UINT_MAX = 2**256 - 1
 ACTIVE = (1, 2)  # Launched, Staking
@@ -21,13 +20,11 @@ def meta(ctx: Context) -> dict:
 
 
 def usd(ctx: Context) -> dict:
-    """AVAX/USD from the feed and GGP/USD through the oracle's GGP/AVAX, as exact Decimals."""
-    feed = ctx.snap.feed
-    if feed is None:
+    """Exact AVAX/USD, GGP/AVAX and GGP/USD (sources/prices.py); the API needs the feed."""
+    values = usd_prices(ctx.snap)
+    if values is None:
         raise PublisherError("no AVAX/USD feed in the snapshot: configure avax_usd_feed for this network")
-    avax = Decimal(feed.answer) / (Decimal(10) ** feed.decimals)
-    ggp_avax = Decimal(ctx.snap.oracle.price) / WAD
-    return {"avax": avax, "ggp_avax": ggp_avax, "ggp": ggp_avax * avax}
+    return values
 
 
 def staker_minipools(ctx: Context) -> dict[str, list[Minipool]]:

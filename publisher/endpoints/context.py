@@ -9,13 +9,15 @@ from ..snapshot import Snapshot
 
 class Context:
     def __init__(self, snapshot: Snapshot, *, flags: dict[str, bool] | None = None,
-                 generated_at: int | None = None, cadence_seconds: int = 300, version: str = ""):
+                 generated_at: int | None = None, cadence_seconds: int = 300, version: str = "",
+                 validator_default_rate_pct: float = 7.5):
         self.snap = snapshot
         self.flags = flags or {}
         # Wall time of the run; only /status carries it, so entity files stay byte-stable.
         self.generated_at = generated_at if generated_at is not None else snapshot.block.timestamp
         self.cadence_seconds = cadence_seconds
         self.version = version
+        self.validator_default_rate_pct = validator_default_rate_pct
         self.files: dict[str, bytes] = {}  # rendered so far, by URL path (read by /status)
         self._memo: dict[Callable, Any] = {}
 

@@ -45,7 +45,7 @@ def flags(ctx: Context):
     description="When and from which block this data was built, which version built it, when the next "
                 "update is due, and a digest of every other published file. Published last, so it always "
                 "describes complete data.",
-    cache="status",
+    cache="status", final=True,
     schema=S.obj({
         "network": S.STRING, "chainId": S.INTEGER, "block": S.BLOCK, "generatedAt": S.TIMESTAMP,
         "version": S.STRING, "cadenceSeconds": S.INTEGER, "nextUpdateBy": S.TIMESTAMP,

@@ -9,6 +9,8 @@ from . import schema as S
 from .common import ACTIVE, meta, minipool_record, staker_minipools, staker_record
 from .context import Context
 from .registry import Param, endpoint
+from .units import tokens
+from .rewards import ADDRESS_REWARDS, staker_rewards
 
 TOKENS = S.NON_NEGATIVE
 COUNT = {"type": "integer", "minimum": 0}
@@ -60,9 +62,9 @@ def stakers(ctx: Context):
 
 @endpoint(
     "/stakers/{address}", tag="Node operators", summary="One staker with its minipools",
-    description="The staker record of /stakers plus its minipools. No run timestamp: the file changes only "
-                "when the staker does.",
-    schema=S.obj({"staker": STAKER, "minipools": S.array(MINIPOOL)}, {"rewards": {"type": "object"}}),
+    description="The staker record of /stakers, its minipools and its rewards view (as /rewards/{address}). "
+                "No run timestamp: the file changes only when the staker or the inputs of its estimate do.",
+    schema=S.obj({"staker": STAKER, "minipools": S.array(MINIPOOL), "rewards": ADDRESS_REWARDS}),
     params=(ADDRESS_PARAM,),
 )
 def staker(ctx: Context):
@@ -71,6 +73,7 @@ def staker(ctx: Context):
         mine = pools.get(st.staker_addr, [])
         yield f"/stakers/{staker_path(st.staker_addr)}", {
             "staker": staker_record(st, mine), "minipools": [minipool_record(m) for m in mine],
+            "rewards": staker_rewards(ctx, st),
         }
 
 
@@ -125,17 +128,13 @@ def validators(ctx: Context):
             v = by_node.get(node_id(m.node_id))
             rows.append({"minipool": minipool_record(m), "provider": None if v is None else {
                 "source": v.source, "txHash": v.tx_hash, "startTimestamp": v.start_timestamp,
-                "endTimestamp": v.end_timestamp, "amountStaked": _navax(v.amount_staked),
-                "amountDelegated": _navax(v.amount_delegated), "delegationFeePct": float(Decimal(v.delegation_fee_pct)),
+                "endTimestamp": v.end_timestamp, "amountStaked": tokens(v.amount_staked, 9),
+                "amountDelegated": tokens(v.amount_delegated, 9), "delegationFeePct": float(Decimal(v.delegation_fee_pct)),
                 "delegatorCount": v.delegator_count,
                 "uptimePct": float(Decimal(v.uptime_pct)) if v.uptime_pct is not None else None,
-                "potentialValidationReward": _navax(v.validation_reward),
-                "potentialDelegationReward": _navax(v.delegation_reward),
+                "potentialValidationReward": tokens(v.validation_reward, 9),
+                "potentialDelegationReward": tokens(v.delegation_reward, 9),
                 "avalanchegoVersion": v.avalanchego_version,
             }})
     yield "/validators", {"validators": rows, "count": len(rows), "missing": list(s.missing_validators),
                           "source": s.validator_source, "meta": meta(ctx)}
-
-
-def _navax(value: int) -> float:
-    return float(Decimal(value) / Decimal(10**9))

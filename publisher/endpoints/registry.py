@@ -40,6 +40,7 @@ class Endpoint:
     cache: str = "data"
     params: tuple[Param, ...] = ()
     content_type: str = "application/json"
+    final: bool = False  # rendered after every other file, because it describes them (/status)
 
     @property
     def is_function(self) -> bool:
@@ -100,7 +101,7 @@ def url_for(file_name: str) -> str:
 
 
 def match(url_path: str) -> Endpoint | None:
-    for ep in REGISTRY.values():
+    for ep in load_all().values():
         if ep.pattern.match(url_path):
             return ep
     return None
@@ -110,4 +111,10 @@ def load_all() -> dict[str, Endpoint]:
     """Import every endpoint module (registration happens at import) and return the registry."""
     from . import catalogue  # noqa: F401
 
+    # A fixed order whatever the import order: by path, so literal segments ("/rewards/grid") come
+    # before templates ("/rewards/{address}") and win in match(); final endpoints last.
+    if list(REGISTRY) != (ordered := sorted(REGISTRY, key=lambda p: (REGISTRY[p].final, p))):
+        items = {p: REGISTRY[p] for p in ordered}
+        REGISTRY.clear()
+        REGISTRY.update(items)
     return REGISTRY

@@ -1,7 +1,7 @@
 """The ggAVAX (stAVAX) vault and the protocol metrics: /ggAvax, /metrics, /metrics/apy."""
 from __future__ import annotations
 
-from decimal import Decimal
+from fractions import Fraction
 
 from ..chain.abis import MINIPOOL_STATUSES
 from ..compute.apy import ggavax_apy
@@ -9,6 +9,7 @@ from . import schema as S
 from .common import ACTIVE, meta, usd
 from .context import Context
 from .registry import endpoint
+from .rewards import metrics_fields
 from .units import WAD, tokens
 
 AVAX = S.NON_NEGATIVE
@@ -18,11 +19,11 @@ def apy(ctx: Context):
     return ggavax_apy(ctx.snap)
 
 
-def tvl_avax(ctx: Context) -> Decimal:
+def tvl_avax(ctx: Context) -> Fraction:
     """ggAVAX assets + operators' AVAX in Staking minipools + staked GGP at the oracle price (§7.10)."""
     s = ctx.snap
     node_op = sum(m.avax_node_op_amt for m in s.minipools if m.status == 2)
-    return (Decimal(s.ggavax.total_assets + node_op) + Decimal(s.total_ggp_stake) * Decimal(s.oracle.price) / WAD) / WAD
+    return Fraction(s.ggavax.total_assets + node_op, WAD) + Fraction(s.total_ggp_stake * s.oracle.price, WAD * WAD)
 
 
 @endpoint(
@@ -84,7 +85,6 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0} for n
         "tvl_avax": S.NON_NEGATIVE, "tvl_usd": S.NON_NEGATIVE,
         "rewards_cycle_count": S.INTEGER, "rewards_cycle_start": S.TIMESTAMP, "rewards_cycle_end": S.TIMESTAMP,
         "ggp_total_supply": S.NON_NEGATIVE, "ggp_max_supply": S.NON_NEGATIVE, "meta": S.META,
-    }, {
         "next_cycle_nodeop_ggp": S.NON_NEGATIVE, "last_cycle_nodeop_ggp": S.NON_NEGATIVE,
         "nodeop_apr_min": S.PERCENT, "nodeop_apr_max": S.PERCENT,
     }),
@@ -98,29 +98,20 @@ def metrics(ctx: Context):
     body = {
         "ggavax_apy": a.after_fees_pct, "ggavax_apy_note": a.note, "total_assets": tokens(s.ggavax.total_assets),
         "ggavax_total_supply": tokens(s.ggavax.total_supply), "ggavax_exchange_rate": tokens(s.ggavax.assets_per_share),
-        "ggp_price_in_avax": float(u["ggp_avax"]), "ggp_price_usd": float(u["ggp"]), "avax_price_usd": float(u["avax"]),
+        "ggp_price_in_avax": float(u["ggp_in_avax"]), "ggp_price_usd": float(u["ggp_usd"]), "avax_price_usd": float(u["avax_usd"]),
         "total_ggp_staked": tokens(s.total_ggp_stake),
         "effective_ggp_staked": tokens(sum(st.effective_ggp_staked for st in s.stakers)),
         "staker_count": s.staker_count, "minipool_count": s.minipool_count, **counts,
         "minipools_active": sum(1 for m in s.minipools if m.status in ACTIVE),
-        "tvl_avax": float(tvl), "tvl_usd": float(tvl * u["avax"]),
+        "tvl_avax": float(tvl), "tvl_usd": float(tvl * u["avax_usd"]),
         "rewards_cycle_count": s.rewards_pool.cycle_count, "rewards_cycle_start": s.rewards_pool.cycle_start_time,
         "rewards_cycle_end": s.rewards_pool.cycle_start_time + s.settings.rewards_cycle_seconds,
         "last_cycle_nodeop_ggp": tokens(s.rewards_pool.nodeop_cycle_total),
         "ggp_total_supply": tokens(s.ggp.total_supply), "ggp_max_supply": tokens(s.ggp.max_supply),
         "meta": meta(ctx),
     }
-    body.update(rewards_metrics(ctx))
+    body.update(metrics_fields(ctx))
     yield "/metrics", body
-
-
-def rewards_metrics(ctx: Context) -> dict:
-    """Node-operator figures from the shared rewards formula (absent until it is available)."""
-    try:
-        from .rewards import metrics_fields
-    except ImportError:
-        return {}
-    return metrics_fields(ctx)
 
 
 @endpoint(

@@ -86,8 +86,9 @@ class HttpClient:
                 self.counters.retries += 1
             self.counters.requests += 1
             try:
+                # No redirects: they could carry the API key header to another host.
                 resp = self.session.request(method, url, params=params, data=data, headers=headers,
-                                            timeout=self.timeout, stream=True)
+                                            timeout=self.timeout, stream=True, allow_redirects=False)
                 body = self._read(resp, path)
             except requests.Timeout:
                 last = "timed out"
@@ -134,6 +135,11 @@ class HttpClient:
         # hostile or confused server cannot park the run.
         delay = max(delay, min(self.max_retry_after, retry_after_seconds(retry_after)))
         time.sleep(delay)
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """Remote text made fit for a one-line message."""
+    return " ".join(str(text).split())[:limit]
 
 
 def retry_after_seconds(value: str | None) -> float:

@@ -16,7 +16,7 @@ from decimal import Decimal
 from ..compute.nodeid import node_id
 from ..errors import PublisherError
 from ..snapshot import Snapshot, Validator
-from .http import HttpClient, SourceUnavailable
+from .http import HttpClient, SourceUnavailable, one_line
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def active_node_ids(snap: Snapshot) -> list[str]:
     return sorted({node_id(m.node_id) for m in snap.minipools if m.status in ACTIVE_STATUSES})
 
 
-def fetch(node_ids: list[str], glacier: "Glacier | None", pchain: "PChain | None", warnings: list[str]) -> ValidatorData:
+def fetch(node_ids: list[str], glacier: Glacier | None, pchain: PChain | None, warnings: list[str]) -> ValidatorData:
     """Records for ``node_ids`` from the first source that is up; missing nodes are reported."""
     sources = [s for s in (glacier, pchain) if s is not None]
     if not sources:
@@ -57,7 +57,8 @@ def fetch(node_ids: list[str], glacier: "Glacier | None", pchain: "PChain | None
             log.warning(warnings[-1])
         missing = tuple(n for n in node_ids if n not in found)
         if missing:
-            warnings.append(f"{src.http.where()} has no record of {len(missing)} active minipool(s): {', '.join(missing)}")
+            shown = ", ".join(missing[:10]) + (", …" if len(missing) > 10 else "")
+            warnings.append(f"{src.http.where()} has no record of {len(missing)} active minipool(s): {shown}")
             log.warning(warnings[-1])
         return ValidatorData(tuple(found[n] for n in sorted(found)), missing, src.name)
     raise PublisherError("validator data unavailable: " + "; ".join(failures))
@@ -149,7 +150,7 @@ class PChain:
         body = self.http.post_json("", {"jsonrpc": "2.0", "id": 1, "method": "platform.getCurrentValidators", "params": {"nodeIDs": ids}})
         if isinstance(body, dict) and body.get("error") is not None:
             err = body["error"] if isinstance(body["error"], dict) else {}
-            raise SourceUnavailable(f"{self.http.where()} failed: {str(err.get('message', 'JSON-RPC error'))[:200]}")
+            raise SourceUnavailable(f"{self.http.where()} failed: {one_line(err.get('message', 'JSON-RPC error'))}")
         result = body.get("result") if isinstance(body, dict) else None
         if not isinstance(result, dict) or not isinstance(result.get("validators"), list):
             raise self.http.malformed("", "expected result.validators to be a list")

@@ -1,0 +1,170 @@
+"""Benchmark: the rewards function as deployed — the zip's handler, warm latency per request with
+params cached, cold import time in fresh interpreters, and the zip's size.
+
+Run: python benchmarks/bench_function.py [--snapshot snap.json] [--requests 20000] [--cold 20]
+Without --snapshot a throwaway demo devnet supplies the params. Prints a text summary and a JSON
+report (no assertions — tests assert behaviour). Targets: p50 <= 100 us, cold import <= 50 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+from publisher.compute import rewards as R
+from publisher.compute.params import rewards_params
+from publisher.endpoints import rewards as E
+from publisher.function.package import build_zip
+from publisher.snapshot import Snapshot
+
+WAD = R.WAD
+TARGET_P50_US = 100
+TARGET_IMPORT_MS = 50
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, sys.argv[1])
+import handler
+t1 = time.perf_counter()
+resp = handler.handler(json.loads(sys.argv[2]), None)
+t2 = time.perf_counter()
+assert resp["statusCode"] == 200, resp
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_request_ms": (t2 - t1) * 1e3}))
+"""
+
+
+def event(query: str) -> dict:
+    return {"version": "2.0", "rawPath": "/rewards/byStake", "rawQueryString": query, "headers": {},
+            "requestContext": {"http": {"method": "GET", "path": "/rewards/byStake"}}}
+
+
+def load_snapshot(path: str | None) -> Snapshot:
+    if path:
+        return Snapshot.load(path)
+    from publisher.collect import collect, devnet_profile
+    from publisher.config import load_profile
+    from publisher.devnet import running
+
+    with running("demo") as net:
+        return collect(devnet_profile(load_profile("devnet"), net)).snapshot
+
+
+def queries(params: R.Params, n: int, seed: int = 7) -> list[str]:
+    """Grid points plus random valid amounts (fractional and whole): what front ends send."""
+    rng = random.Random(seed)
+    grid = [E.grid_point(params, a, c)["query"] for a in E.GRID_AVAX for c in E.GRID_COLLATERAL_PCT]
+    out = []
+    for i in range(n):
+        if i % 5 == 0:
+            out.append(grid[rng.randrange(len(grid))])
+        else:
+            ggp = rng.randrange(0, 200_000 * WAD) if rng.random() < 0.5 else rng.randrange(0, 200_000) * WAD
+            avax = rng.randrange(1, 11) * 1000 * WAD
+            out.append(f"ggpStaked={R.whole_tokens(ggp)}&avaxStaked={R.whole_tokens(avax)}")
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(len(values) * q))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--snapshot")
+    ap.add_argument("--requests", type=int, default=20_000)
+    ap.add_argument("--cold", type=int, default=20)
+    args = ap.parse_args()
+
+    snap = load_snapshot(args.snapshot)
+    with tempfile.TemporaryDirectory(prefix="bench-function-") as tmp:
+        report = run(snap, Path(tmp), args.requests, args.cold)
+    w, c = report["warm_us"], report["cold_ms"]
+    print(f"zip            {report['zip_bytes']:,} bytes (handler.py + rewards.py)")
+    print(f"warm request   p50 {w['p50']} us  p90 {w['p90']} us  p99 {w['p99']} us  over {w['requests']:,} "
+          f"requests  [{'ok' if w['p50'] <= TARGET_P50_US else 'over'} target {TARGET_P50_US} us]")
+    print(f"bad input      p50 {report['warm_bad_input_us']['p50']} us")
+    print(f"cold import    median {c['import_median']} ms  [{'ok' if c['import_median'] <= TARGET_IMPORT_MS else 'over'} "
+          f"target {TARGET_IMPORT_MS} ms]; first request (params load) {c['first_request_median']} ms; "
+          f"whole process {c['process_median']} ms")
+    print(f"machine        {report['machine']}")
+    print(json.dumps(report, sort_keys=True))
+
+
+def run(snap: Snapshot, tmp: Path, requests: int, cold_runs: int) -> dict:
+    doc = rewards_params(snap)
+    params = R.parse_params(doc)
+    params_file = tmp / "params.json"
+    params_file.write_bytes(R.canonical_json(doc))
+    zip_path, zip_size = build_zip(tmp / "function.zip")
+    os.environ["REWARDS_PARAMS_URL"] = params_file.as_uri()
+    os.environ["REWARDS_PARAMS_TTL"] = "3600"  # warm container: params stay cached for the run
+
+    # Warm: the zip's own modules, in this process.
+    sys.path.insert(0, str(zip_path))
+    zh = importlib.import_module("handler")
+    assert zh.__file__.startswith(str(zip_path)), zh.__file__
+    events = [event(q) for q in queries(params, requests)]
+    assert zh.handler(events[0], None)["statusCode"] == 200  # loads and caches the params
+    for e in events[:500]:
+        zh.handler(e, None)
+    samples = []
+    clock = time.perf_counter_ns
+    for e in events:
+        t = clock()
+        resp = zh.handler(e, None)
+        samples.append((clock() - t) / 1000)
+        if resp["statusCode"] != 200:
+            raise SystemExit(f"unexpected {resp['statusCode']} for {e['rawQueryString']}: {resp['body']}")
+    bad = [event("ggpStaked=-1&avaxStaked=1000")] * 2000
+    bad_samples = []
+    for e in bad:
+        t = clock()
+        zh.handler(e, None)
+        bad_samples.append((clock() - t) / 1000)
+    samples.sort()
+    bad_samples.sort()
+    gc.collect()
+
+    # Cold: fresh interpreters without site-packages, only the zip on sys.path.
+    cold = []
+    env = {"PATH": os.environ.get("PATH", ""), "REWARDS_PARAMS_URL": params_file.as_uri()}
+    probe = json.dumps(event("ggpStaked=1500&avaxStaked=1000"))
+    for _ in range(cold_runs):
+        t = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", CHILD, str(zip_path), probe],
+                              capture_output=True, text=True, env=env, check=True)
+        wall = (time.perf_counter() - t) * 1e3
+        cold.append({**json.loads(proc.stdout), "process_ms": wall})
+
+    calib_us = min(timeit.repeat("sum(range(100))", number=20_000, repeat=5)) / 20_000 * 1e6
+    report = {
+        "machine": {"cores": os.cpu_count(), "loadavg": [round(x, 2) for x in os.getloadavg()],
+                    "python": sys.version.split()[0], "calibration_sum_range_100_us": round(calib_us, 3)},
+        "zip_bytes": zip_size,
+        "warm_us": {"requests": len(samples), "p50": round(pct(samples, 0.5), 1), "p90": round(pct(samples, 0.9), 1),
+                    "p99": round(pct(samples, 0.99), 1), "max": round(samples[-1], 1),
+                    "mean": round(statistics.fmean(samples), 1)},
+        "warm_bad_input_us": {"requests": len(bad_samples), "p50": round(pct(bad_samples, 0.5), 1),
+                              "p99": round(pct(bad_samples, 0.99), 1)},
+        "cold_ms": {"runs": len(cold),
+                    "import_median": round(statistics.median(c["import_ms"] for c in cold), 2),
+                    "first_request_median": round(statistics.median(c["first_request_ms"] for c in cold), 2),
+                    "process_median": round(statistics.median(c["process_ms"] for c in cold), 1)},
+        "targets": {"p50_us": TARGET_P50_US, "cold_import_ms": TARGET_IMPORT_MS},
+    }
+    return report
+
+
+if __name__ == "__main__":
+    main()

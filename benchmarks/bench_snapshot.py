@@ -1,0 +1,222 @@
+"""Benchmark: a full snapshot of the devnet `scale` scenario (10 000 stakers, 3 000 minipools)
+against a naive reader that makes one eth_call, in its own HTTP request, per value.
+
+Run: python benchmarks/bench_snapshot.py [--scenario scale] [--runs 3] [--sample K]
+
+Both readers run in this process against the same node and the same block. The naive reader reads
+what the snapshot reads (every scalar, every staker with getStakers(i, 1) plus its four views,
+every minipool with getMinipool(i)) and its values are checked against the snapshot, so the two
+columns describe the same work. ``--sample K`` makes the naive reader read every K-th staker and
+minipool and scale its figures up; the output then says so. Prints a table; asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import time
+
+import requests
+from eth_utils import keccak
+
+from publisher.chain import abis
+from publisher.chain.abi import Fn
+from publisher.chain.reader import Reader, WAD
+from publisher.chain.rpc import RpcClient
+from publisher.collect import collect, devnet_profile
+from publisher.config import Profile, load_profile
+from publisher.devnet import running
+from publisher.snapshot import Minipool, Snapshot, Staker
+
+TARGET_REQUESTS = 40
+TARGET_REQUEST_RATIO = 50
+TARGET_TIME_RATIO = 10
+
+
+class NaiveReader:
+    """One JSON-RPC eth_call per HTTP request, over one keep-alive session."""
+
+    def __init__(self, url: str, block: int):
+        self.url, self.block = url, hex(block)
+        self.session = requests.Session()
+        self.requests = self.bytes_sent = self.bytes_received = 0
+
+    def call(self, to: str, fn: Fn, *args, block: str | None = None):
+        body = json.dumps({
+            "jsonrpc": "2.0", "id": self.requests, "method": "eth_call",
+            "params": [{"to": to, "data": "0x" + fn.encode(*args).hex()}, block or self.block],
+        }).encode()
+        resp = self.session.post(self.url, data=body, headers={"Content-Type": "application/json"}, timeout=60)
+        self.requests += 1
+        self.bytes_sent += len(body)
+        self.bytes_received += len(resp.content)
+        answer = resp.json()
+        if answer.get("error"):
+            raise RuntimeError(f"{fn.signature} at {to}: {answer['error']}")
+        return fn.decode(bytes.fromhex(answer["result"][2:]))
+
+    def scalars(self, p: Profile, a: dict[str, str]) -> int:
+        """The registry, paused flags and every protocol-wide value the snapshot holds."""
+        storage = p.storage
+        for name in abis.REGISTRY_NAMES:
+            self.call(storage, abis.storage_getAddress, keccak(b"contract.address" + name.encode()))
+        for name in abis.PAUSABLE:
+            self.call(storage, abis.storage_getBool, keccak(b"contract.paused" + name.encode()))
+        vault = a["TokenggAVAX"]
+        for fn in (abis.name, abis.symbol, abis.totalAssets, abis.totalReleasedAssets, abis.stakingTotalAssets,
+                   abis.amountAvailableForStaking, abis.lastRewardsAmt, abis.lastSync, abis.rewardsCycleEnd,
+                   abis.rewardsCycleLength, abis.totalSupply):
+            self.call(vault, fn)
+        self.call(vault, abis.convertToAssets, WAD)
+        self.call(vault, abis.convertToShares, WAD)
+        wavax = self.call(vault, abis.asset)
+        self.call(wavax, abis.balanceOf, vault)
+        self.call(a["TokenGGP"], abis.totalSupply)
+        self.call(a["TokenGGP"], abis.MAX_SUPPLY)
+        self.call(a["Oracle"], abis.getGGPPriceInAVAX)
+        self.call(a["Staking"], abis.getTotalGGPStake)
+        self.call(a["MinipoolManager"], abis.getTotalAVAXLiquidStakerAmt)
+        for fn in (abis.getRewardsCycleCount, abis.getRewardsCycleStartTime, abis.getRewardsCycleTotalAmt,
+                   abis.getInflationIntervalStartTime, abis.getInflationAmt):
+            self.call(a["RewardsPool"], fn)
+        self.call(a["ClaimNodeOp"], abis.getRewardsCycleTotal)
+        self.call(a["ProtocolDAO"], abis.getWithdrawForDelegationEnabled)
+        for fn in abis.dao_setting.values():
+            self.call(a["ProtocolDAO"], fn)
+        for name in abis.CLAIMING_CONTRACTS:
+            self.call(a["ProtocolDAO"], abis.getClaimingContractPct, name)
+        if p.avax_usd_feed:
+            self.call(p.avax_usd_feed, abis.latestRoundData)
+            self.call(p.avax_usd_feed, abis.decimals)
+        if p.dex_pair:
+            for fn in (abis.getReserves, abis.token0, abis.token1):
+                self.call(p.dex_pair, fn)
+        return self.requests
+
+    def staker(self, a: dict[str, str], i: int) -> Staker:
+        (row,) = self.call(a["Staking"], abis.getStakers, i, 1)
+        addr = row[0]
+        views = [self.call(a["Staking"], fn, addr) for fn in
+                 (abis.getEffectiveGGPStaked, abis.getCollateralizationRatio, abis.getEffectiveRewardsRatio)]
+        eligible = self.call(a["ClaimNodeOp"], abis.isEligible, addr)
+        return Staker(_checksum(addr), *row[1:], *views, eligible)
+
+    def minipool(self, a: dict[str, str], i: int) -> Minipool:
+        row = self.call(a["MinipoolManager"], abis.getMinipool, i)
+        values = []
+        for (_, typ), v in zip(abis.MINIPOOL_FIELDS, row):
+            values.append(_checksum(v) if typ == "address" else "0x" + v.hex() if typ in ("bytes", "bytes32") else v)
+        return Minipool(*values)
+
+
+def _checksum(addr: str) -> str:
+    from eth_utils import to_checksum_address
+    return to_checksum_address(addr)
+
+
+def run_naive(url: str, profile: Profile, snap: Snapshot, sample: int) -> dict:
+    a = snap.addresses
+    naive = NaiveReader(url, snap.block.number)
+    t0 = time.perf_counter()
+    naive.scalars(profile, a)
+    stakers = naive.call(a["Staking"], abis.getStakerCount)
+    pools = naive.call(a["MinipoolManager"], abis.getMinipoolCount)
+    if snap.apy_base is not None:
+        naive.call(a["TokenggAVAX"], abis.convertToAssets, WAD, block=hex(snap.apy_base.block.number))
+    fixed, t_fixed = naive.requests, time.perf_counter() - t0
+    staker_idx, pool_idx = range(0, stakers, sample), range(0, pools, sample)
+    mismatches = 0
+    t1 = time.perf_counter()
+    for i in staker_idx:
+        mismatches += naive.staker(a, i) != snap.stakers[i]
+    for i in pool_idx:
+        mismatches += naive.minipool(a, i) != snap.minipools[i]
+    t_items = time.perf_counter() - t1
+    items = len(staker_idx) + len(pool_idx)
+    # With a sample, the per-item part (all but the fixed scalar reads) scales to the full set.
+    scale = (stakers + pools) / max(1, items)
+    requests_full = fixed + round((naive.requests - fixed) * scale)
+    moved = naive.bytes_sent + naive.bytes_received
+    return {
+        "requests": requests_full,
+        "bytes": round(moved * requests_full / naive.requests),
+        "seconds": t_fixed + t_items * scale,
+        "measured_requests": naive.requests,
+        "measured_seconds": t_fixed + t_items,
+        "items": items,
+        "mismatches": mismatches,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenario", default="scale", choices=("demo", "scale"))
+    ap.add_argument("--runs", type=int, default=3, help="snapshot runs (the table shows the median)")
+    ap.add_argument("--sample", type=int, default=1, help="naive reader reads every K-th staker/minipool and extrapolates")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.ERROR)  # keep the table readable; warnings are in the snapshot
+
+    print(f"machine: {os.cpu_count()} cores, python {'.'.join(map(str, __import__('sys').version_info[:3]))}")
+    t_start = time.perf_counter()
+    with running(args.scenario) as net:
+        up = time.perf_counter() - t_start
+        profile = devnet_profile(load_profile("devnet"), net)
+        runs = []
+        for _ in range(max(1, args.runs)):
+            runs.append(collect(profile))
+        snap = runs[0].snapshot
+        chain_only = []
+        for _ in range(max(1, args.runs)):
+            client = RpcClient([net.url])
+            t0 = time.perf_counter()
+            Reader(client, profile).read(snap.block.number)
+            chain_only.append((time.perf_counter() - t0, client.counters))
+        naive = run_naive(net.url, profile, snap, max(1, args.sample))
+
+    secs = statistics.median(r.seconds for r in runs)
+    c = runs[0].counters
+    chain_secs = statistics.median(s for s, _ in chain_only)
+    cc = chain_only[0][1]
+    print(f"devnet '{args.scenario}': {snap.staker_count:,} stakers, {snap.minipool_count:,} minipools, "
+          f"block {snap.block.number}")
+    print(f"seeding: {net.seconds:.1f} s deploy + seed ({up:.1f} s including anvil start)")
+    print()
+    head = f"{'reader':<40}{'HTTP req':>10}{'JSON-RPC':>10}{'eth_call':>10}{'MB moved':>10}{'seconds':>10}"
+    print(head)
+    print("-" * len(head))
+    print(f"{'snapshot: collect() (chain+off-chain)':<40}{c.http_requests:>10,}{c.rpc_calls:>10,}{c.eth_calls:>10,}"
+          f"{(c.bytes_sent + c.bytes_received) / 1e6:>10.1f}{secs:>10.2f}")
+    print(f"{'  chain only: Reader.read()':<40}{cc.http_requests:>10,}{cc.rpc_calls:>10,}{cc.eth_calls:>10,}"
+          f"{(cc.bytes_sent + cc.bytes_received) / 1e6:>10.1f}{chain_secs:>10.2f}")
+    label = "naive: 1 eth_call per request" + (" *" if args.sample > 1 else "")
+    print(f"{label:<40}{naive['requests']:>10,}{naive['requests']:>10,}{naive['requests']:>10,}"
+          f"{naive['bytes'] / 1e6:>10.1f}{naive['seconds']:>10.2f}")
+    req_ratio = naive["requests"] / c.http_requests
+    time_ratio = naive["seconds"] / secs
+    print(f"{'ratio naive / collect()':<40}{req_ratio:>9,.0f}x{'':>30}{time_ratio:>9.1f}x")
+    print(f"{'ratio naive / Reader.read()':<40}{naive['requests'] / cc.http_requests:>9,.0f}x{'':>30}"
+          f"{naive['seconds'] / chain_secs:>9.1f}x")
+    print()
+    print(f"snapshot runs (s): {', '.join(f'{r.seconds:.2f}' for r in runs)}; "
+          f"third-party API requests per run: {runs[0].http.requests}; RPC retries: {c.retries}")
+    if args.sample > 1:
+        print(f"* EXTRAPOLATED: the naive reader read every {args.sample}th staker and minipool "
+              f"({naive['items']:,} items, {naive['measured_requests']:,} requests in {naive['measured_seconds']:.1f} s) "
+              f"and its requests, bytes and time were scaled to the full set.")
+    else:
+        print(f"naive reader read everything ({naive['items']:,} stakers and minipools) in {naive['measured_seconds']:.1f} s.")
+    verdict = "yes" if naive["mismatches"] == 0 else f"NO ({naive['mismatches']} differ)"
+    print(f"naive values equal the snapshot's: {verdict}")
+    print()
+    for ok, text in (
+        (c.http_requests <= TARGET_REQUESTS, f"snapshot HTTP requests <= {TARGET_REQUESTS}: {c.http_requests}"),
+        (req_ratio >= TARGET_REQUEST_RATIO, f"HTTP request ratio >= {TARGET_REQUEST_RATIO}x: {req_ratio:,.0f}x"),
+        (time_ratio >= TARGET_TIME_RATIO, f"wall time ratio >= {TARGET_TIME_RATIO}x: {time_ratio:.1f}x"),
+    ):
+        print(f"[{'met' if ok else 'MISSED'}] {text}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""Node-operator rewards: the formula's inputs, the precomputed grid, per-address estimates, and the
+declaration of the rewards function (/rewards/byStake), all from ``compute/rewards.py``.
+
+Registration order matters: ``/rewards/{address}`` matches any ``/rewards/<segment>``, so the fixed
+paths are declared before it and win in ``registry.match``.
+"""
+from __future__ import annotations
+
+import json
+
+from ..compute import params as P
+from ..compute import rewards as R
+from ..snapshot import Staker
+from . import schema as S
+from .common import meta
+from .context import Context
+from .registry import Param, endpoint, function_endpoint
+
+TAG = "Rewards"
+GRID_AVAX = tuple(range(1000, 10_001, 1000))  # whole AVAX
+GRID_COLLATERAL_PCT = (0, *range(10, 151, 5))
+NODEOP_APR_AVAX = 1000
+AMOUNT_PATTERN = r"^[0-9]+(\.[0-9]{1,18})?$"
+
+# ---- schemas -----------------------------------------------------------------------------------
+
+TOKENS = S.NON_NEGATIVE
+WAD = S.described(S.WEI, "exact 1e18-scaled ratio (1e18 = 100 %) as a decimal string")
+AMOUNT = {"type": "string", "pattern": AMOUNT_PATTERN, "description": "whole tokens as an exact decimal string"}
+COUNT = {"type": "integer", "minimum": 0}
+WARNING = S.obj({"code": S.STRING, "message": S.STRING})
+USD = S.nullable(S.obj({
+    "ggpPerCycle": TOKENS, "avaxPerCycle": TOKENS, "totalPerCycle": TOKENS, "totalPerYear": TOKENS,
+}, description="rewards in USD at the feed's AVAX/USD; null without a feed"))
+APR = {"type": "number", "minimum": 0}
+
+RETURNS = {
+    "ggpPerCycle": TOKENS, "ggpPerCycleWei": S.WEI,
+    "ggpPerYear": S.described(TOKENS, "ggpPerCycle x 365 days / cycleSeconds"), "ggpPerYearWei": S.WEI,
+    "ggpPerCycleInAvax": S.described(TOKENS, "ggpPerCycle valued at the Oracle price"),
+    "avaxPerCycle": S.described(TOKENS, "validation rewards: r_v x AVAX x (1 + commission) x cycleSeconds / 365 days"),
+    "avaxPerCycleWei": S.WEI,
+    "avaxPerYear": TOKENS, "avaxPerYearWei": S.WEI,
+    "aprPct": S.described(APR, "(GGP x price + AVAX) per cycle over (AVAX + GGP x price) at stake, "
+                               "x 365 days / cycleSeconds, in percent"),
+    "ggpAprPct": S.described(APR, "the GGP part of aprPct"),
+    "avaxAprPct": S.described(APR, "the AVAX part of aprPct"),
+    "validatorRatePct": S.described(S.PERCENT, "r_v, the validation reward rate used"),
+    "validatorRateSource": {"enum": ["minipools", "default"]},
+    "cycleSeconds": COUNT,
+    "nextDistributionTime": S.TIMESTAMP,
+    "usd": USD,
+    "shareWad": WAD,
+    "sharePct": S.described(S.PERCENT, "share of the node-operator pool"),
+}
+
+RESULT = S.obj({
+    **RETURNS,
+    "collateralizationRatioPct": S.described(S.nullable(S.PERCENT), "GGP x price / AVAX matched; null when avaxStaked is 0"),
+    "collateralizationRatioWad": S.nullable(WAD),
+    "effectiveGGPStaked": S.described(TOKENS, "GGP that earns rewards: 0 under 10 % collateralization, capped at "
+                                              "MaxCollateralizationRatio"),
+    "effectiveGGPStakedWei": S.WEI,
+    "warnings": S.described(S.array(WARNING), "what the protocol would do with inputs it does not accept as given"),
+}, description="the estimate (compute/rewards.py: estimate); identical in the grid and the function")
+
+OPERATOR_ESTIMATE = S.obj(RETURNS, description="next-cycle estimate from the staker's own on-chain effective stake")
+
+BY_STAKE = S.obj({
+    "inputs": S.obj({"ggpStaked": AMOUNT, "avaxStaked": AMOUNT, "ggpStakedWei": S.WEI, "avaxStakedWei": S.WEI}),
+    "meta": S.META,
+    "result": RESULT,
+})
+
+GRID_POINT = S.obj({
+    "avaxStaked": AMOUNT, "ggpStaked": AMOUNT,
+    "collateralizationPct": S.described(S.PERCENT, "target collateralization the ggpStaked amount reaches"),
+    "query": S.described(S.STRING, "query string of /rewards/byStake answering this point"),
+    "result": RESULT,
+})
+
+_WEI_FIELDS = (
+    "ggpPriceInAvaxWei", "ggpTotalSupplyWei", "ggpMaxSupplyWei", "inflationIntervalRateWad",
+    "claimNodeOpPctWad", "minCollateralizationRatioWad", "maxCollateralizationRatioWad",
+    "minipoolNodeCommissionFeePctWad", "minipoolMinAvaxAssignmentWei", "minipoolMaxAvaxAssignmentWei",
+    "minipoolMinAvaxStakingAmtWei",
+)
+_INT_FIELDS = (
+    "ggpPriceTimestamp", "inflationIntervalSeconds", "rewardsCycleSeconds", "rewardsEligibilityMinSeconds",
+    "rewardsCycleCount", "rewardsCycleStartTime", "nextDistributionTime",
+)
+PARAMS = S.obj({
+    "formatVersion": {"const": R.PARAMS_FORMAT},
+    "network": S.STRING, "chainId": S.INTEGER, "block": S.BLOCK,
+    **{k: S.WEI for k in _WEI_FIELDS},
+    **{k: COUNT for k in _INT_FIELDS},
+    "avaxUsdFeed": S.nullable(S.obj({"answer": S.WEI, "decimals": COUNT, "updatedAt": S.TIMESTAMP, "address": S.ADDRESS})),
+    "lastCycle": S.obj({"totalWei": S.WEI, "nodeOpTotalWei": S.WEI},
+                       description="last actual cycle: RewardsPool.getRewardsCycleTotalAmt, ClaimNodeOp.getRewardsCycleTotal"),
+    "tegs": S.obj({"wei": S.WEI, "stakers": COUNT, "rule": S.STRING}),
+    "validatorRate": S.obj({"wad": WAD, "source": {"enum": ["minipools", "default"]}, "samples": COUNT,
+                            "defaultWad": WAD, "rule": S.STRING}),
+    "forecast": S.obj({"cycleIntervals": COUNT, "cycleMintWei": S.WEI, "nodeOpPoolWei": S.WEI},
+                      description="next cycle's mint and node-operator pool, derived from the fields above"),
+})
+
+ADDRESS_REWARDS = S.obj({
+    "address": S.ADDRESS,
+    "ggpStaked": TOKENS, "ggpStakedWei": S.WEI,
+    "avaxStaked": TOKENS, "avaxAssigned": TOKENS, "avaxValidating": TOKENS, "avaxValidatingHighWater": TOKENS,
+    "collateralizationRatioPct": S.described(S.nullable(S.PERCENT), "null when nothing is assigned"),
+    "effectiveGGPStaked": S.described(TOKENS, "Staking.getEffectiveGGPStaked at the build block"),
+    "effectiveGGPStakedWei": S.WEI,
+    "ggpRewards": S.described(TOKENS, "unclaimed GGP rewards"), "ggpRewardsWei": S.WEI,
+    "lastRewardsCycleCompleted": COUNT,
+    "rewardsStartTime": S.TIMESTAMP,
+    "eligibleNow": S.described(S.BOOLEAN, "ClaimNodeOp.isEligible at the build block"),
+    "eligibleNextDistribution": S.described(S.BOOLEAN, "eligible at nextDistributionTime with today's state"),
+    "ineligibleReason": S.nullable(S.STRING),
+    "nextDistributionTime": S.TIMESTAMP,
+    "ggpPriceTimestamp": S.TIMESTAMP,
+    "estimate": OPERATOR_ESTIMATE,
+})
+
+# ---- shared values -----------------------------------------------------------------------------
+
+
+def rewards_params(ctx: Context) -> dict:
+    return P.rewards_params(ctx.snap, ctx.validator_default_rate_pct)
+
+
+def parsed_params(ctx: Context) -> R.Params:
+    """The params as the function sees them: parsed from their published JSON, not from the dict."""
+    return R.parse_params(json.loads(R.canonical_json(ctx.cached(rewards_params))))
+
+
+def ggp_for_collateralization(params: R.Params, avax_wei: int, target_wad: int) -> int:
+    """Smallest GGP (wei) whose on-chain collateralization (floor(floor(G·P/1e18)·1e18/A)) reaches
+    ``target_wad``: G = ceil(ceil(t·A/1e18)·1e18/P). Exactly ``target_wad`` for A ≥ 1 AVAX, P ≤ 1 AVAX."""
+    if target_wad == 0:
+        return 0
+    x = -(-target_wad * avax_wei // R.WAD)
+    return -(-x * R.WAD // params.price)
+
+
+def grid_point(params: R.Params, avax: int, pct: int) -> dict:
+    avax_wei = avax * R.WAD
+    ggp_wei = ggp_for_collateralization(params, avax_wei, pct * 10**16)
+    ggp, avax_text = R.whole_tokens(ggp_wei), R.whole_tokens(avax_wei)
+    return {
+        "avaxStaked": avax_text, "ggpStaked": ggp, "collateralizationPct": pct,
+        "query": f"ggpStaked={ggp}&avaxStaked={avax_text}",
+        "result": R.estimate(params, ggp_wei, avax_wei),
+    }
+
+
+def nodeop_apr(ctx: Context) -> tuple[float, float]:
+    """APR (percent) of a 1000-AVAX operator at 10 % and at 150 % collateralization (for /metrics)."""
+    p = ctx.cached(parsed_params)
+    low, high = (grid_point(p, NODEOP_APR_AVAX, pct)["result"]["aprPct"] for pct in (10, 150))
+    return low, high
+
+
+def staker_rewards(ctx: Context, st: Staker) -> dict:
+    """Rewards view of one staker (also embeddable in /stakers/{address})."""
+    p = ctx.cached(parsed_params)
+    s = ctx.snap
+    when = P.next_distribution_time(s)
+    min_seconds = s.settings.rewards_eligibility_min_seconds
+    eligible_next = P.eligible_at(st, when, min_seconds)
+    return {
+        "address": st.staker_addr,
+        "ggpStaked": R.tokens(st.ggp_staked), "ggpStakedWei": str(st.ggp_staked),
+        "avaxStaked": R.tokens(st.avax_staked), "avaxAssigned": R.tokens(st.avax_assigned),
+        "avaxValidating": R.tokens(st.avax_validating),
+        "avaxValidatingHighWater": R.tokens(st.avax_validating_high_water),
+        "collateralizationRatioPct": None if st.collateralization_ratio == R.UINT256_MAX else R.pct(st.collateralization_ratio),
+        "effectiveGGPStaked": R.tokens(st.effective_ggp_staked), "effectiveGGPStakedWei": str(st.effective_ggp_staked),
+        "ggpRewards": R.tokens(st.ggp_rewards), "ggpRewardsWei": str(st.ggp_rewards),
+        "lastRewardsCycleCompleted": st.last_rewards_cycle_completed,
+        "rewardsStartTime": st.rewards_start_time,
+        "eligibleNow": st.eligible,
+        "eligibleNextDistribution": eligible_next,
+        "ineligibleReason": P.eligibility_reason(st, when, min_seconds),
+        "nextDistributionTime": when,
+        "ggpPriceTimestamp": s.oracle.timestamp,
+        "estimate": R.operator_estimate(
+            p, ggp_staked=st.ggp_staked, avax_staked=st.avax_staked, avax_validating=st.avax_validating,
+            effective_ggp_staked=st.effective_ggp_staked, eligible_next=eligible_next,
+        ),
+    }
+
+
+def metrics_fields(ctx: Context) -> dict:
+    """The node-operator fields of /metrics."""
+    low, high = nodeop_apr(ctx)
+    return {"next_cycle_nodeop_ggp": R.tokens(ctx.cached(parsed_params).nodeop_pool),
+            "nodeop_apr_min": low, "nodeop_apr_max": high}
+
+
+def rewards_path(address: str) -> str:
+    """Published under the lower-case address, like /stakers/{address}; the CDN and serve map the
+    checksummed spelling to it (``Param.lowercase``)."""
+    return f"/rewards/{address.lower()}"
+
+
+# ---- endpoints ---------------------------------------------------------------------------------
+
+
+@endpoint(
+    "/rewards/params", tag=TAG, summary="Inputs of the rewards formula",
+    description="Every input of the node-operator rewards formula, exact (wei and 1e18-scaled ratios as "
+                "decimal strings), with the block they were read at: Oracle price, GGP supply and inflation "
+                "settings, ProtocolDAO settings, AVAX/USD, TEGS (effective GGP of stakers eligible at the next "
+                "distribution) and the validator reward rate with its source. The rewards function "
+                "(/rewards/byStake) evaluates the formula from this document, so anyone can recompute any "
+                "estimate.",
+    schema=PARAMS,
+)
+def params_endpoint(ctx: Context):
+    yield "/rewards/params", ctx.cached(rewards_params)
+
+
+@endpoint(
+    "/rewards/grid", tag=TAG, summary="Precomputed rewards estimates",
+    description="The /rewards/byStake result for avaxStaked in 1000, 2000, ... 10000 AVAX and "
+                "collateralization 0 % and 10 % to 150 % in steps of 5 %. `ggpStaked` is the exact smallest "
+                "amount reaching that collateralization at the Oracle price; each point's `result` is "
+                "byte for byte what the function answers for `query`.",
+    schema=S.obj({
+        "avaxStaked": S.array(AMOUNT), "collateralizationPct": S.array(S.PERCENT),
+        "points": S.array(GRID_POINT), "meta": S.META,
+    }),
+)
+def grid(ctx: Context):
+    p = ctx.cached(parsed_params)
+    points = [grid_point(p, avax, pct) for avax in GRID_AVAX for pct in GRID_COLLATERAL_PCT]
+    yield "/rewards/grid", {
+        "avaxStaked": [str(a) for a in GRID_AVAX], "collateralizationPct": list(GRID_COLLATERAL_PCT),
+        "points": points, "meta": meta(ctx),
+    }
+
+
+function_endpoint(
+    "/rewards/byStake", tag=TAG, summary="Rewards estimate for any stake",
+    description="Estimated GGP and AVAX rewards and APR of a new node operator staking `ggpStaked` GGP and "
+                "`avaxStaked` of its own AVAX (matched 1:1 by liquid stakers), joining the eligible pool "
+                "next cycle. Answered by a function from /rewards/params. Amounts are whole-token decimal "
+                "strings (up to 18 fractional digits; no sign, exponent or spaces); both are required, given "
+                "once, and no other parameter is accepted (400 otherwise). Inputs the protocol would reject "
+                "(collateralization under 10 %, AVAX not in minipool-sized steps) still get a result with "
+                "`warnings`. 503 when the parameters cannot be loaded.",
+    schema=BY_STAKE,
+    params=(
+        Param("ggpStaked", "query", "GGP staked, whole tokens (at most the GGP max supply, 22 500 000)",
+              {"type": "string", "pattern": AMOUNT_PATTERN, "maxLength": 64}, example="1500"),
+        Param("avaxStaked", "query", "Own AVAX, whole tokens (at most 1 000 000 000)",
+              {"type": "string", "pattern": AMOUNT_PATTERN, "maxLength": 64}, example="1000"),
+    ),
+)
+
+
+@endpoint(
+    "/rewards/{address}", tag=TAG, summary="Rewards of one staker",
+    description="Eligibility now and at the next distribution, effective GGP stake, unclaimed `ggpRewards`, "
+                "last cycle completed, and the estimated GGP next cycle from the staker's own effective stake "
+                "against TEGS (which already counts an eligible staker), with its APR. One file per staker; "
+                "no run timestamp, so the file changes only when its inputs do.",
+    schema=ADDRESS_REWARDS,
+    params=(Param("address", "path", "Staker address, EIP-55 checksummed or lower-case (both name the same "
+                  "resource; the published key is lower-case)",
+                  {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, lowercase=True),),
+)
+def address_rewards(ctx: Context):
+    for st in ctx.snap.stakers:
+        yield rewards_path(st.staker_addr), staker_rewards(ctx, st)

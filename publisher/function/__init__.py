@@ -1,0 +1,1 @@
+"""The rewards function (AWS Lambda) answering /rewards/byStake, and its deployable zip."""

@@ -1,0 +1,317 @@
+"""The rewards function: ``GET /rewards/byStake?ggpStaked=&avaxStaked=`` (DESIGN §8).
+
+An AWS Lambda handler for Function URL / API Gateway HTTP API v2 events. Standard library only:
+deployed as a zip holding this file and ``rewards.py`` side by side (``publisher function
+package``); inside the source tree it imports the same formula module from the package.
+
+The formula's inputs are the published ``/rewards/params`` document, read from
+``REWARDS_PARAMS_URL`` (``file://`` or ``https://``) and kept per warm container for
+``REWARDS_PARAMS_TTL`` seconds (default 60). When a refresh fails the last good params keep being
+served, marked by ``x-params-stale`` / ``x-params-error``; before any params were loaded the answer
+is 503. Bad input is always a 400 naming the parameter, never a 5xx.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+try:
+    from ..compute import rewards
+except ImportError:  # packaged: rewards.py sits next to this file at the top of the zip
+    import rewards
+
+PATH = "/rewards/byStake"
+NAMES = ("ggpStaked", "avaxStaked")
+WAD = rewards.WAD
+# Upper bounds: no one can stake more GGP than can ever exist (TokenGGP.MAX_SUPPLY, a contract
+# constant), and 1e9 AVAX is above AVAX's 720 M supply cap. They also keep the integers small.
+MAX_WEI = {"ggpStaked": 22_500_000 * WAD, "avaxStaked": 1_000_000_000 * WAD}
+MAX_QUERY_CHARS = 1024
+MAX_AMOUNT_CHARS = 64
+PARAMS_MAX_DEPTH = 16
+PARAMS_MAX_BYTES = 1 << 20  # the document is a few KB; refuse anything absurd
+FETCH_TIMEOUT = 3.0
+DEFAULT_TTL = 60.0
+RETRY_SECONDS = 5.0  # after a failed refresh, wait this long (at most the TTL) before trying again
+STALE_IF_ERROR = 86_400
+CORS = {"Access-Control-Allow-Origin": "*"}
+ALLOW = "GET, HEAD, OPTIONS"
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+class BadInput(Exception):
+    def __init__(self, message: str, code: str = "bad_parameter"):
+        super().__init__(message)
+        self.message, self.code = message, code
+
+
+class _Cache:
+    """Params of this warm container."""
+
+    url: str | None = None
+    params: rewards.Params | None = None
+    fresh_until: float = 0.0  # monotonic time of the next refresh
+    error: str | None = None  # why the last refresh failed, while serving older params
+
+
+_cache = _Cache()
+
+
+def reset_cache() -> None:
+    """Forget the loaded params, as a cold container would."""
+    global _cache
+    _cache = _Cache()
+
+
+def handler(event, context=None) -> dict:
+    try:
+        return _handle(event)
+    except Exception:  # a bug, not bad input: log it and answer without leaking details
+        import traceback
+
+        traceback.print_exc()
+        return _error(500, "internal", "internal error", cache="no-store")
+
+
+def _handle(event) -> dict:
+    if not isinstance(event, dict):
+        return _error(400, "bad_request", "the event is not an HTTP API v2 request")
+    http = _dict(_dict(event.get("requestContext")).get("http"))
+    path = event.get("rawPath") or http.get("path") or "/"
+    if path != PATH:
+        return _error(404, "not_found", f"unknown path: this function answers {PATH} only")
+    method = http.get("method") or "GET"
+    if method == "OPTIONS":
+        return {"statusCode": 204, "body": "", "headers": {
+            **CORS, "Access-Control-Allow-Methods": ALLOW, "Access-Control-Allow-Headers": "*",
+            "Access-Control-Max-Age": "86400", "Cache-Control": "public, max-age=86400"}}
+    if method not in ("GET", "HEAD"):
+        return _error(405, "method_not_allowed", f"method not allowed: use GET ({ALLOW})", extra={"Allow": ALLOW})
+    raw = event.get("rawQueryString") or ""
+    try:
+        if not isinstance(raw, str):
+            raise BadInput("rawQueryString is not a string", "bad_request")
+        query = parse_query(raw)
+        ggp = parse_amount("ggpStaked", query["ggpStaked"])
+        avax = parse_amount("avaxStaked", query["avaxStaked"])
+    except BadInput as exc:
+        return _error(400, exc.code, exc.message)
+
+    now = time.monotonic()
+    cache = current_params(now)
+    if cache.params is None:
+        return _error(503, "params_unavailable", f"rewards parameters could not be loaded: {cache.error}",
+                      cache="no-store", extra={"Retry-After": str(int(RETRY_SECONDS))})
+    body = {
+        "inputs": {"ggpStaked": query["ggpStaked"], "avaxStaked": query["avaxStaked"],
+                   "ggpStakedWei": str(ggp), "avaxStakedWei": str(avax)},
+        "meta": cache.params.stamp(),
+        "result": rewards.estimate(cache.params, ggp, avax),
+    }
+    max_age = max(0, int(cache.fresh_until - now))
+    headers = {"Content-Type": "application/json", **CORS,
+               "Cache-Control": f"public, max-age={max_age}, stale-if-error={STALE_IF_ERROR}"}
+    if cache.error:
+        headers["x-params-stale"] = "true"
+        headers["x-params-error"] = cache.error
+    return {"statusCode": 200, "headers": headers,
+            "body": "" if method == "HEAD" else rewards.canonical_json(body).decode()}
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _error(status: int, code: str, message: str, *, cache: str = "public, max-age=300", extra: dict | None = None) -> dict:
+    headers = {"Content-Type": "application/json", **CORS, "Cache-Control": cache, **(extra or {})}
+    body = rewards.canonical_json({"error": {"code": code, "message": message}}).decode()
+    return {"statusCode": status, "headers": headers, "body": body}
+
+
+# ---- query ---------------------------------------------------------------------------------------
+
+
+def parse_query(raw: str) -> dict[str, str]:
+    """Both parameters, each exactly once, nothing else. Parsed here rather than trusting the
+    platform's ``queryStringParameters``, which joins duplicates with commas."""
+    if len(raw) > MAX_QUERY_CHARS:
+        raise BadInput(f"the query string is longer than {MAX_QUERY_CHARS} characters")
+    values: dict[str, str] = {}
+    for part in raw.split("&"):
+        if not part:
+            continue  # "a=1&&b=2" and a trailing "&" are harmless
+        name_raw, _, value_raw = part.partition("=")
+        name = _unquote(name_raw)
+        if name is None:
+            raise BadInput(f"a parameter name has invalid percent-encoding: {_show(name_raw)}")
+        # Unknown names are refused so a typo (avaxstaked) reads as such, not as a missing parameter.
+        if name not in NAMES:
+            raise BadInput(f"unknown parameter {_show(name)}: only ggpStaked and avaxStaked are accepted "
+                           "(names are case-sensitive)")
+        value = _unquote(value_raw)
+        if value is None:
+            raise BadInput(f"{name} has invalid percent-encoding: {_show(value_raw)}")
+        if name in values:
+            raise BadInput(f"{name} is given more than once")
+        values[name] = value
+    for name in NAMES:
+        if name not in values:
+            raise BadInput(f"{name} is required: whole tokens, e.g. {name}=1000")
+    return values
+
+
+def _unquote(text: str) -> str | None:
+    """Form-style percent-decoding ('+' is a space) as strict UTF-8; None when malformed."""
+    if "%" not in text and "+" not in text:
+        return text
+    text = text.replace("+", " ")
+    pieces = text.split("%")
+    try:
+        out = bytearray(pieces[0].encode())
+        for piece in pieces[1:]:
+            if len(piece) < 2 or piece[0] not in _HEX or piece[1] not in _HEX:
+                return None
+            out.append(int(piece[:2], 16))
+            out += piece[2:].encode()
+        return out.decode()
+    except UnicodeError:
+        return None
+
+
+def parse_amount(name: str, text: str) -> int:
+    """A whole-token decimal string -> wei: digits, optionally '.' and 1–18 fractional digits."""
+    if text == "":
+        raise BadInput(f"{name} is empty: give whole tokens, e.g. {name}=1000")
+    if len(text) > MAX_AMOUNT_CHARS:
+        raise BadInput(f"{name} is longer than {MAX_AMOUNT_CHARS} characters")
+    whole, dot, frac = text.partition(".")
+    if not (whole.isascii() and whole.isdigit() and (not dot or (frac.isascii() and frac.isdigit()))):
+        if text[0] in "+-":
+            why = "must not have a sign"
+        elif "e" in text or "E" in text:
+            why = "must not use an exponent"
+        elif any(c.isspace() for c in text):
+            why = "must not contain spaces"
+        else:
+            why = "must be a plain decimal number"
+        raise BadInput(f"{name} {why}: give whole tokens as digits with an optional '.' and up to 18 "
+                       f"fractional digits, e.g. 1000 or 1234.5 (got {_show(text)})")
+    if len(frac) > 18:
+        raise BadInput(f"{name} has more than 18 fractional digits")
+    wei = int(whole) * WAD + (int(frac.ljust(18, "0")) if frac else 0)
+    if wei > MAX_WEI[name]:
+        raise BadInput(f"{name} is above the maximum of {MAX_WEI[name] // WAD} tokens")
+    return wei
+
+
+def _show(text: str) -> str:
+    """User text quoted for a message: ASCII only, bounded."""
+    shown = ascii(text)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+# ---- params --------------------------------------------------------------------------------------
+
+
+def current_params(now: float) -> _Cache:
+    """The cache, refreshed when due; a failed refresh keeps the last good params."""
+    url = os.environ.get("REWARDS_PARAMS_URL", "")
+    c = _cache
+    if url != c.url:
+        c.url, c.params, c.fresh_until, c.error = url, None, 0.0, None
+    if now >= c.fresh_until:
+        ttl = _ttl()
+        try:
+            c.params = load_params(url)
+            c.error = None
+            c.fresh_until = now + ttl
+        except Exception as exc:  # a bad or unreachable document is a refresh failure, never a crash
+            c.error = _reason(exc)
+            c.fresh_until = now + min(ttl, RETRY_SECONDS)
+    return c
+
+
+def _ttl() -> float:
+    raw = os.environ.get("REWARDS_PARAMS_TTL", "")
+    try:
+        ttl = float(raw) if raw else DEFAULT_TTL
+    except ValueError:
+        ttl = DEFAULT_TTL
+    return ttl if 0 <= ttl <= 86_400 else DEFAULT_TTL
+
+
+def load_params(url: str) -> rewards.Params:
+    if url.startswith("file://"):
+        data = _read_file(url)
+    elif url.startswith("https://") or url.startswith("http://"):
+        data = _read_http(url)
+    elif not url:
+        raise rewards.ParamsError("REWARDS_PARAMS_URL is not set")
+    else:
+        raise rewards.ParamsError("REWARDS_PARAMS_URL must be a file:// or https:// URL")
+    if len(data) > PARAMS_MAX_BYTES:
+        raise rewards.ParamsError(f"params document is larger than {PARAMS_MAX_BYTES} bytes")
+    if _nesting(data) > PARAMS_MAX_DEPTH:
+        # json's C decoder recurses per level: refuse deep nesting before it can exhaust the stack.
+        raise rewards.ParamsError(f"params document nests deeper than {PARAMS_MAX_DEPTH} levels")
+    return rewards.parse_params(json.loads(data))
+
+
+def _nesting(data: bytes) -> int:
+    """Deepest [ / { nesting outside strings, stopping early once past the limit."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > PARAMS_MAX_DEPTH:
+                    return deepest
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def _read_file(url: str) -> bytes:
+    path = _unquote(url[len("file://"):].replace("+", "%2B"))
+    if path is not None and path.startswith("localhost/"):
+        path = path[len("localhost"):]
+    if not path or not path.startswith("/"):
+        raise rewards.ParamsError("a file:// URL needs an absolute path (file:///path/to/params.json)")
+    with open(path, "rb") as f:
+        return f.read(PARAMS_MAX_BYTES + 1)
+
+
+def _read_http(url: str) -> bytes:
+    import urllib.request  # only when used: keeps cold starts short for file:// and warm requests
+
+    req = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "ggp-rewards-function"})
+    with urllib.request.urlopen(req, timeout=FETCH_TIMEOUT) as resp:
+        return resp.read(PARAMS_MAX_BYTES + 1)
+
+
+def _reason(exc: Exception) -> str:
+    """A short, header-safe cause: no paths or URLs."""
+    code = getattr(exc, "code", None)
+    if isinstance(code, int) and hasattr(exc, "headers"):
+        text = f"HTTP {code} from the params URL"
+    elif isinstance(exc, OSError):
+        reason = getattr(exc, "reason", None) or exc.strerror or "I/O error"
+        text = f"{type(exc).__name__}: {reason}"
+    elif isinstance(exc, (ValueError, RecursionError)):
+        text = f"invalid params document: {exc}"
+    else:
+        text = type(exc).__name__
+    text = "".join(c if " " <= c <= "~" else "?" for c in str(text))
+    return text if len(text) <= 200 else text[:197] + "..."

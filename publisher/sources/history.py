@@ -1,0 +1,274 @@
+"""Daily price history rebuilt from chain events: the last oracle GGP/AVAX price and AVAX/USD feed
+answer of each UTC day, up to the pinned block.
+
+Events: ``Oracle.GGPPriceUpdated(uint256 indexed price, uint256 timestamp)`` and the aggregator's
+``AnswerUpdated(int256 indexed current, uint256 indexed roundId, uint256 updatedAt)``. Days come
+from the events' own time fields, so no block headers are fetched. Logs are read with
+``eth_getLogs`` over bounded block ranges, several per JSON-RPC batch; a range the node refuses
+as too large is halved.
+
+The history is a fold over the logs in chain order, so a run can resume from a previous result and
+its cursor block: the previous points hold the fold's state, and only logs after the cursor are
+read. Resuming and rebuilding from scratch give the same points.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from eth_abi.exceptions import DecodingError
+
+from ..chain import abis
+from ..chain.abi import Fn, event_topic
+from ..chain.rpc import RpcClient, RpcError
+from ..errors import PublisherError
+from ..snapshot import PricePoint, Snapshot
+from .http import one_line
+
+log = logging.getLogger(__name__)
+
+TOPIC_ORACLE = event_topic(abis.EV_GGP_PRICE_UPDATED)
+TOPIC_ANSWER = event_topic(abis.EV_ANSWER_UPDATED)
+RANGES_PER_BATCH = 8
+MAX_REQUESTS = 100_000  # a run that needs more is misconfigured (span or start block)
+# How providers say a range is too wide or returns too much (Infura, Alchemy, QuickNode, Ankr,
+# avalanchego's api-max-blocks-per-request).
+_TOO_MUCH = re.compile(r"too many|more than|too large|too wide|block range|exceed|limited to|response size", re.I)
+
+# Chainlink proxies emit no events: their aggregators do, one per phase.
+_phase_id = Fn("phaseId()", "uint16")
+_phase_aggregators = Fn("phaseAggregators(uint16)", "address")
+
+
+@dataclass(frozen=True)
+class PriorHistory:
+    points: tuple[PricePoint, ...]
+    cursor: int  # last block the points reflect
+
+
+@dataclass
+class HistoryResult:
+    points: tuple[PricePoint, ...]
+    ranges: list[tuple[int, int]] = field(default_factory=list)  # block ranges read, inclusive
+    warnings: list[str] = field(default_factory=list)
+
+
+def build(client: RpcClient, *, oracle: str, feeds: Sequence[str], head: int, start: int = 0,
+          prior: PriorHistory | None = None, span: int = 2048,
+          on_range: Callable[[int], None] | None = None) -> HistoryResult:
+    """Daily points for blocks ``start..head``, resuming from ``prior`` when it is usable."""
+    warnings: list[str] = []
+    state = _Fold()
+    if prior is not None and prior.points:
+        problem = _check_prior(prior, head)
+        if problem:
+            warnings.append(f"previous price history ignored ({problem}): rebuilding it")
+        else:
+            state = _Fold.resume(prior.points)
+            start = max(start, prior.cursor + 1)
+    ranges: list[tuple[int, int]] = []
+    for logs in _logs(client, oracle, list(feeds), start, head, span, ranges, on_range):
+        for entry in logs:
+            state.apply(entry)
+    return HistoryResult(state.points(), ranges, warnings)
+
+
+def build_for(client: RpcClient, snap: Snapshot, *, start: int, span: int, prior: PriorHistory | None,
+              warnings: list[str], on_range: Callable[[int], None] | None = None) -> tuple[PricePoint, ...]:
+    """The snapshot's history (none without a feed), with a warning when it does not end at the
+    pinned prices."""
+    if snap.feed is None:
+        return ()
+    feeds = feed_event_sources(client, snap.feed.address, snap.block.number)
+    got = build(client, oracle=snap.addresses["Oracle"], feeds=feeds, head=snap.block.number,
+                start=start, prior=prior, span=span, on_range=on_range)
+    last = got.points[-1] if got.points else None
+    if last is None or (last.ggp_in_avax, last.avax_usd) != (snap.oracle.price, snap.feed.answer):
+        got.warnings.append("price history does not end at the pinned oracle price and feed answer "
+                            "(events outside the configured start block or event sources)")
+    for w in got.warnings:
+        log.warning(w)
+    warnings += got.warnings
+    return got.points
+
+
+def feed_event_sources(client: RpcClient, feed: str, block: int) -> list[str]:
+    """Contracts emitting AnswerUpdated for ``feed``: every phase aggregator behind a Chainlink
+    proxy, or the feed itself when it is an aggregator."""
+    def call(fn: Fn, *args):
+        data = client.request("eth_call", [{"to": feed, "data": "0x" + fn.encode(*args).hex()}, hex(block)])
+        return fn.decode(bytes.fromhex(data[2:]))
+
+    try:
+        phases = call(_phase_id)
+    except (RpcError, DecodingError, ValueError):  # not a proxy: no such function
+        return [feed]
+    out = []
+    for phase in range(1, min(phases, 64) + 1):
+        addr = call(_phase_aggregators, phase)
+        if int(addr, 16):
+            out.append(addr)
+    return out or [feed]
+
+
+# -- the fold ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Log:
+    block: int
+    index: int
+    kind: str  # "oracle" or "answer"
+    value: int
+    timestamp: int
+
+
+class _Fold:
+    """Current oracle price and feed answer, and one point per UTC day in which either changed."""
+
+    def __init__(self) -> None:
+        self.price: int | None = None
+        self.answer: int | None = None
+        self.clock = 0  # event times made monotone, so days never go backwards
+        self.days: dict[str, PricePoint] = {}
+
+    @classmethod
+    def resume(cls, points: Sequence[PricePoint]) -> "_Fold":
+        f = cls()
+        last = points[-1]
+        f.price, f.answer, f.clock = last.ggp_in_avax, last.avax_usd, last.timestamp
+        f.days = {p.date: p for p in points}
+        return f
+
+    def apply(self, e: _Log) -> None:
+        if e.kind == "oracle":
+            self.price = e.value
+        else:
+            self.answer = e.value
+        self.clock = max(self.clock, e.timestamp)
+        if self.price is None or self.answer is None:
+            return
+        day = datetime.fromtimestamp(self.clock, timezone.utc).strftime("%Y-%m-%d")
+        self.days[day] = PricePoint(day, self.price, self.answer, e.block, self.clock)
+
+    def points(self) -> tuple[PricePoint, ...]:
+        return tuple(self.days[d] for d in sorted(self.days))
+
+
+def _check_prior(prior: PriorHistory, head: int) -> str | None:
+    dates = [p.date for p in prior.points]
+    if dates != sorted(set(dates)):
+        return "dates are not strictly increasing"
+    if prior.cursor > head:
+        return f"its cursor {prior.cursor} is after block {head}"
+    if max(p.block for p in prior.points) > prior.cursor:
+        return "a point is after its cursor"
+    return None
+
+
+# -- reading logs -----------------------------------------------------------------------------------
+
+
+def _logs(client: RpcClient, oracle: str, feeds: list[str], start: int, head: int, span: int,
+          ranges: list[tuple[int, int]], on_range) -> Iterator[list[_Log]]:
+    """Decoded logs in chain order, one list per block range, ranges in ascending order."""
+    span = max(1, span)
+    todo = [(a, min(a + span - 1, head)) for a in range(start, head + 1, span)]
+    requests = 0
+    while todo:
+        batch, todo = todo[:RANGES_PER_BATCH], todo[RANGES_PER_BATCH:]
+        calls = []
+        for a, b in batch:
+            window = {"fromBlock": hex(a), "toBlock": hex(b)}
+            # Two filters per range: a batch is never a single call, so errors come back per item.
+            calls.append(("eth_getLogs", [{**window, "address": oracle, "topics": [TOPIC_ORACLE]}]))
+            calls.append(("eth_getLogs", [{**window, "address": feeds, "topics": [TOPIC_ANSWER]}]))
+        requests += 1
+        if requests > MAX_REQUESTS:
+            raise PublisherError(f"price history needs more than {MAX_REQUESTS} eth_getLogs batches: raise the log span or the start block")
+        out = client.batch(calls, raise_errors=False)
+        split: list[tuple[int, int]] = []
+        for k, (a, b) in enumerate(batch):
+            got = out[2 * k : 2 * k + 2]
+            errors = [g for g in got if isinstance(g, RpcError)]
+            if errors:
+                if a < b and any(_TOO_MUCH.search(e.rpc_message) for e in errors):
+                    mid = (a + b) // 2
+                    split += [(a, mid), (mid + 1, b)]
+                    continue
+                raise PublisherError(f"price history: eth_getLogs for blocks {a}..{b} failed: {one_line(errors[0].rpc_message)}")
+            if split:
+                # Keep chain order: a later range waits until the halves before it are read.
+                split.append((a, b))
+                continue
+            ranges.append((a, b))
+            if on_range:
+                on_range(1)
+            both = _decode(got[0], oracle, "oracle", a, b) + _decode(got[1], feeds, "answer", a, b)
+            yield sorted(both, key=lambda e: (e.block, e.index))
+        todo = split + todo
+
+
+def _decode(raw, sources, kind: str, a: int, b: int) -> list[_Log]:
+    if not isinstance(raw, list):
+        raise PublisherError(f"price history: eth_getLogs for blocks {a}..{b} returned no list")
+    allowed = {s.lower() for s in ([sources] if isinstance(sources, str) else sources)}
+    out = []
+    for item in raw:
+        try:
+            if item.get("removed"):
+                continue
+            block, index = int(item["blockNumber"], 16), int(item["logIndex"], 16)
+            topics, data = item["topics"], bytes.fromhex(item["data"][2:])
+            if item["address"].lower() not in allowed or not a <= block <= b or len(data) != 32:
+                raise ValueError("unexpected log")
+            if kind == "oracle" and len(topics) == 2 and topics[0] == TOPIC_ORACLE:
+                value = int(topics[1], 16)
+            elif kind == "answer" and len(topics) == 3 and topics[0] == TOPIC_ANSWER:
+                value = int.from_bytes(bytes.fromhex(topics[1][2:]), "big", signed=True)
+            else:
+                raise ValueError("unexpected topics")
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError):
+            raise PublisherError(f"price history: eth_getLogs for blocks {a}..{b} returned a malformed log") from None
+        out.append(_Log(block, index, kind, value, int.from_bytes(data, "big")))
+    return out
+
+
+# -- previous history -------------------------------------------------------------------------------
+
+
+def exact_fields(p: PricePoint) -> dict:
+    """The exact values a published history point carries so a later run can resume from it."""
+    return {"date": p.date, "ggpInAvaxWei": str(p.ggp_in_avax), "avaxUsdAnswer": str(p.avax_usd),
+            "block": p.block, "timestamp": p.timestamp}
+
+
+def from_snapshot(snap: Snapshot) -> PriorHistory | None:
+    return PriorHistory(snap.price_history, snap.block.number) if snap.price_history else None
+
+
+def load_published(path: str | Path) -> PriorHistory | None:
+    """The history in a published ``prices/history.json``: ``{"points": [...], "meta": {"block":
+    {"number": …}}}`` whose points carry ``exact_fields``. None when the file is absent or
+    unusable, which costs only a full rebuild."""
+    try:
+        data = json.loads(Path(path).read_text())
+        points = tuple(
+            PricePoint(str(i["date"]), int(i["ggpInAvaxWei"]), int(i["avaxUsdAnswer"]), int(i["block"]), int(i["timestamp"]))
+            for i in data["points"]
+        )
+        cursor = data.get("meta", {}).get("block", {}).get("number")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.warning("cannot resume price history from %s (%s): rebuilding it", path, type(exc).__name__)
+        return None
+    if not points:
+        return None
+    last = max(p.block for p in points)
+    return PriorHistory(points, cursor if isinstance(cursor, int) and cursor >= last else last)

@@ -1,0 +1,171 @@
+"""A local HTTP proxy in front of a real JSON-RPC node that misbehaves on purpose.
+
+Faults are scripted per request, in arrival order: each request takes the next entry of
+``faults`` (``None`` forwards it untouched), so a test decides exactly which requests fail and
+how. Size limits model nodes that refuse big requests: ``max_body`` answers HTTP 413 above a body
+size, ``max_call_data`` answers a JSON-RPC "out of gas" error for each eth_call whose calldata is
+longer than the limit while the rest of the batch goes through.
+
+    with FlakyProxy(node_url, faults=[429, 500, "hang", None, 503]) as proxy:
+        RpcClient([proxy.url], timeout=0.3, backoff=0.01)...
+"""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import requests
+
+# What each scripted fault does:
+#   429, 500, 502, 503, 504  HTTP error status with a small body (429 carries Retry-After: 0)
+#   "hang"                   never answer (the client must time out), then drop the connection
+#   "reset"                  close the connection without answering
+#   "garbage"                HTTP 200 with a body that is not JSON
+#   "busy"                   HTTP 200 with a JSON-RPC "rate limited" error (-32005) for the request
+FAULTS = (429, 500, 502, 503, 504, "hang", "reset", "garbage", "busy")
+
+
+class FlakyProxy:
+    def __init__(self, upstream: str, faults=(), *, hang_seconds: float = 2.0,
+                 max_body: int | None = None, max_call_data: int | None = None):
+        for f in faults:
+            if f is not None and f not in FAULTS:
+                raise ValueError(f"unknown fault {f!r}")
+        self.upstream = upstream
+        self.faults = list(faults)
+        self.hang_seconds = hang_seconds
+        self.max_body = max_body
+        self.max_call_data = max_call_data
+        self.requests = 0  # every HTTP request received
+        self.injected: list = []  # the faults actually applied, in order
+        self.refused_calls = 0  # eth_calls answered "out of gas" for their size
+        self.refused_bodies = 0  # bodies answered 413
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._upstream = requests.Session()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "FlakyProxy":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._upstream.close()
+
+    # -- behaviour ------------------------------------------------------------------------------
+
+    def _next_fault(self):
+        with self._lock:
+            self.requests += 1
+            fault = self.faults.pop(0) if self.faults else None
+            if fault is not None:
+                self.injected.append(fault)
+            return fault
+
+    def _forward(self, body: bytes) -> tuple[int, bytes]:
+        resp = self._upstream.post(self.upstream, data=body, headers={"Content-Type": "application/json"}, timeout=120)
+        return resp.status_code, resp.content
+
+    def _refuse_big_calls(self, body: bytes) -> tuple[int, bytes]:
+        """Answer oversized eth_calls with an error; forward the rest as one request."""
+        payload = json.loads(body)
+        items = payload if isinstance(payload, list) else [payload]
+        refused, passed = {}, []
+        for item in items:
+            data = ""
+            if item.get("method") == "eth_call":
+                data = (item.get("params") or [{}])[0].get("data", "")
+            if len(data) > self.max_call_data:
+                refused[item.get("id")] = {"jsonrpc": "2.0", "id": item.get("id"),
+                                           "error": {"code": -32000, "message": "out of gas"}}
+            else:
+                passed.append(item)
+        with self._lock:
+            self.refused_calls += len(refused)
+        if not refused:
+            return self._forward(body)
+        answers = dict(refused)
+        if passed:
+            status, raw = self._forward(json.dumps(passed).encode())
+            if status != 200:
+                return status, raw
+            got = json.loads(raw)
+            for a in got if isinstance(got, list) else [got]:
+                answers[a.get("id")] = a
+        ordered = [answers[item.get("id")] for item in items]
+        out = ordered if isinstance(payload, list) else ordered[0]
+        return 200, json.dumps(out).encode()
+
+    def _handler(self):
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+            def _send(self, status: int, body: bytes, extra: dict | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (extra or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                fault = proxy._next_fault()
+                if isinstance(fault, int):
+                    extra = {"Retry-After": "0"} if fault == 429 else {}
+                    self._send(fault, b'{"error":"injected"}', extra)
+                    return
+                if fault == "hang":
+                    proxy._stop.wait(proxy.hang_seconds)
+                    self.close_connection = True
+                    return
+                if fault == "reset":
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    return
+                if fault == "garbage":
+                    self._send(200, b"<html>bad gateway</html>")
+                    return
+                if fault == "busy":
+                    try:
+                        rid = json.loads(body).get("id")
+                    except (ValueError, AttributeError):
+                        rid = None
+                    self._send(200, json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32005, "message": "rate limited"}}).encode())
+                    return
+                if proxy.max_body is not None and len(body) > proxy.max_body:
+                    with proxy._lock:
+                        proxy.refused_bodies += 1
+                    self._send(413, b'{"error":"request entity too large"}')
+                    return
+                if proxy.max_call_data is not None:
+                    status, raw = proxy._refuse_big_calls(body)
+                else:
+                    status, raw = proxy._forward(body)
+                self._send(status, raw)
+
+        return Handler
