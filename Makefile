@@ -13,8 +13,11 @@ $(BIN)/publisher: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	@touch $@
 
-node_modules/.package-lock.json: package-lock.json
-	npm ci --no-audit --no-fund
+# `npm install` against the committed lock, not `npm ci`: npm writes lock files without the other
+# platforms' anvil binaries (optional dependencies), and `npm ci` then refuses the lock as out of
+# sync. Versions are still pinned exactly by package.json and the lock, which stays unchanged.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm install --no-audit --no-fund
 	@touch $@
 
 setup: $(BIN)/publisher node_modules/.package-lock.json
