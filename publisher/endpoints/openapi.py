@@ -1,0 +1,85 @@
+"""/docs: the OpenAPI 3.1 description of every endpoint, generated from the registry, with path
+parameter examples taken from the published data so every example resolves."""
+from __future__ import annotations
+
+from .. import __version__
+from ..compute.nodeid import node_id
+from . import schema as S
+from .context import Context
+from .registry import CACHE_POLICIES, Endpoint, endpoint, load_all
+
+ERROR = S.obj({"error": S.obj({"code": S.STRING, "message": S.STRING})})
+ERRORS = {
+    "400": "a parameter is missing, repeated or malformed; the message names it",
+    "404": "no such resource",
+    "405": "only GET, HEAD and OPTIONS are allowed",
+    "503": "the data this answer needs is unavailable",
+}
+DESCRIPTION = (
+    "Read-only data about the GoGoPool (Hypha) liquid staking protocol on Avalanche, rebuilt from the "
+    "chain at one block per run and served from a CDN. Token amounts are JSON numbers in whole tokens, "
+    "percentages are numbers in percent (fields say so: `…Pct`, `…Apr`, `…_apy`), timestamps are unix "
+    "seconds, addresses are EIP-55, node IDs are `NodeID-…`; exact integers (wei) appear as decimal "
+    "strings where exactness matters. Aggregates carry `meta.block`, the block every value was read at."
+)
+
+
+def _examples(ctx: Context) -> dict[str, str]:
+    s = ctx.snap
+    out = {}
+    if s.stakers:
+        out["address"] = s.stakers[0].staker_addr
+    if s.minipools:
+        out["nodeID"] = node_id(s.minipools[0].node_id)
+    return out
+
+
+def _operation(ep: Endpoint, examples: dict[str, str], max_age: int) -> dict:
+    params = []
+    for p in ep.params:
+        item = {"name": p.name, "in": p.where, "required": p.required, "description": p.description, "schema": p.schema}
+        example = p.example or examples.get(p.name)
+        if example:
+            item["example"] = example
+        params.append(item)
+    responses = {"200": {
+        "description": ep.summary,
+        "headers": {"Cache-Control": {"schema": {"type": "string"},
+                                      "description": CACHE_POLICIES[ep.cache].format(max_age=max_age)}},
+        "content": {ep.content_type: {"schema": ep.schema}},
+    }}
+    codes = ["404", "405"] + (["400", "503"] if ep.is_function else [])
+    for code in sorted(codes):
+        responses[code] = {"description": ERRORS[code],
+                           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    op = {"operationId": ep.path.strip("/").replace("/", "_").replace("{", "").replace("}", "") or "index",
+          "summary": ep.summary, "description": ep.description, "tags": [ep.tag] if ep.tag else [],
+          "responses": responses}
+    if params:
+        op["parameters"] = params
+    return op
+
+
+def document(ctx: Context) -> dict:
+    examples = _examples(ctx)
+    endpoints = [ep for ep in load_all().values() if ep.content_type == "application/json"]
+    tags = sorted({ep.tag for ep in endpoints if ep.tag})
+    return {
+        "openapi": "3.1.0",
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "info": {"title": "GoGoPool (Hypha) staking data API", "version": __version__, "description": DESCRIPTION},
+        "servers": [{"url": "/"}],
+        "tags": [{"name": t} for t in tags],
+        "paths": {ep.path: {"get": _operation(ep, examples, ctx.cadence_seconds)} for ep in endpoints},
+        "components": {"schemas": {"Error": ERROR}},
+    }
+
+
+@endpoint(
+    "/docs", tag="About", summary="OpenAPI description of this API", cache="docs",
+    description="This document: OpenAPI 3.1, generated from the same registry that builds every file.",
+    schema={"type": "object", "required": ["openapi", "info", "paths"],
+            "properties": {"openapi": {"const": "3.1.0"}, "info": {"type": "object"}, "paths": {"type": "object"}}},
+)
+def docs(ctx: Context):
+    yield "/docs", document(ctx)

@@ -1,0 +1,80 @@
+"""`publisher serve` answers like the CDN: files by endpoint URL, headers, JSON errors, the function."""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+import requests
+from openapi_spec_validator import validate as validate_openapi
+
+from publisher.build import build
+from publisher.endpoints.registry import load_all
+from publisher.serve import make_server
+
+
+@pytest.fixture(scope="module")
+def site(demo_snapshot, demo_profile, tmp_path_factory):
+    out = tmp_path_factory.mktemp("site") / "out"
+    build(demo_snapshot, demo_profile, out)
+    server = make_server(out, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", out
+    server.shutdown()
+    server.server_close()
+
+
+def test_files_are_served_under_their_urls_with_cdn_headers(site):
+    base, out = site
+    r = requests.get(f"{base}/prices")
+    assert r.status_code == 200 and r.content == (out / "prices.json").read_bytes()
+    assert r.headers["Content-Type"] == "application/json"
+    assert r.headers["Access-Control-Allow-Origin"] == "*"
+    assert r.headers["Cache-Control"].startswith("public, max-age=")
+    assert requests.get(f"{base}/prices/tj").json()["pair"]
+
+
+def test_checksummed_and_lowercase_addresses_name_the_same_file(site):
+    base, out = site
+    staker = json.loads((out / "stakers.json").read_text())["stakers"][0]["stakerAddr"]
+    a = requests.get(f"{base}/stakers/{staker}")
+    b = requests.get(f"{base}/stakers/{staker.lower()}")
+    assert a.status_code == b.status_code == 200 and a.content == b.content
+    assert a.json()["staker"]["stakerAddr"] == staker
+    assert requests.get(f"{base}/rewards/{staker}").json()["address"] == staker
+
+
+def test_errors_are_json_with_the_right_status(site):
+    base, _ = site
+    for path, status in (("/nope", 404), ("/stakers/0x" + "ab" * 20, 404), ("/minipools/NodeID-zzz", 404),
+                         ("/../../etc/passwd", 404)):
+        r = requests.get(base + path)
+        assert r.status_code == status, path
+        assert r.json()["error"]["code"] == "not_found"
+    r = requests.post(f"{base}/prices")
+    assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
+    r = requests.options(f"{base}/prices")
+    assert r.status_code == 204 and r.headers["Access-Control-Allow-Origin"] == "*"
+
+
+def test_rewards_function_is_served_with_params_from_the_build(site):
+    base, _ = site
+    r = requests.get(f"{base}/rewards/byStake", params={"ggpStaked": "1500", "avaxStaked": "1000"})
+    assert r.status_code == 200, r.text
+    assert r.json()["result"]["aprPct"] > 0
+    bad = requests.get(f"{base}/rewards/byStake", params={"ggpStaked": "-1", "avaxStaked": "1000"})
+    assert bad.status_code == 400 and "ggpStaked" in bad.json()["error"]["message"]
+
+
+def test_openapi_document_is_valid_and_every_example_resolves(site):
+    base, _ = site
+    doc = requests.get(f"{base}/docs").json()
+    validate_openapi(doc)
+    assert set(doc["paths"]) == {ep.path for ep in load_all().values() if ep.content_type == "application/json"}
+    for path, item in doc["paths"].items():
+        params = item["get"].get("parameters", [])
+        url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
+        query = {p["name"]: p["example"] for p in params if p["in"] == "query"}
+        r = requests.get(base + url, params=query)
+        assert r.status_code == 200, (url, r.text[:200])
