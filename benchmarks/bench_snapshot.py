@@ -128,23 +128,23 @@ def run_naive(url: str, profile: Profile, snap: Snapshot, sample: int) -> dict:
     fixed, t_fixed = naive.requests, time.perf_counter() - t0
     staker_idx, pool_idx = range(0, stakers, sample), range(0, pools, sample)
     mismatches = 0
-    t1 = time.perf_counter()
-    for i in staker_idx:
-        mismatches += naive.staker(a, i) != snap.stakers[i]
-    for i in pool_idx:
-        mismatches += naive.minipool(a, i) != snap.minipools[i]
-    t_items = time.perf_counter() - t1
+    parts = []  # (requests, seconds, scale to the full set) for stakers, then minipools
+    for idx, total, read, known in ((staker_idx, stakers, naive.staker, snap.stakers),
+                                    (pool_idx, pools, naive.minipool, snap.minipools)):
+        before, t1 = naive.requests, time.perf_counter()
+        for i in idx:
+            mismatches += read(a, i) != known[i]
+        parts.append((naive.requests - before, time.perf_counter() - t1, total / max(1, len(idx))))
     items = len(staker_idx) + len(pool_idx)
-    # With a sample, the per-item part (all but the fixed scalar reads) scales to the full set.
-    scale = (stakers + pools) / max(1, items)
-    requests_full = fixed + round((naive.requests - fixed) * scale)
+    requests_full = fixed + round(sum(r * k for r, _, k in parts))
     moved = naive.bytes_sent + naive.bytes_received
+    measured_seconds = t_fixed + sum(t for _, t, _ in parts)
     return {
         "requests": requests_full,
         "bytes": round(moved * requests_full / naive.requests),
-        "seconds": t_fixed + t_items * scale,
+        "seconds": t_fixed + sum(t * k for _, t, k in parts),
         "measured_requests": naive.requests,
-        "measured_seconds": t_fixed + t_items,
+        "measured_seconds": measured_seconds,
         "items": items,
         "mismatches": mismatches,
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -240,7 +241,7 @@ class Snapshot:
     @classmethod
     def from_json(cls, text: str) -> "Snapshot":
         try:
-            data = json.loads(text)
+            data = _parse(text)
         except (ValueError, RecursionError) as exc:
             raise PublisherError(f"snapshot is not valid JSON: {exc}") from None
         if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
@@ -265,6 +266,21 @@ class Snapshot:
 
 
 _SAFE = 2**53
+# The C JSON parser recurses on the C stack. py_ecc (pulled in by web3) raises the recursion limit
+# to 100 000, deep enough for a crafted, deeply nested file to overflow that stack and crash the
+# interpreter instead of raising RecursionError; parse under the ordinary limit.
+_JSON_RECURSION_LIMIT = 2000
+
+
+def _parse(text: str):
+    limit = sys.getrecursionlimit()
+    if limit <= _JSON_RECURSION_LIMIT:
+        return json.loads(text)
+    sys.setrecursionlimit(_JSON_RECURSION_LIMIT)
+    try:
+        return json.loads(text)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def to_jsonable(obj):

@@ -2,13 +2,13 @@
 
 eth_abi is exact but spends tens of microseconds per value in pure Python; a scale read (10 000
 stakers, 40 000 per-staker views, 3 000 minipools) holds several hundred thousand values, which
-made decoding the slowest part of a snapshot. This module compiles each type string once into
+made ABI work most of a snapshot's time. This module compiles each type string once into
 plain functions over ``bytes``. It covers ``uintN``, ``intN``, ``address``, ``bool``, ``bytesN``,
 ``bytes``, ``string``, tuples and dynamic arrays ``T[]``; any other type (fixed-size arrays,
 fixed-point numbers) raises ``Unsupported`` and callers fall back to eth_abi.
 
-Decoding is as strict as eth_abi's default: values within their bit size, zero padding, booleans
-0 or 1, offsets inside the data and past the head that holds them, UTF-8 strings. Addresses come
+Decoding is at least as strict as eth_abi's default: values within their bit size, zero padding,
+booleans 0 or 1, offsets inside the data and past the whole head that holds them, UTF-8 strings. Addresses come
 back lower-case with 0x, as eth_abi returns them.
 """
 from __future__ import annotations
@@ -27,7 +27,6 @@ try:  # pycryptodome directly: half the cost of going through eth_hash, which wr
         return _keccak_mod.new(digest_bits=256, data=data).digest()
 except ImportError:  # pragma: no cover - eth_hash picks whatever backend is installed
     from eth_hash.auto import keccak as _keccak
-
 
 
 def split_types(text: str) -> list[str]:
@@ -133,16 +132,8 @@ def _encode_address(value) -> bytes:
         raise EncodingTypeError(f"not a hex address: {value!r}") from None
     if len(raw) != 20 or len(text) != 40:
         raise EncodingTypeError(f"not a 20-byte address: {value!r}")
-    # Mixed case means an EIP-55 checksum, which must then be right (as eth_abi requires).
-    if text != text.lower() and text != text.upper() and not _valid_checksum(text):
-        raise EncodingTypeError(f"address has an invalid checksum: {value!r}")
+    # Like eth_abi (eth_utils 5+), letter case is not checked against EIP-55 here.
     return ZERO[:12] + raw
-
-
-@lru_cache(maxsize=4096)
-def _valid_checksum(text: str) -> bool:
-    # Call targets repeat tens of thousands of times in a read: check each one once.
-    return checksum(text) == "0x" + text
 
 
 def _decode_bool(data: bytes, pos: int) -> bool:

@@ -88,7 +88,8 @@ class Multicall:
                 out.append(None)
         if failures:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-            raise CallFailed(f"call failed at block {int(self.block, 16)}: {failures[0]}{more}")
+            where = int(self.block, 16) if self.block.startswith("0x") else self.block
+            raise CallFailed(f"call failed at block {where}: {failures[0]}{more}")
         return out
 
     def _chunks(self, calls: list[Call], encoded: list[bytes]) -> list[list[int]]:

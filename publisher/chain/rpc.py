@@ -195,8 +195,11 @@ class RpcClient:
     @staticmethod
     def _retryable_error(answer) -> bool:
         if isinstance(answer, dict):
-            err = answer.get("error")
-            return isinstance(err, dict) and err.get("code") in RETRY_RPC_CODES and "revert" not in str(err.get("message", ""))
+            return _transient(answer.get("error"))
+        if isinstance(answer, list):
+            # Providers rate-limit batches item by item; retrying the whole batch is the only way
+            # to get those items back, and it is cheap next to failing the run.
+            return any(isinstance(item, dict) and _transient(item.get("error")) for item in answer)
         return False
 
     def _sleep(self, attempt: int, retry_after: str | None) -> None:
@@ -210,6 +213,23 @@ class RpcClient:
                 pass
         # Full jitter keeps many clients from retrying in lockstep.
         time.sleep(delay * (0.5 + self._rng.random() / 2))
+
+
+# Words of errors about the request itself (a block range, a result count, gas): asking again
+# unchanged cannot help, the caller has to split the request.
+_REQUEST_TOO_BIG = ("range", "result", "too large", "too big", "size", "exceed", "gas")
+
+
+def _transient(err) -> bool:
+    """A JSON-RPC error worth retrying unchanged: rate limiting or a node-side hiccup."""
+    if not isinstance(err, dict):
+        return False
+    text = str(err.get("message", "")).lower()
+    if "revert" in text:
+        return False
+    if "rate limit" in text or "too many requests" in text:
+        return True
+    return err.get("code") in RETRY_RPC_CODES and not any(w in text for w in _REQUEST_TOO_BIG)
 
 
 def _could_not_connect(exc: requests.RequestException) -> bool:

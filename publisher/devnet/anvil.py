@@ -2,11 +2,15 @@
 answers, stop it. Startup failures become one-line, actionable errors."""
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
 import shutil
+import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,6 +24,26 @@ MNEMONIC = "test test test test test test test test test test test junk"
 BLOCK_GAS_LIMIT = 2_000_000_000  # room for batch seeding of the scale scenario
 
 _ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+PR_SET_PDEATHSIG = 1
+
+
+def _resolve_prctl():
+    # Resolved before any fork: the child may only call it, not load libraries.
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _resolve_prctl()
+
+
+def _stop_with_parent() -> None:
+    """Runs in the child: the kernel sends anvil SIGTERM when the thread that started it dies, so
+    a crashed or killed publisher (or test run) leaves no node behind."""
+    _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def find_anvil() -> str:
@@ -86,7 +110,10 @@ class Anvil:
             "--order", "fifo", "--quiet",
         ]
         try:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            # Only from the main thread: the death signal follows the starting thread, not the process.
+            tie = _PRCTL is not None and threading.current_thread() is threading.main_thread()
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         preexec_fn=_stop_with_parent if tie else None)
         except OSError as exc:
             raise PublisherError(f"cannot start anvil ({cmd[0]}): {exc.strerror}; run `npm ci` in the project root") from exc
         self._wait_ready()

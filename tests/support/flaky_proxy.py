@@ -24,7 +24,10 @@ import requests
 #   "reset"                  close the connection without answering
 #   "garbage"                HTTP 200 with a body that is not JSON
 #   "busy"                   HTTP 200 with a JSON-RPC "rate limited" error (-32005) for the request
-FAULTS = (429, 500, 502, 503, 504, "hang", "reset", "garbage", "busy")
+#   "busy items"             HTTP 200 with that error for every item of a batch, as providers do
+#   "too wide"               HTTP 200 with a -32005 "query exceeds max block range" error: same code,
+#                            but about the request itself, so it must not be retried unchanged
+FAULTS = (429, 500, 502, 503, 504, "hang", "reset", "garbage", "busy", "busy items", "too wide")
 
 
 class FlakyProxy:
@@ -150,12 +153,14 @@ class FlakyProxy:
                 if fault == "garbage":
                     self._send(200, b"<html>bad gateway</html>")
                     return
-                if fault == "busy":
-                    try:
-                        rid = json.loads(body).get("id")
-                    except (ValueError, AttributeError):
-                        rid = None
-                    self._send(200, json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32005, "message": "rate limited"}}).encode())
+                if fault in ("busy", "busy items", "too wide"):
+                    payload = json.loads(body)
+                    items = payload if isinstance(payload, list) else [payload]
+                    message = "query exceeds max block range 2048" if fault == "too wide" else "rate limited"
+                    errors = [{"jsonrpc": "2.0", "id": i.get("id"), "error": {"code": -32005, "message": message}} for i in items]
+                    if fault == "busy" or not isinstance(payload, list):
+                        errors = errors[0] if len(errors) == 1 else {"jsonrpc": "2.0", "id": None, "error": errors[0]["error"]}
+                    self._send(200, json.dumps(errors).encode())
                     return
                 if proxy.max_body is not None and len(body) > proxy.max_body:
                     with proxy._lock:

@@ -1,0 +1,317 @@
+"""The RPC path under failure: reverting sub-calls, a flaky node, dead fallbacks, the wrong chain,
+secret URLs, nodes that refuse big requests; and the ABI codec the reader decodes with."""
+from __future__ import annotations
+
+import dataclasses
+
+import eth_abi
+import pytest
+from click.testing import CliRunner
+from eth_utils import keccak
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from publisher.chain import abis, codec
+from publisher.chain.abi import Fn
+from publisher.chain.multicall import Call, CallFailed, Multicall
+from publisher.chain.reader import Reader
+from publisher.chain.rpc import RpcClient, RpcError, RpcUnavailable, mask_url
+from publisher.cli import main as cli
+from publisher.collect import collect
+from publisher.devnet.anvil import free_port
+from publisher.devnet.seed import MULTICALL3
+from publisher.errors import PublisherError
+
+from support.chain import head
+from support.flaky_proxy import FlakyProxy
+
+
+def fast_client(urls: list[str], **kw) -> RpcClient:
+    """Retries that keep a test fast: short timeout, tiny backoff."""
+    return RpcClient(urls, **{"timeout": 2.0, "backoff": 0.01, "max_backoff": 0.02, **kw})
+
+
+@pytest.fixture(scope="module")
+def reference(demo, demo_profile):
+    """The chain snapshot read directly, pinned so later reads can be compared byte for byte."""
+    number = int(RpcClient([demo.url]).request("eth_blockNumber"), 16)
+    client = RpcClient([demo.url])
+    snap = Reader(client, demo_profile).read(block=number)
+    return snap, client.counters
+
+
+# ---- failing sub-calls -------------------------------------------------------------------------
+
+
+def test_a_reverting_sub_call_is_reported_with_contract_function_and_arguments(demo, rpc):
+    staking = demo.addresses["Staking"]
+    number, _ = head(rpc)
+    count = len(demo.scenario.stakers)
+    mc = Multicall(rpc, MULTICALL3, hex(number))
+    calls = [
+        Call(staking, abis.getStakerCount, contract="Staking"),
+        Call(staking, abis.getStakers, (count + 5, 10), contract="Staking"),
+    ]
+    with pytest.raises(CallFailed) as err:
+        mc.run(calls)
+    text = str(err.value)
+    assert f"Staking.getStakers({count + 5}, 10) panicked (code 0x11)" in text
+    assert f"at block {number}" in text and "\n" not in text
+
+
+def test_every_failed_sub_call_is_counted_and_reasons_are_decoded(demo, rpc):
+    a = demo.addresses
+    stranger = "0x" + "cd" * 20
+    mc = Multicall(rpc, MULTICALL3, "latest")
+    inner = [(a["Staking"], False, abis.getStakers.encode(10_000, 1))]
+    calls = [
+        Call(MULTICALL3, abis.aggregate3, (inner,), contract="Multicall3"),  # Error(string)
+        Call(a["Staking"], Fn("getGGPStake(address)", "uint256"), (stranger,), contract="Staking"),  # custom error
+        Call(a["Oracle"], abis.getGGPPriceInAVAX, contract="Oracle"),
+    ]
+    with pytest.raises(CallFailed) as err:
+        mc.run(calls)
+    text = str(err.value)
+    assert "Multicall3.aggregate3([1 items]) reverted: Multicall3: call failed" in text
+    assert "(and 1 more)" in text
+    with pytest.raises(CallFailed) as err:
+        mc.run(calls[1:])
+    selector = keccak(text="StakerNotFound()")[:4].hex()
+    assert f"Staking.getGGPStake({stranger}) reverted with error data 0x{selector}" in str(err.value)
+
+
+def test_an_optional_sub_call_that_reverts_gives_none(demo, rpc):
+    a = demo.addresses
+    mc = Multicall(rpc, MULTICALL3, "latest")
+    out = mc.run([
+        Call(a["Staking"], abis.getStakers, (10_000, 1), contract="Staking", optional=True),
+        Call(a["Staking"], abis.getStakerCount, contract="Staking"),
+    ])
+    assert out == [None, len(demo.scenario.stakers)]
+
+
+# ---- a flaky node ------------------------------------------------------------------------------
+
+
+def test_a_flaky_rpc_still_yields_the_identical_snapshot(demo, demo_profile, reference):
+    snap, _ = reference
+    faults = [429, 500, "hang", None, 503, "reset", None, "garbage", None, 502, "busy", None, "busy items", 504]
+    with FlakyProxy(demo.url, faults, hang_seconds=1.5) as proxy:
+        client = fast_client([proxy.url], timeout=0.4)
+        got = Reader(client, demo_profile).read(block=snap.block.number)
+    assert got == snap
+    assert got.to_json() == snap.to_json()
+    injected = [f for f in faults if f is not None]
+    assert proxy.injected == injected
+    assert client.counters.retries == len(injected)
+    assert client.counters.http_requests == proxy.requests
+
+
+def test_retries_are_bounded_and_the_error_names_the_last_cause(demo):
+    with FlakyProxy(demo.url, [503] * 10) as proxy:
+        client = fast_client([proxy.url], max_attempts=4)
+        with pytest.raises(RpcUnavailable) as err:
+            client.request("eth_chainId")
+    assert proxy.requests == 4 and client.counters.retries == 3
+    assert str(err.value) == f"RPC {proxy.url} failed for eth_chainId after 4 attempts: HTTP 503"
+
+
+def test_a_batch_rate_limited_item_by_item_is_retried(demo):
+    with FlakyProxy(demo.url, ["busy items", "busy items"]) as proxy:
+        client = fast_client([proxy.url])
+        got = client.batch([("eth_chainId", []), ("eth_blockNumber", []), ("net_version", [])])
+    assert int(got[0], 16) == 43112 and int(got[1], 16) > 0 and got[2] == "43112"
+    assert proxy.injected == ["busy items", "busy items"] and client.counters.retries == 2
+
+
+def test_an_error_about_the_request_itself_is_not_retried(demo):
+    # Providers use -32005 for rate limits and for over-wide queries alike; only the first is
+    # worth repeating, the second needs a smaller request from the caller.
+    with FlakyProxy(demo.url, ["too wide"]) as proxy:
+        client = fast_client([proxy.url])
+        with pytest.raises(RpcError) as err:
+            client.request("eth_getLogs", [{"fromBlock": "0x0", "toBlock": "latest"}])
+    assert err.value.code == -32005 and "max block range" in err.value.rpc_message
+    assert client.counters.retries == 0 and proxy.requests == 1
+
+
+def test_the_second_url_is_used_when_the_first_is_dead(demo, demo_profile, reference):
+    snap, _ = reference
+    dead = f"http://127.0.0.1:{free_port()}"
+    client = fast_client([dead, demo.url])
+    got = Reader(client, demo_profile).read(block=snap.block.number)
+    assert got == snap
+    assert client.counters.retries == 1 and client.url == demo.url
+
+
+def test_an_unreachable_node_fails_fast_without_splitting_calls(demo):
+    client = fast_client([f"http://127.0.0.1:{free_port()}"], max_attempts=3)
+    calls = [Call(demo.addresses["Staking"], abis.getStakerCount, contract="Staking")] * 500
+    with pytest.raises(RpcUnavailable) as err:
+        Multicall(client, MULTICALL3, "latest", chunk_gas=1_000_000).run(calls)
+    assert err.value.unreachable
+    assert client.counters.http_requests == 3, "no halving retries against a node that is not there"
+
+
+def test_the_wrong_chain_id_fails_with_a_clear_message(demo_profile):
+    profile = dataclasses.replace(demo_profile, chain_id=1)
+    with pytest.raises(PublisherError) as err:
+        collect(profile)
+    assert str(err.value) == f"RPC {demo_profile.rpc_urls[0]} serves chain id 43112, expected 1"
+
+
+# ---- secrets in URLs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("http://127.0.0.1:9/secret-key", "http://127.0.0.1:9/***"),
+    ("https://user:hunter2@rpc.example.com/ext/bc/C/rpc", "https://rpc.example.com/***"),
+    ("https://rpc.example.com/?apikey=hunter2", "https://rpc.example.com/***"),
+    ("http://127.0.0.1:8545", "http://127.0.0.1:8545"),
+])
+def test_mask_url_keeps_only_scheme_host_and_port(url, shown):
+    assert mask_url(url) == shown
+
+
+def test_rpc_urls_are_masked_in_error_messages(demo, demo_profile):
+    # A dead URL carrying a key in its path.
+    client = fast_client(["http://127.0.0.1:9/secret-key"], max_attempts=2)
+    with pytest.raises(PublisherError) as err:
+        Reader(client, demo_profile).read()
+    assert "secret-key" not in str(err.value) and "http://127.0.0.1:9/***" in str(err.value)
+    # A live node behind a keyed URL that serves the wrong chain.
+    with FlakyProxy(demo.url) as proxy:
+        keyed = f"{proxy.url}/v1/secret-key?token=hunter2"
+        with pytest.raises(PublisherError) as err:
+            Reader(fast_client([keyed]), dataclasses.replace(demo_profile, chain_id=1)).read()
+    assert "secret-key" not in str(err.value) and "hunter2" not in str(err.value)
+    assert f"{proxy.url}/***" in str(err.value)
+
+
+def test_the_cli_never_prints_a_keyed_rpc_url(demo, tmp_path):
+    with FlakyProxy(demo.url) as proxy:
+        keyed = f"{proxy.url}/ext/bc/C/rpc/secret-key"
+        # Fuji expects chain 43113; the devnet answers 43112, so the run stops at the first request.
+        result = CliRunner().invoke(cli, ["snapshot", "--network", "fuji", "--rpc-url", keyed, "--out", str(tmp_path / "s.json")])
+    assert result.exit_code == 1
+    assert "secret-key" not in result.output
+    assert result.output.strip() == f"error: RPC {proxy.url}/*** serves chain id 43112, expected 43113"
+
+
+# ---- nodes that refuse big requests ------------------------------------------------------------
+
+
+def test_chunks_are_halved_when_the_node_answers_out_of_gas(demo, demo_profile, reference):
+    snap, direct = reference
+    with FlakyProxy(demo.url, max_call_data=20_000) as proxy:
+        client = fast_client([proxy.url])
+        got = Reader(client, demo_profile).read(block=snap.block.number)
+    assert got == snap
+    assert proxy.refused_calls > 0
+    assert client.counters.http_requests > direct.http_requests
+    assert client.counters.eth_calls > direct.eth_calls
+
+
+def test_requests_are_split_when_the_node_answers_413(demo, demo_profile, reference):
+    snap, direct = reference
+    with FlakyProxy(demo.url, max_body=30_000) as proxy:
+        client = fast_client([proxy.url])
+        got = Reader(client, demo_profile).read(block=snap.block.number)
+    assert got == snap
+    assert proxy.refused_bodies > 0
+    assert client.counters.http_requests > direct.http_requests
+
+
+def test_a_single_call_too_heavy_for_the_node_fails_clearly(demo):
+    with FlakyProxy(demo.url, max_call_data=100) as proxy:
+        mc = Multicall(fast_client([proxy.url]), MULTICALL3, "latest")
+        with pytest.raises(CallFailed) as err:
+            mc.run([Call(demo.addresses["Staking"], abis.getStakers, (0, 0), contract="Staking")] * 2)
+    assert "multicall of 1 calls from Staking.getStakers(0, 0) failed: out of gas" in str(err.value)
+
+
+# ---- the ABI codec agrees with eth_abi ----------------------------------------------------------
+
+BASIC = ["uint8", "uint32", "uint112", "uint192", "uint256", "int8", "int64", "int256", "address", "bool",
+         "bytes1", "bytes4", "bytes32", "bytes", "string"]
+
+
+def _types(depth: int = 2):
+    leaf = st.sampled_from(BASIC)
+    if depth == 0:
+        return leaf
+    inner = _types(depth - 1)
+    return st.one_of(
+        leaf,
+        inner.map(lambda t: t + "[]"),
+        st.lists(inner, min_size=1, max_size=4).map(lambda ts: "(" + ",".join(ts) + ")"),
+    )
+
+
+def _values(t: str):
+    if t.endswith("[]"):
+        return st.lists(_values(t[:-2]), max_size=4)
+    if t.startswith("("):
+        return st.tuples(*[_values(x) for x in codec.split_types(t[1:-1])])
+    if t.startswith("uint"):
+        return st.integers(0, 2 ** int(t[4:]) - 1)
+    if t.startswith("int"):
+        bits = int(t[3:])
+        return st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if t == "address":
+        return st.binary(min_size=20, max_size=20).map(lambda b: "0x" + b.hex())
+    if t == "bool":
+        return st.booleans()
+    if t == "bytes":
+        return st.binary(max_size=70)
+    if t == "string":
+        return st.text(max_size=20)
+    return st.binary(min_size=int(t[5:]), max_size=int(t[5:]))
+
+
+@st.composite
+def typed_values(draw):
+    types = draw(st.lists(_types(), min_size=1, max_size=4))
+    return types, draw(st.tuples(*[_values(t) for t in types]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(typed_values())
+def test_codec_encodes_and_decodes_exactly_like_eth_abi(tv):
+    types, values = tv
+    encoded = eth_abi.encode(types, values)
+    assert codec.encode(types, values) == encoded
+    assert codec.decode(types, encoded) == eth_abi.decode(types, encoded)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(typed_values(), st.data())
+def test_codec_never_accepts_what_eth_abi_rejects(tv, data):
+    types, values = tv
+    encoded = bytearray(eth_abi.encode(types, values))
+    if encoded:
+        for _ in range(data.draw(st.integers(1, 3))):
+            encoded[data.draw(st.integers(0, len(encoded) - 1))] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(encoded)))
+    for blob in (bytes(encoded), bytes(encoded[:cut])):
+        try:
+            ours = codec.decode(types, blob)
+        except Exception:
+            continue  # stricter than eth_abi is fine
+        assert ours == eth_abi.decode(types, blob)
+
+
+def test_codec_rejects_bad_values_like_eth_abi():
+    for types, values in ((["uint8"], (256,)), (["int8"], (-129,)), (["uint256"], (-1,)), (["bool"], (1,)),
+                          (["uint256"], (True,)), (["address"], ("0x1234",)), (["bytes2"], (b"abc",)),
+                          (["address"], ("0x" + "zz" * 20,)), (["address"], (b"\x01" * 21,)),
+                          (["string"], (b"x",)), (["bytes"], ("x",)), (["uint256[]"], (5,))):
+        with pytest.raises(eth_abi.exceptions.EncodingError):
+            eth_abi.encode(types, values)
+        with pytest.raises(eth_abi.exceptions.EncodingError):
+            codec.encode(types, values)
+
+
+def test_checksum_matches_eip55():
+    from eth_utils import to_checksum_address
+    for raw in (b"\x00" * 20, b"\xff" * 20, keccak(b"x")[:20], keccak(b"y")[-20:]):
+        assert codec.checksum("0x" + raw.hex()) == to_checksum_address(raw)
