@@ -99,10 +99,12 @@ def write_tree(out_dir: Path, files: dict[str, bytes]) -> None:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
-        for path, data in files.items():
-            target = tmp / file_for(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        targets = {path: tmp / file_for(path) for path in files}
+        for folder in {t.parent for t in targets.values()}:
+            folder.mkdir(parents=True, exist_ok=True)
+        for path, target in targets.items():
+            with open(target, "wb") as fh:
+                fh.write(files[path])
         (tmp / ".gitkeep").touch()  # the repository keeps an empty out/ folder
         os.chmod(tmp, 0o755)
         old = None

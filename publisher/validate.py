@@ -8,6 +8,7 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
+import fastjsonschema
 from jsonschema import Draft202012Validator
 
 from .endpoints.registry import Endpoint, file_for, load_all, match, url_for
@@ -26,6 +27,14 @@ def _validator(path: str) -> Draft202012Validator:
     ep: Endpoint = load_all()[path]
     Draft202012Validator.check_schema(ep.schema)
     return Draft202012Validator(ep.schema)
+
+
+@lru_cache(maxsize=None)
+def _fast(path: str):
+    """A compiled validator: ten times faster, which matters for tens of thousands of entity files.
+    The schemas use only keywords that mean the same in draft 7 and 2020-12; the 2020-12 validator
+    above reports the errors when this one says no."""
+    return fastjsonschema.compile(load_all()[path].schema)
 
 
 def load_dir(directory: str | Path) -> dict[str, bytes]:
@@ -56,7 +65,13 @@ def validate(files: dict[str, bytes], *, feed_max_age: int | None = None) -> lis
         except ValueError as exc:
             problems.append(f"{path}: {exc}")
             continue
-        errors = sorted(_validator(ep.path).iter_errors(body), key=lambda e: list(e.absolute_path))
+        try:
+            _fast(ep.path)(body)
+            errors = []
+        except fastjsonschema.JsonSchemaException:
+            errors = sorted(_validator(ep.path).iter_errors(body), key=lambda e: list(e.absolute_path))
+            if not errors:
+                problems.append(f"{path}: schema: rejected by the compiled validator")
         for err in errors[:3]:
             where = "/".join(str(p) for p in err.absolute_path) or "(root)"
             problems.append(f"{path}: schema: at {where}: {err.message[:200]}")

@@ -3,6 +3,7 @@ render function — and build, check, the OpenAPI document, serve and publish al
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -49,8 +50,7 @@ class Endpoint:
     @property
     def pattern(self) -> re.Pattern:
         """Regex matching concrete URL paths of this endpoint."""
-        parts = re.split(r"(\{[^}]+\})", self.path)
-        return re.compile("^" + "".join("([^/]+)" if p.startswith("{") else re.escape(p) for p in parts) + "$")
+        return _pattern(self.path)
 
 
     def canonical(self, url_path: str) -> str:
@@ -62,6 +62,12 @@ class Endpoint:
         lower = {p.name for p in self.params if p.lowercase}
         values = [v.lower() if n in lower else v for n, v in zip(names, m.groups())]
         return self.path.format(**dict(zip(names, values)))
+
+
+@lru_cache(maxsize=None)
+def _pattern(template: str) -> re.Pattern:
+    parts = re.split(r"(\{[^}]+\})", template)
+    return re.compile("^" + "".join("([^/]+)" if p.startswith("{") else re.escape(p) for p in parts) + "$")
 
 
 REGISTRY: dict[str, Endpoint] = {}
