@@ -87,7 +87,7 @@ def _close(a: float, b: float) -> bool:
 def invariants(b: dict, feed_max_age: int | None = None) -> list[str]:
     out = []
     prices, metrics, stakers = b.get("/prices"), b.get("/metrics"), b.get("/stakers")
-    minipools, vault, apy = b.get("/minipools"), b.get("/ggAvax"), b.get("/metrics/apy")
+    minipools, vault = b.get("/minipools"), b.get("/ggAvax")
     if prices:
         for k in ("ggpInAvax", "ggpInUSD", "avaxInUSD"):
             if not prices[k] > 0:

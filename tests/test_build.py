@@ -12,11 +12,9 @@ import pytest
 from web3 import Web3
 
 from publisher.build import build, render
-from publisher.chain import abis
 from publisher.compute.nodeid import node_id_bytes
 from publisher.config import load_profile
 from publisher.errors import PublisherError
-from publisher.snapshot import Snapshot
 from publisher.validate import load_dir, validate
 
 ARTIFACTS = json.loads((Path(__file__).parents[1] / "publisher/devnet/artifacts.json").read_text())["contracts"]

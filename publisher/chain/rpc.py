@@ -8,28 +8,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
-import time
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 import requests
 from urllib3.exceptions import NewConnectionError
 
 from ..errors import PublisherError
+from ..transport import RETRY_STATUS, Backoff, BodyTooLarge, mask_url, read_bounded
 
-RETRY_STATUS = {429, 500, 502, 503, 504}
 # JSON-RPC error codes that mean "try again later" rather than "your call is wrong".
 RETRY_RPC_CODES = {-32005, -32603}
-
-
-def mask_url(url: str) -> str:
-    """Keep scheme, host and port; hide path, query and credentials (where providers put keys)."""
-    parts = urlsplit(url)
-    host = parts.hostname or "?"
-    port = f":{parts.port}" if parts.port else ""
-    hidden = "/***" if (parts.path.strip("/") or parts.query or parts.username) else ""
-    return f"{parts.scheme}://{host}{port}{hidden}"
 
 
 class RpcError(PublisherError):
@@ -83,7 +71,7 @@ class RpcClient:
             raise PublisherError("no RPC URL configured")
         self._ids = itertools.count(1)
         self._url_index = 0
-        self._rng = random.Random()
+        self._backoff = Backoff(self.backoff, self.max_backoff)
 
     @property
     def url(self) -> str:
@@ -152,18 +140,18 @@ class RpcClient:
             except requests.Timeout as exc:
                 last = "timed out"
                 refused += isinstance(exc, requests.ConnectTimeout)
-                self._sleep(attempt, None)
+                self._backoff.sleep(attempt, self.max_attempts)
                 continue
             except requests.RequestException as exc:
                 last = f"connection error ({type(exc).__name__})"
                 refused += _could_not_connect(exc)
-                self._sleep(attempt, None)
+                self._backoff.sleep(attempt, self.max_attempts)
                 continue
             if resp.status_code == 413:
                 raise PayloadTooLarge(f"RPC {self._where()} refused {what}: request too large (HTTP 413)")
             if resp.status_code in RETRY_STATUS:
                 last = f"HTTP {resp.status_code}"
-                self._sleep(attempt, resp.headers.get("Retry-After"))
+                self._backoff.sleep(attempt, self.max_attempts, resp.headers.get("Retry-After"))
                 continue
             if resp.status_code != 200:
                 raise RpcUnavailable(f"RPC {self._where()} answered HTTP {resp.status_code} to {what}")
@@ -171,26 +159,23 @@ class RpcClient:
                 answer = json.loads(body)
             except ValueError:
                 last = "malformed JSON"
-                self._sleep(attempt, None)
+                self._backoff.sleep(attempt, self.max_attempts)
                 continue
             if self._retryable_error(answer):
                 last = "node busy (JSON-RPC error)"
-                self._sleep(attempt, None)
+                self._backoff.sleep(attempt, self.max_attempts)
                 continue
             return answer
         raise RpcUnavailable(f"RPC {self.describe()} failed for {what} after {self.max_attempts} attempts: {last}",
                              unreachable=refused == self.max_attempts)
 
     def _read(self, resp: requests.Response) -> bytes:
-        chunks, size = [], 0
-        for chunk in resp.iter_content(1 << 16):
-            size += len(chunk)
-            if size > self.max_response_bytes:
-                resp.close()
-                raise RpcUnavailable(f"RPC {self._where()} response exceeds {self.max_response_bytes} bytes")
-            chunks.append(chunk)
-        self.counters.bytes_received += size
-        return b"".join(chunks)
+        try:
+            body = read_bounded(resp, self.max_response_bytes)
+        except BodyTooLarge:
+            raise RpcUnavailable(f"RPC {self._where()} response exceeds {self.max_response_bytes} bytes") from None
+        self.counters.bytes_received += len(body)
+        return body
 
     @staticmethod
     def _retryable_error(answer) -> bool:
@@ -201,18 +186,6 @@ class RpcClient:
             # to get those items back, and it is cheap next to failing the run.
             return any(isinstance(item, dict) and _transient(item.get("error")) for item in answer)
         return False
-
-    def _sleep(self, attempt: int, retry_after: str | None) -> None:
-        if attempt + 1 >= self.max_attempts:
-            return
-        delay = min(self.max_backoff, self.backoff * (2 ** attempt))
-        if retry_after:
-            try:
-                delay = min(self.max_backoff, max(delay, float(retry_after)))
-            except ValueError:
-                pass
-        # Full jitter keeps many clients from retrying in lockstep.
-        time.sleep(delay * (0.5 + self._rng.random() / 2))
 
 
 # Words of errors about the request itself (a block range, a result count, gas): asking again

@@ -2,20 +2,17 @@
 and errors that name the source with its URL masked.
 
 Request headers may carry API keys: they are sent, never printed. Messages show only
-``mask_url`` of the request URL (chain/rpc.py), so keys in paths or query strings stay hidden too.
+``mask_url`` of the request URL (transport.py), so keys in paths or query strings stay hidden too.
 """
 from __future__ import annotations
 
 import json
-import random
-import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from email.utils import parsedate_to_datetime
 
 import requests
 
-from ..chain.rpc import RETRY_STATUS, mask_url
+from ..transport import RETRY_STATUS, Backoff, BodyTooLarge, mask_url, read_bounded
 from ..errors import PublisherError
 
 
@@ -59,7 +56,7 @@ class HttpClient:
 
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/")
-        self._rng = random.Random()
+        self._backoff = Backoff(self.backoff, self.max_backoff, self.max_retry_after)
 
     def where(self, path: str = "") -> str:
         return f"{self.label} {mask_url(self.base_url + path)}"
@@ -92,16 +89,16 @@ class HttpClient:
                 body = self._read(resp, path)
             except requests.Timeout:
                 last = "timed out"
-                self._sleep(attempt, None)
+                self._backoff.sleep(attempt, self.max_attempts)
                 continue
             except requests.RequestException as exc:
                 # The exception text can quote the URL with its query: only the type is shown.
                 last = f"connection error ({type(exc).__name__})"
-                self._sleep(attempt, None)
+                self._backoff.sleep(attempt, self.max_attempts)
                 continue
             if resp.status_code in RETRY_STATUS:
                 last = f"HTTP {resp.status_code}"
-                self._sleep(attempt, resp.headers.get("Retry-After"))
+                self._backoff.sleep(attempt, self.max_attempts, resp.headers.get("Retry-After"))
                 continue
             if resp.status_code != 200:
                 raise SourceUnavailable(f"{self.where(path)} failed: HTTP {resp.status_code}")
@@ -113,45 +110,14 @@ class HttpClient:
         raise SourceUnavailable(f"{self.where(path)} failed: {last} after {self.max_attempts} attempts")
 
     def _read(self, resp: requests.Response, path: str) -> bytes:
-        declared = resp.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            resp.close()
-            raise self.malformed(path, f"body exceeds {self.max_bytes} bytes")
-        chunks, size = [], 0
-        for chunk in resp.iter_content(1 << 16):
-            size += len(chunk)
-            if size > self.max_bytes:
-                resp.close()
-                raise self.malformed(path, f"body exceeds {self.max_bytes} bytes")
-            chunks.append(chunk)
-        self.counters.bytes_received += size
-        return b"".join(chunks)
-
-    def _sleep(self, attempt: int, retry_after: str | None) -> None:
-        if attempt + 1 >= self.max_attempts:
-            return
-        delay = min(self.max_backoff, self.backoff * 2**attempt) * (0.5 + self._rng.random() / 2)
-        # Retry-After is a floor set by the server, so jitter never shortens it; capped so a
-        # hostile or confused server cannot park the run.
-        delay = max(delay, min(self.max_retry_after, retry_after_seconds(retry_after)))
-        time.sleep(delay)
+        try:
+            body = read_bounded(resp, self.max_bytes)
+        except BodyTooLarge:
+            raise self.malformed(path, f"body exceeds {self.max_bytes} bytes") from None
+        self.counters.bytes_received += len(body)
+        return body
 
 
 def one_line(text: str, limit: int = 200) -> str:
     """Remote text made fit for a one-line message."""
     return " ".join(str(text).split())[:limit]
-
-
-def retry_after_seconds(value: str | None) -> float:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date); 0 when absent or invalid."""
-    if not value:
-        return 0.0
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return 0.0
