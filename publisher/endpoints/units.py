@@ -1,30 +1,20 @@
-"""The one number-formatting rule of the API (DESIGN §6 units rule).
+"""The one number-formatting rule of the API (DESIGN §6 units rule), shared with the rewards
+function through ``compute/rewards.py`` (which must stay standard-library only).
 
 Token amounts: JSON numbers in whole tokens. Percentages: JSON numbers in percent. Both are the
-correctly rounded double of the exact decimal value, so the same wei always gives the same bytes.
+correctly rounded double of the exact ratio (Python's int / int), so the same wei always gives the
+same bytes.
 """
 from __future__ import annotations
 
-import json
-from decimal import Decimal, getcontext
+from ..compute.rewards import WAD, canonical_json, pct
 
-getcontext().prec = 60
-WAD = 10**18
+__all__ = ["WAD", "tokens", "pct_wad", "dumps"]
 
 
 def tokens(wei: int, decimals: int = 18) -> float:
-    return float(Decimal(wei) / (Decimal(10) ** decimals))
+    return wei / 10**decimals
 
 
-def pct_wad(value: int) -> float:
-    """A 1e18-scaled ratio (1e18 = 100 %) in percent."""
-    return float(Decimal(value) / Decimal(10**16))
-
-
-def pct(value: float) -> float:
-    return float(value)
-
-
-def dumps(body) -> bytes:
-    """Canonical JSON bytes: sorted keys, compact, UTF-8, NaN/Infinity refused."""
-    return (json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode()
+pct_wad = pct  # a 1e18-scaled ratio (1e18 = 100 %) in percent
+dumps = canonical_json  # canonical JSON bytes: sorted keys, compact, UTF-8, no NaN/Infinity
