@@ -376,6 +376,26 @@ def whole_tokens(wei: int) -> str:
     return _dec(wei, 18, 18)
 
 
+# /rewards/byStake query bounds, whole tokens: GGP cannot exceed its fixed MAX_SUPPLY; no operator
+# can hold more AVAX than its 720 M supply cap, so 1e9 leaves room and keeps the numbers sane.
+QUERY_LIMITS = {"ggpStaked": 22_500_000, "avaxStaked": 1_000_000_000}
+MAX_AMOUNT_CHARS = 64
+
+
+def amount_pattern(max_whole: int) -> str:
+    """Regex of whole-token decimal strings (up to 18 fractional digits, leading zeros allowed)
+    whose value is at most ``max_whole``: the published schema states exactly what the function
+    accepts, so a client validating against it is never surprised by a 400."""
+    digits = str(max_whole)
+    below = [f"[0-9]{{1,{len(digits) - 1}}}"] if len(digits) > 1 else []
+    for i, d in enumerate(digits):
+        if d != "0":
+            low = f"[0-{int(d) - 1}]" if d != "1" else "0"
+            rest = len(digits) - i - 1
+            below.append(digits[:i] + low + (f"[0-9]{{{rest}}}" if rest else ""))
+    return (f"^0*(?:(?:{'|'.join(below)})(?:\\.[0-9]{{1,18}})?|{digits}(?:\\.0{{1,18}})?)$")
+
+
 def canonical_json(body) -> bytes:
     """Canonical JSON bytes: sorted keys, compact, UTF-8, NaN/Infinity refused, trailing newline.
     The API's one serialization rule (publisher.endpoints.units.dumps writes the same bytes)."""

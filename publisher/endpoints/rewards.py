@@ -253,9 +253,11 @@ function_endpoint(
     schema=BY_STAKE,
     params=(
         Param("ggpStaked", "query", "GGP staked, whole tokens (at most the GGP max supply, 22 500 000)",
-              {"type": "string", "pattern": AMOUNT_PATTERN, "maxLength": 64}, example="1500"),
+              {"type": "string", "pattern": R.amount_pattern(R.QUERY_LIMITS["ggpStaked"]),
+               "maxLength": R.MAX_AMOUNT_CHARS}, example="1500"),
         Param("avaxStaked", "query", "Own AVAX, whole tokens (at most 1 000 000 000)",
-              {"type": "string", "pattern": AMOUNT_PATTERN, "maxLength": 64}, example="1000"),
+              {"type": "string", "pattern": R.amount_pattern(R.QUERY_LIMITS["avaxStaked"]),
+               "maxLength": R.MAX_AMOUNT_CHARS}, example="1000"),
     ),
 )
 

@@ -24,11 +24,9 @@ except ImportError:  # packaged: rewards.py sits next to this file at the top of
 PATH = "/rewards/byStake"
 NAMES = ("ggpStaked", "avaxStaked")
 WAD = rewards.WAD
-# Upper bounds: no one can stake more GGP than can ever exist (TokenGGP.MAX_SUPPLY, a contract
-# constant), and 1e9 AVAX is above AVAX's 720 M supply cap. They also keep the integers small.
-MAX_WEI = {"ggpStaked": 22_500_000 * WAD, "avaxStaked": 1_000_000_000 * WAD}
+MAX_WEI = {name: limit * WAD for name, limit in rewards.QUERY_LIMITS.items()}
 MAX_QUERY_CHARS = 1024
-MAX_AMOUNT_CHARS = 64
+MAX_AMOUNT_CHARS = rewards.MAX_AMOUNT_CHARS
 PARAMS_MAX_DEPTH = 16
 PARAMS_MAX_BYTES = 1 << 20  # the document is a few KB; refuse anything absurd
 FETCH_TIMEOUT = 3.0
