@@ -50,7 +50,7 @@ def render(snap: Snapshot, profile: Profile) -> dict[str, bytes]:
             if path in ctx.files:
                 raise PublisherError(f"two responses for {path}")
             try:
-                ctx.files[path] = dumps(body)
+                ctx.files[path] = body.encode() if isinstance(body, str) else dumps(body)
             except ValueError as exc:  # NaN or Infinity
                 raise PublisherError(f"{path}: {exc}") from None
     return dict(ctx.files)

@@ -78,3 +78,22 @@ def test_openapi_document_is_valid_and_every_example_resolves(site):
         query = {p["name"]: p["example"] for p in params if p["in"] == "query"}
         r = requests.get(base + url, params=query)
         assert r.status_code == 200, (url, r.text[:200])
+
+
+def test_pages_link_every_endpoint_and_every_link_resolves(site):
+    import re
+    from urllib.parse import urljoin
+
+    base, _ = site
+    index = requests.get(base + "/")
+    assert index.status_code == 200 and index.headers["Content-Type"].startswith("text/html")
+    reference = requests.get(base + "/docs.html")
+    assert reference.status_code == 200 and "<code>" in reference.text
+    for path in (ep.path for ep in load_all().values() if ep.content_type == "application/json"):
+        assert f">{path}<" in index.text, path
+        assert f"<code>{path}</code>" in reference.text, path
+    links = set(re.findall(r'href="([^"#]+)"', index.text + reference.text))
+    assert len(links) > 15
+    for link in links:
+        r = requests.get(urljoin(base + "/", link.replace("&amp;", "&")))
+        assert r.status_code == 200, link
