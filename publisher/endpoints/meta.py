@@ -40,6 +40,18 @@ def flags(ctx: Context):
                             "paused": dict(ctx.snap.paused), "meta": meta(ctx)}
 
 
+NOT_FOUND = {"error": {"code": "not_found", "message": "no such resource"}}
+
+
+@endpoint(
+    "/errors/404", tag="About", summary="Not found", cache="docs", documented=False,
+    description="The JSON body the CDN answers, with status 404, for a path that names no published file.",
+    schema=S.obj({"error": S.obj({"code": {"const": "not_found"}, "message": S.STRING})}),
+)
+def not_found(ctx: Context):
+    yield "/errors/404", NOT_FOUND
+
+
 @endpoint(
     "/status", tag="About", summary="Run stamp",
     description="When and from which block this data was built, which version built it, when the next "

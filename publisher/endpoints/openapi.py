@@ -62,7 +62,7 @@ def _operation(ep: Endpoint, examples: dict[str, str], max_age: int) -> dict:
 
 def document(ctx: Context) -> dict:
     examples = _examples(ctx)
-    endpoints = [ep for ep in load_all().values() if ep.content_type == "application/json"]
+    endpoints = [ep for ep in load_all().values() if ep.content_type == "application/json" and ep.documented]
     tags = sorted({ep.tag for ep in endpoints if ep.tag})
     return {
         "openapi": "3.1.0",

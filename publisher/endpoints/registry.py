@@ -42,6 +42,7 @@ class Endpoint:
     params: tuple[Param, ...] = ()
     content_type: str = "application/json"
     final: bool = False  # rendered after every other file, because it describes them (/status)
+    documented: bool = True  # listed in the OpenAPI document and the pages
 
     @property
     def is_function(self) -> bool:

