@@ -25,6 +25,16 @@ def fail_cleanly(fn):
         except PublisherError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
+        except OSError as exc:
+            click.echo(f"error: {exc.strerror or type(exc).__name__}: {exc.filename or ''}".rstrip(": "), err=True)
+            sys.exit(1)
+        except Exception as exc:
+            # Still one line and nothing published; the message of an unexpected error could quote
+            # a URL with a key, so only its type is shown unless -v asks for the traceback.
+            if logging.getLogger().isEnabledFor(logging.INFO):
+                raise
+            click.echo(f"error: unexpected {type(exc).__name__} (run with -v for details); nothing was written", err=True)
+            sys.exit(2)
     return wrapper
 
 
@@ -160,6 +170,27 @@ def serve(directory: str, host: str, port: int) -> None:
         click.echo("stopping")
     finally:
         server.server_close()
+
+
+@main.command()
+@click.option("--dir", "directory", type=click.Path(exists=True, file_okay=False), default="out", show_default=True)
+@click.option("--bucket", required=True, help="Target S3 bucket.")
+@click.option("--prefix", default="", help="Key prefix inside the bucket.")
+@click.option("--endpoint-url", help="An S3-compatible endpoint instead of AWS (also used for CloudFront).")
+@click.option("--region", help="AWS region (default: the AWS configuration's, else us-east-1).")
+@click.option("--distribution-id", help="CloudFront distribution to invalidate when docs change.")
+@click.option("--max-age", type=int, help="Data max-age in seconds (default: the build's cadenceSeconds).")
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option("--force", is_flag=True, help="Publish even beyond the change bounds or with an older block than the live data.")
+@fail_cleanly
+def publish(directory, bucket, prefix, endpoint_url, region, distribution_id, max_age, dry_run, force) -> None:
+    """Upload a built directory to S3: changed objects only, manifest and /status last."""
+    from .publish import publish as publish_dir
+
+    result = publish_dir(directory, bucket, prefix, endpoint_url=endpoint_url, region=region,
+                         distribution_id=distribution_id, max_age=max_age, dry_run=dry_run, force=force)
+    for line in result.describe():
+        click.echo(line)
 
 
 @main.group()

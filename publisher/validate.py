@@ -74,7 +74,8 @@ def validate(files: dict[str, bytes], *, feed_max_age: int | None = None) -> lis
         for err in errors[:3]:
             where = "/".join(str(p) for p in err.absolute_path) or "(root)"
             problems.append(f"{path}: schema: at {where}: {err.message[:200]}")
-        bodies[path] = body
+        if not errors:
+            bodies[path] = body  # cross-file invariants only read bodies that match their schema
     problems += invariants(bodies, feed_max_age)
     return problems
 
@@ -133,11 +134,12 @@ def compare_previous(old: dict[str, bytes], new: dict[str, bytes], *, max_price_
         o, n = strict_loads(old["/status"]), strict_loads(new["/status"])
     except (KeyError, ValueError):
         return []
-    if (o.get("network"), o.get("chainId")) != (n.get("network"), n.get("chainId")):
+    if not isinstance(o, dict) or (o.get("network"), o.get("chainId")) != (n.get("network"), n.get("chainId")):
         return []
     out = []
-    if n["block"]["number"] < o["block"]["number"]:
-        out.append(f"block {n['block']['number']} is older than the last run's {o['block']['number']}")
+    old_block = (o.get("block") or {}).get("number") if isinstance(o.get("block"), dict) else None
+    if isinstance(old_block, int) and n["block"]["number"] < old_block:
+        out.append(f"block {n['block']['number']} is older than the last run's {old_block}")
     try:
         op, np_ = strict_loads(old["/prices"]), strict_loads(new["/prices"])
         for k in ("ggpInAvax", "avaxInUSD"):
@@ -147,6 +149,6 @@ def compare_previous(old: dict[str, bytes], new: dict[str, bytes], *, max_price_
         os_, ns = strict_loads(old["/metrics"])["staker_count"], strict_loads(new["/metrics"])["staker_count"]
         if os_ and (os_ - ns) / os_ * 100 > max_staker_drop_pct:
             out.append(f"staker count dropped from {os_} to {ns} (bound {max_staker_drop_pct}%)")
-    except (KeyError, ValueError, ZeroDivisionError):
-        pass
+    except (KeyError, ValueError, TypeError, ZeroDivisionError):
+        pass  # a previous run we cannot read bounds nothing
     return out

@@ -70,7 +70,13 @@ class Multicall:
         encoded = [c.fn.encode(*c.args) for c in calls]
         chunks = self._chunks(calls, encoded)
         raw: dict[int, tuple[bool, bytes]] = {}
+        self._shared: dict[int, bool] = {}
         self._execute(chunks, calls, encoded, raw)
+        # A sub-call that ran out of gas inside a shared chunk fails with no data, just like a
+        # revert without a reason: run those alone once before calling them failures.
+        again = [i for i, (ok, data) in raw.items() if not ok and not data and self._shared[i]]
+        if again:
+            self._execute([[i] for i in again], calls, encoded, raw)
         out, failures = [], []
         for i, call in enumerate(calls):
             ok, data = raw[i]
@@ -114,7 +120,7 @@ class Multicall:
             try:
                 answers = self.client.batch(requests, raise_errors=False)
             except RpcUnavailable as exc:
-                if exc.unreachable:
+                if not exc.heavy:
                     raise
                 # Too big or too slow for this node: fewer chunks per request, then smaller chunks.
                 if len(group) > 1:
@@ -134,11 +140,17 @@ class Multicall:
                         continue
                     first = calls[chunk[0]]
                     raise CallFailed(f"multicall of {len(chunk)} calls from {first.describe()} failed: {answer.rpc_message}")
-                results = abis.aggregate3.decode(bytes.fromhex(answer[2:]))
+                try:
+                    results = abis.aggregate3.decode(bytes.fromhex(answer[2:]))
+                except (TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+                    first = calls[chunk[0]]
+                    raise CallFailed(f"multicall of {len(chunk)} calls from {first.describe()} returned a malformed "
+                                     f"result ({type(exc).__name__})") from None
                 if len(results) != len(chunk):
                     raise CallFailed(f"multicall returned {len(results)} results for {len(chunk)} calls")
                 for i, (ok, data) in zip(chunk, results):
                     raw[i] = (ok, bytes(data))
+                    self._shared[i] = len(chunk) > 1
                 if self.on_chunk:
                     self.on_chunk(len(chunk))
 

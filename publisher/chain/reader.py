@@ -42,15 +42,27 @@ def pin_block(client: RpcClient, block: int | None, expected_chain_id: int) -> B
     """Chain id check and the run's block, in one request."""
     tag = hex(block) if block is not None else "latest"
     chain_id, header = client.batch([("eth_chainId", []), ("eth_getBlockByNumber", [tag, False])])
-    if int(chain_id, 16) != expected_chain_id:
-        raise PublisherError(f"RPC {client.describe()} serves chain id {int(chain_id, 16)}, expected {expected_chain_id}")
+    served = _quantity(chain_id, "eth_chainId", client)
+    if served != expected_chain_id:
+        raise PublisherError(f"RPC {client.describe()} serves chain id {served}, expected {expected_chain_id}")
     if header is None:
         raise PublisherError(f"block {block} does not exist on RPC {client.describe()}")
-    return _ref(header)
+    return _ref(header, client)
 
 
-def _ref(header: dict) -> BlockRef:
-    return BlockRef(int(header["number"], 16), header["hash"], int(header["timestamp"], 16))
+def _quantity(value, what: str, client: RpcClient) -> int:
+    try:
+        return int(value, 16)
+    except (TypeError, ValueError):
+        raise PublisherError(f"RPC {client.describe()} answered {what} with a malformed value") from None
+
+
+def _ref(header, client: RpcClient) -> BlockRef:
+    """A block header's number, hash and time, checked: nodes are untrusted input too."""
+    if not isinstance(header, dict) or not isinstance(header.get("hash"), str):
+        raise PublisherError(f"RPC {client.describe()} returned a malformed block header")
+    return BlockRef(_quantity(header.get("number"), "a block number", client), header["hash"],
+                    _quantity(header.get("timestamp"), "a block timestamp", client))
 
 
 @dataclass
@@ -247,7 +259,7 @@ def find_block_at(client: RpcClient, timestamp: int, head: BlockRef, floor: int 
             break
         points = sorted({lo + (hi - lo) * i // fanout for i in range(fanout)} | {lo})
         headers = client.batch([("eth_getBlockByNumber", [hex(n), False]) for n in points])
-        refs = [_ref(h) for h in headers if h]
+        refs = [_ref(h, client) for h in headers if h]
         below = [r for r in refs if r.timestamp <= timestamp]
         if not below:
             return None  # even the floor block is later than the target

@@ -31,8 +31,11 @@ class RpcError(PublisherError):
 class RpcUnavailable(PublisherError):
     """No URL gave a usable answer within the attempt budget."""
 
-    def __init__(self, message: str, *, unreachable: bool = False):
+    def __init__(self, message: str, *, unreachable: bool = False, heavy: bool = False):
         super().__init__(message)
+        # The request itself was too much for the node (timeouts, size refusals): smaller requests
+        # may succeed. Rate limits and server errors are not that: splitting only multiplies them.
+        self.heavy = heavy
         # Every attempt failed to even connect: smaller requests cannot help, so callers that
         # split requests on failure should give up at once.
         self.unreachable = unreachable
@@ -40,6 +43,9 @@ class RpcUnavailable(PublisherError):
 
 class PayloadTooLarge(RpcUnavailable):
     """The node refused the request for its size (HTTP 413 or a size error)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, heavy=True)
 
 
 @dataclass
@@ -167,13 +173,13 @@ class RpcClient:
                 continue
             return answer
         raise RpcUnavailable(f"RPC {self.describe()} failed for {what} after {self.max_attempts} attempts: {last}",
-                             unreachable=refused == self.max_attempts)
+                             unreachable=refused == self.max_attempts, heavy=last == "timed out")
 
     def _read(self, resp: requests.Response) -> bytes:
         try:
             body = read_bounded(resp, self.max_response_bytes)
         except BodyTooLarge:
-            raise RpcUnavailable(f"RPC {self._where()} response exceeds {self.max_response_bytes} bytes") from None
+            raise RpcUnavailable(f"RPC {self._where()} response exceeds {self.max_response_bytes} bytes", heavy=True) from None
         self.counters.bytes_received += len(body)
         return body
 
