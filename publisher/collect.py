@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from . import sources
-from .chain.reader import Reader
+from .chain.reader import DAY, Reader, find_block_at
 from .chain.rpc import Counters, RpcClient
 from .config import Profile, load_profile
 from .errors import PublisherError
@@ -89,12 +89,23 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
 
 def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history.PriorHistory | None,
              warnings: list[str], progress: Progress | None):
+    """Daily prices, resumed from ``prior`` when it is this chain's. A fresh history reaches back
+    ``history_days`` at most, and a failure keeps what the previous run had: the history is
+    secondary, so it never stops the other endpoints from publishing."""
+    prior = history.verified(client, prior, snap, warnings)
+    start = profile.history_from_block
+    if prior is None and snap.feed is not None:
+        floor = find_block_at(client, snap.block.timestamp - profile.history_days * DAY, snap.block, start)
+        start = max(start, floor.number if floor else 0)
     if progress:
-        first = max(profile.history_from_block, prior.cursor + 1 if prior else 0)
+        first = max(start, prior.cursor + 1 if prior else 0)
         progress.start("price history", max(0, snap.block.number - first) // max(1, profile.history_log_span) + 1)
     try:
-        return history.build_for(client, snap, start=profile.history_from_block, span=profile.history_log_span,
+        return history.build_for(client, snap, start=start, span=profile.history_log_span,
                                  prior=prior, warnings=warnings, on_range=progress.advance if progress else None)
+    except PublisherError as exc:
+        warnings.append(f"price history not updated ({exc}): publishing the previous run's points")
+        return prior.points if prior else ()
     finally:
         if progress:
             progress.finish()

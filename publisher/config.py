@@ -37,6 +37,7 @@ class Profile:
     cadence_seconds: int = 300
     apy_window_days: int = 30
     history_from_block: int = 0
+    history_days: int = 400  # how far back a history built from scratch reaches
     history_log_span: int = 2048  # blocks per eth_getLogs; halved when a node refuses a range
     source_timeout: float = 15.0  # seconds per request to a third-party HTTP API
     validator_default_rate_pct: float = 7.5

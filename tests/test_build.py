@@ -204,3 +204,20 @@ def test_profile_files_are_valid():
     for name in ("devnet", "fuji", "mainnet"):
         p = load_profile(name)
         assert Web3.is_checksum_address(p.storage)
+
+
+def test_history_from_another_chain_is_not_resumed(demo, demo_profile, tmp_path):
+    out = tmp_path / "out"
+    (out / "prices").mkdir(parents=True)
+    planted = {"meta": {"network": "mainnet", "chainId": 43114, "block": {"number": 5, "hash": "0x" + "ab" * 32, "timestamp": 1}},
+               "points": [{"date": "2020-01-01", "ggpInAvaxWei": str(999 * 10**18), "avaxUsdAnswer": "100000000",
+                           "block": 1, "timestamp": 1577836800}]}
+    (out / "prices" / "history.json").write_text(json.dumps(planted))
+    env = {**os.environ, "PUBLISHER_VALIDATOR_API_URL": demo.services["validator_api"],
+           "PUBLISHER_PCHAIN_RPC_URL": demo.services["pchain_rpc"], "PUBLISHER_PRICE_API_URL": demo.services["price_api"]}
+    run = subprocess.run([sys.executable, "-m", "publisher.cli", "build", "--rpc-url", demo.url, "--out", str(out)],
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "previous price history ignored (it is from mainnet" in run.stdout
+    points = body(out, "prices/history.json")["points"]
+    assert points and points[0]["date"] != "2020-01-01" and all(p["ggpInAvax"] < 1 for p in points)

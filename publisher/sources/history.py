@@ -49,6 +49,11 @@ _phase_aggregators = Fn("phaseAggregators(uint16)", "address")
 class PriorHistory:
     points: tuple[PricePoint, ...]
     cursor: int  # last block the points reflect
+    # Where the points come from: a history is resumed only on the same chain, through the same
+    # cursor block (a different network, a reset devnet or a reorg means rebuilding).
+    network: str | None = None
+    chain_id: int | None = None
+    cursor_hash: str | None = None
 
 
 @dataclass
@@ -160,6 +165,29 @@ class _Fold:
         return tuple(self.days[d] for d in sorted(self.days))
 
 
+def verified(client: RpcClient, prior: PriorHistory | None, snap: Snapshot, warnings: list[str]) -> PriorHistory | None:
+    """``prior`` when it belongs to the snapshot's chain; otherwise None, with a warning."""
+    if prior is None:
+        return None
+    problem = _foreign(client, prior, snap)
+    if problem:
+        warnings.append(f"previous price history ignored ({problem}): rebuilding it")
+        return None
+    return prior
+
+
+def _foreign(client: RpcClient, prior: PriorHistory, snap: Snapshot) -> str | None:
+    """Why ``prior`` does not belong to the snapshot's chain, or None."""
+    if (prior.network, prior.chain_id) != (snap.network, snap.chain_id):
+        return f"it is from {prior.network} (chain {prior.chain_id})"
+    if prior.cursor > snap.block.number:
+        return f"its cursor {prior.cursor} is after block {snap.block.number}"
+    header = client.request("eth_getBlockByNumber", [hex(prior.cursor), False])
+    if not isinstance(header, dict) or header.get("hash") != prior.cursor_hash:
+        return f"block {prior.cursor} is not the one it was built from"
+    return None
+
+
 def _check_prior(prior: PriorHistory, head: int) -> str | None:
     dates = [p.date for p in prior.points]
     if dates != sorted(set(dates)):
@@ -249,7 +277,9 @@ def exact_fields(p: PricePoint) -> dict:
 
 
 def from_snapshot(snap: Snapshot) -> PriorHistory | None:
-    return PriorHistory(snap.price_history, snap.block.number) if snap.price_history else None
+    if not snap.price_history:
+        return None
+    return PriorHistory(snap.price_history, snap.block.number, snap.network, snap.chain_id, snap.block.hash)
 
 
 def load_published(path: str | Path) -> PriorHistory | None:
@@ -262,7 +292,9 @@ def load_published(path: str | Path) -> PriorHistory | None:
             PricePoint(str(i["date"]), int(i["ggpInAvaxWei"]), int(i["avaxUsdAnswer"]), int(i["block"]), int(i["timestamp"]))
             for i in data["points"]
         )
-        cursor = data.get("meta", {}).get("block", {}).get("number")
+        meta = data.get("meta", {})
+        cursor, cursor_hash = meta.get("block", {}).get("number"), meta.get("block", {}).get("hash")
+        network, chain_id = meta.get("network"), meta.get("chainId")
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -270,5 +302,7 @@ def load_published(path: str | Path) -> PriorHistory | None:
         return None
     if not points:
         return None
-    last = max(p.block for p in points)
-    return PriorHistory(points, cursor if isinstance(cursor, int) and cursor >= last else last)
+    if not isinstance(cursor, int) or cursor < max(p.block for p in points):
+        log.warning("cannot resume price history from %s (no usable cursor): rebuilding it", path)
+        return None
+    return PriorHistory(points, cursor, network, chain_id, cursor_hash)
