@@ -81,7 +81,7 @@ def check_snapshot(snap: Snapshot) -> None:
 def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool = False) -> Built:
     t0 = time.monotonic()
     files = render(snap, profile)
-    problems = validate(files, feed_max_age=profile.feed_max_age)
+    problems = validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
     out = Path(out_dir)
     if out.is_dir() and not force:
         problems += compare_previous(load_dir(out), files, max_price_move_pct=profile.max_price_move_pct,

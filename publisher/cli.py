@@ -140,7 +140,8 @@ def check(directory: str, network: str) -> None:
     files = load_dir(directory)
     if not files:
         raise PublisherError(f"{directory} holds no files")
-    problems = validate(files, feed_max_age=load_profile(network).feed_max_age)
+    profile = load_profile(network)
+    problems = validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
     for p in problems:
         click.echo(f"problem   {p}", err=True)
     if problems:

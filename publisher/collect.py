@@ -73,7 +73,8 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
         prices.validate_feed(snap.feed, snap.block, profile.feed_max_age)
         api = sources.price_api(profile, http)
         if api is not None:
-            price_check = prices.cross_check(api, snap, profile.price_divergence_pct, warnings)
+            bounds = {"avax": profile.price_divergence_pct, "ggp": profile.ggp_divergence_pct}
+            price_check = prices.cross_check(api, snap, bounds, warnings)
 
     vals = validators.fetch(validators.active_node_ids(snap), sources.glacier(profile, http),
                             sources.pchain(profile, http), warnings)

@@ -28,7 +28,9 @@ class Profile:
     # Registry addresses we expect; a mismatch with the chain's Storage is reported as a warning.
     addresses: dict[str, str] = field(default_factory=dict)
     price_api_url: str | None = None
-    price_divergence_pct: float = 5.0
+    price_divergence_pct: float = 5.0  # AVAX/USD: feed vs price API
+    ggp_divergence_pct: float = 25.0  # GGP/USD: oracle TWAP x feed vs a spot quote
+    oracle_max_age: int = 7 * 86_400  # a GGP/AVAX price older than this at the build block is refused
     validator_api_url: str | None = None
     validator_network: str = "mainnet"
     validator_api_key: str | None = None
@@ -67,6 +69,8 @@ def load_profile(name: str, **cli) -> Profile:
     if name not in NETWORKS:
         raise PublisherError(f"unknown network {name!r}; choose one of {', '.join(NETWORKS)}")
     data = json.loads((PROFILE_DIR / f"{name}.json").read_text())
+    if data.get("validator_api_key"):
+        raise PublisherError(f"profile {name} holds validator_api_key: secrets come only from PUBLISHER_VALIDATOR_API_KEY")
     data["rpc_urls"] = tuple(data.get("rpc_urls", ()))
     profile = Profile(name=name, **data)
     env = {}

@@ -31,8 +31,8 @@ class Site:
         self.root = root.resolve()
         self.max_age = max_age
         load_all()
-        params = self.root / "rewards" / "params.json"
-        os.environ.setdefault("REWARDS_PARAMS_URL", params.as_uri())
+        # The function answers from this directory's params, whatever the environment says.
+        os.environ["REWARDS_PARAMS_URL"] = (self.root / "rewards" / "params.json").as_uri()
 
     def get(self, raw_path: str, query: str, method: str) -> tuple[int, dict, bytes]:
         path = raw_path.rstrip("/") or "/"

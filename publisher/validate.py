@@ -48,7 +48,7 @@ def load_dir(directory: str | Path) -> dict[str, bytes]:
     return files
 
 
-def validate(files: dict[str, bytes], *, feed_max_age: int | None = None) -> list[str]:
+def validate(files: dict[str, bytes], *, feed_max_age: int | None = None, oracle_max_age: int | None = None) -> list[str]:
     """Every problem found, as one line each; empty means publishable."""
     load_all()
     problems, bodies = [], {}
@@ -76,7 +76,7 @@ def validate(files: dict[str, bytes], *, feed_max_age: int | None = None) -> lis
             problems.append(f"{path}: schema: at {where}: {err.message[:200]}")
         if not errors:
             bodies[path] = body  # cross-file invariants only read bodies that match their schema
-    problems += invariants(bodies, feed_max_age)
+    problems += invariants(bodies, feed_max_age, oracle_max_age)
     return problems
 
 
@@ -84,7 +84,7 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=REL, abs_tol=1e-9)
 
 
-def invariants(b: dict, feed_max_age: int | None = None) -> list[str]:
+def invariants(b: dict, feed_max_age: int | None = None, oracle_max_age: int | None = None) -> list[str]:
     out = []
     prices, metrics, stakers = b.get("/prices"), b.get("/metrics"), b.get("/stakers")
     minipools, vault = b.get("/minipools"), b.get("/ggAvax")
@@ -95,6 +95,10 @@ def invariants(b: dict, feed_max_age: int | None = None) -> list[str]:
         age = prices["meta"]["block"]["timestamp"] - prices["feed"]["updatedAt"]
         if feed_max_age is not None and age > feed_max_age:
             out.append(f"/prices: AVAX/USD feed round is {age}s old at the build block (max {feed_max_age}s)")
+        # GGP/USD multiplies the two prices: a stale oracle price would pass as a fresh USD quote.
+        age = prices["meta"]["block"]["timestamp"] - prices["oracle"]["timestamp"]
+        if oracle_max_age is not None and age > oracle_max_age:
+            out.append(f"/prices: the Oracle GGP price is {age}s old at the build block (max {oracle_max_age}s)")
     for path, keys in (("/metrics", ("ggavax_apy",)), ("/metrics/apy", ("total_apy", "total_apy_after_fees"))):
         for k in keys:
             v = (b.get(path) or {}).get(k)

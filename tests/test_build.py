@@ -195,7 +195,7 @@ def test_entity_files_carry_no_run_stamp(built):
 def test_feature_flags_merge_profile_and_chain(built, demo):
     flags = body(built, "featureFlags.json")
     assert flags["environment"] == "devnet"
-    assert flags["paused"]["MinipoolStreamliner"] is True  # seeded paused example
+    assert flags["paused"]["Oracle"] is True and flags["paused"]["TokenggAVAX"] is False  # seeded examples
     assert flags["flags"]["rewardsEstimator"] is True  # from the profile file
     assert flags["flags"]["liquidStakingDeposits"] is True and flags["flags"]["delegation"] is False
 
@@ -221,3 +221,10 @@ def test_history_from_another_chain_is_not_resumed(demo, demo_profile, tmp_path)
     assert "previous price history ignored (it is from mainnet" in run.stdout
     points = body(out, "prices/history.json")["points"]
     assert points and points[0]["date"] != "2020-01-01" and all(p["ggpInAvax"] < 1 for p in points)
+
+
+def test_stale_oracle_price_is_refused(demo_snapshot, demo_profile, tmp_path):
+    old = dataclasses.replace(demo_snapshot.oracle, timestamp=demo_snapshot.block.timestamp - demo_profile.oracle_max_age - 1)
+    with pytest.raises(PublisherError, match="Oracle GGP price is .* old"):
+        build(dataclasses.replace(demo_snapshot, oracle=old), demo_profile, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

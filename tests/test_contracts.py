@@ -109,7 +109,7 @@ def _sample_args(attr: str, fn: Fn, ctx: dict) -> tuple:
     a = ctx["addresses"]
     table = {
         "storage_getAddress": (registry_key("contract.address", "Staking"),),
-        "storage_getBool": (registry_key("contract.paused", "MinipoolStreamliner"),),
+        "storage_getBool": (registry_key("contract.paused", "Oracle"),),
         "balanceOf": (a["TokenggAVAX"],),
         "convertToAssets": (WAD,), "convertToShares": (WAD,),
         "getStakers": (0, 5),
@@ -117,7 +117,7 @@ def _sample_args(attr: str, fn: Fn, ctx: dict) -> tuple:
         "getEffectiveRewardsRatio": (ctx["staker"],), "isEligible": (ctx["staker"],),
         "getMinipool": (3,), "getMinipools": (2, 0, 64), "getMinipoolByNodeID": (ctx["node"],),
         "getClaimingContractDistribution": ("ClaimNodeOp",), "getClaimingContractPct": ("ClaimNodeOp",),
-        "getContractPaused": ("MinipoolStreamliner",),
+        "getContractPaused": ("Oracle",),
         "aggregate3": ([(a["Storage"], True, abis.storage_getAddress.encode(registry_key("contract.address", "Oracle")))],),
     }
     args = table.get(attr, ())

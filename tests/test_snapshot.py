@@ -232,7 +232,7 @@ MALFORMED = {
     "number as float": lambda doc: _changed(doc, ["staker_count"], 1.5),
     "stakers as object": lambda doc: _changed(doc, ["stakers"], {"a": 1}),
     "addresses as list": lambda doc: _changed(doc, ["addresses"], ["0x00"]),
-    "paused flag as int": lambda doc: _changed(doc, ["paused", "MinipoolStreamliner"], 1),
+    "paused flag as int": lambda doc: _changed(doc, ["paused", "Oracle"], 1),
     "staker missing a field": lambda doc: _changed(doc, ["stakers", 0, "ggp_staked"], KeyError),
     "deeply nested": lambda doc: "[" * 100_000 + "]" * 100_000,
     "not UTF-8": lambda doc: b"\xff\xfe{}",

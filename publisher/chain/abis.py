@@ -118,5 +118,6 @@ REGISTRY_NAMES = (
     "TokenGGP", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp",
     "ProtocolDAO", "Oracle",
 )
-# Contracts whose paused flag the API reports.
-PAUSABLE = ("TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp", "Oracle", "MinipoolStreamliner", "WithdrawQueue")
+# Contracts whose paused flag lives in Storage ("contract.paused", name), set by the protocol's
+# pauser; contracts with their own paused() (WithdrawQueue) are not among them.
+PAUSABLE = ("TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp", "Oracle")
