@@ -26,6 +26,7 @@ from publisher.devnet.seed import DEPLOYER
 from publisher.devnet.standins import Fault, Standins, missing_node
 from publisher.errors import PublisherError
 from publisher.snapshot import PricePoint
+from publisher.compute import prices as compute_prices
 from publisher.sources import history, prices
 from publisher.sources.validators import MAX_PAGES
 
@@ -102,7 +103,7 @@ def expected_nodes(snap) -> set[str]:
 
 def test_demo_snapshot_carries_usd_prices(demo_snapshot):
     snap = demo_snapshot
-    usd = prices.usd_prices(snap)
+    usd = compute_prices.usd_prices(snap)
     assert usd["avax_usd"] == Fraction(snap.feed.answer, 10**8) > 0
     assert usd["ggp_usd"] == Fraction(snap.oracle.price, WAD) * usd["avax_usd"]
     prices.validate_feed(snap.feed, snap.block, load_profile("devnet").feed_max_age)
@@ -112,7 +113,7 @@ def test_demo_snapshot_carries_usd_prices(demo_snapshot):
 
 def test_demo_snapshot_dex_quote(demo, demo_snapshot):
     snap = demo_snapshot
-    q = prices.dex_quote(snap)
+    q = compute_prices.dex_quote(snap)
     day = len(demo.scenario.prices) - 1
     dex_price = demo.scenario.final_price * (1000 + day % 7 - 3) // 1000  # as seeded
     assert q["ggp_in_avax"] == Fraction(dex_price, WAD)
@@ -122,10 +123,10 @@ def test_demo_snapshot_dex_quote(demo, demo_snapshot):
     # Token order does not matter: the GGP side is found by address.
     d = snap.dex
     flipped = dataclasses.replace(snap, dex=dataclasses.replace(d, token0=d.token1, token1=d.token0, reserve0=d.reserve1, reserve1=d.reserve0))
-    assert prices.dex_quote(flipped)["ggp_in_avax"] == q["ggp_in_avax"]
+    assert compute_prices.dex_quote(flipped)["ggp_in_avax"] == q["ggp_in_avax"]
     alien = dataclasses.replace(snap, dex=dataclasses.replace(d, token0=snap.addresses["Staking"], token1=snap.addresses["Oracle"]))
     with pytest.raises(PublisherError, match="does not hold GGP"):
-        prices.dex_quote(alien)
+        compute_prices.dex_quote(alien)
 
 
 def test_demo_snapshot_validators(demo, demo_snapshot):

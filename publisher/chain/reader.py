@@ -15,7 +15,7 @@ from . import abis
 from .abi import Fn
 from .codec import checksum
 from .multicall import Call, Multicall
-from .rpc import RpcClient, RpcError
+from .rpc import RpcClient, RpcError, RpcUnavailable
 from ..config import Profile
 from ..errors import PublisherError
 from ..progress import Progress
@@ -242,7 +242,7 @@ class Reader:
         try:
             data = self.client.request("eth_call", [{"to": vault, "data": "0x" + abis.convertToAssets.encode(WAD).hex()}, hex(ref.number)])
             value = abis.convertToAssets.decode(bytes.fromhex(data[2:]))
-        except (RpcError, ValueError, Exception) as exc:  # archive state may be missing
+        except (RpcError, RpcUnavailable, ValueError, TypeError) as exc:  # e.g. a node without archive state
             warnings.append(f"ggAVAX share price at block {ref.number} unavailable ({type(exc).__name__}): APY history unavailable")
             return None
         return VaultPoint(ref, value)

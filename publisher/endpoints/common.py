@@ -1,16 +1,21 @@
 """Values several endpoints share, computed once per build through ``Context.cached``."""
 from __future__ import annotations
 
-from ..chain.abis import MINIPOOL_STATUSES
+from ..chain.abis import ACTIVE_STATUSES, MINIPOOL_STATUSES
 from ..compute.nodeid import node_id, tx_id
+from ..compute.prices import usd_prices
 from ..errors import PublisherError
 from ..snapshot import Minipool, Staker
-from ..sources.prices import usd_prices
 from .context import Context
+from ..compute.rewards import UINT256_MAX
 from .units import pct_wad, tokens
 
-UINT_MAX = 2**256 - 1
-ACTIVE = (1, 2)  # Launched, Staking
+def status_counts(minipools) -> dict[str, int]:
+    """Minipools per status name, every status present (zero when none)."""
+    counts = dict.fromkeys(MINIPOOL_STATUSES, 0)
+    for m in minipools:
+        counts[MINIPOOL_STATUSES[m.status]] += 1
+    return counts
 
 
 def meta(ctx: Context) -> dict:
@@ -20,7 +25,7 @@ def meta(ctx: Context) -> dict:
 
 
 def usd(ctx: Context) -> dict:
-    """Exact AVAX/USD, GGP/AVAX and GGP/USD (sources/prices.py); the API needs the feed."""
+    """Exact AVAX/USD, GGP/AVAX and GGP/USD (compute/prices.py); the API needs the feed."""
     values = usd_prices(ctx.snap)
     if values is None:
         raise PublisherError("no AVAX/USD feed in the snapshot: configure avax_usd_feed for this network")
@@ -65,10 +70,7 @@ def minipool_record(m: Minipool) -> dict:
 
 
 def staker_record(st: Staker, pools: list[Minipool]) -> dict:
-    counts = {name: 0 for name in MINIPOOL_STATUSES}
-    for m in pools:
-        if m.status < len(MINIPOOL_STATUSES):
-            counts[MINIPOOL_STATUSES[m.status]] += 1
+    counts = status_counts(pools)
     return {
         "stakerAddr": st.staker_addr,
         "avaxAssigned": tokens(st.avax_assigned),
@@ -81,11 +83,11 @@ def staker_record(st: Staker, pools: list[Minipool]) -> dict:
         "rewardsStartTime": st.rewards_start_time,
         "ggpLockedUntil": st.ggp_locked_until,
         # getCollateralizationRatio answers uint256 max when nothing is assigned: no ratio.
-        "collateralizationRatioPct": None if st.collateralization_ratio == UINT_MAX else pct_wad(st.collateralization_ratio),
+        "collateralizationRatioPct": None if st.collateralization_ratio == UINT256_MAX else pct_wad(st.collateralization_ratio),
         "effectiveRewardsRatioPct": pct_wad(st.effective_rewards_ratio),
         "effectiveGGPStaked": tokens(st.effective_ggp_staked),
         "eligible": st.eligible,
         "minipoolCount": len(pools),
-        "activeMinipoolCount": sum(1 for m in pools if m.status in ACTIVE),
+        "activeMinipoolCount": sum(1 for m in pools if m.status in ACTIVE_STATUSES),
         "minipoolCounts": counts,
     }

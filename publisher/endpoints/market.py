@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..compute.prices import dex_quote
 from ..sources import history
-from ..sources.prices import dex_quote
 
 from . import schema as S
 from .common import meta, usd

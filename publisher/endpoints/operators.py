@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ..chain.abis import MINIPOOL_STATUSES
+from ..chain.abis import ACTIVE_STATUSES, MINIPOOL_STATUSES
 from ..compute.nodeid import node_id
 from . import schema as S
-from .common import ACTIVE, meta, minipool_record, staker_minipools, staker_record
+from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
 from .registry import Param, endpoint
 from .units import tokens
@@ -85,9 +85,7 @@ def staker(ctx: Context):
 )
 def minipools(ctx: Context):
     rows = [minipool_record(m) for m in ctx.snap.minipools]
-    counts = {n: 0 for n in MINIPOOL_STATUSES}
-    for m in ctx.snap.minipools:
-        counts[MINIPOOL_STATUSES[m.status]] += 1
+    counts = status_counts(ctx.snap.minipools)
     yield "/minipools", {"minipools": rows, "count": len(rows), "countsByStatus": counts, "meta": meta(ctx)}
 
 
@@ -124,7 +122,7 @@ def validators(ctx: Context):
     by_node = {v.node_id: v for v in s.validators}
     rows = []
     for m in s.minipools:
-        if m.status in ACTIVE:
+        if m.status in ACTIVE_STATUSES:
             v = by_node.get(node_id(m.node_id))
             rows.append({"minipool": minipool_record(m), "provider": None if v is None else {
                 "source": v.source, "txHash": v.tx_hash, "startTimestamp": v.start_timestamp,

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..chain.abis import MINIPOOL_STATUSES
+from ..chain.abis import ACTIVE_STATUSES, MINIPOOL_STATUSES
 from ..compute.apy import ggavax_apy
 from . import schema as S
-from .common import ACTIVE, meta, usd
+from .common import meta, status_counts, usd
 from .context import Context
 from .registry import endpoint
 from .rewards import metrics_fields
@@ -91,9 +91,7 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0} for n
 )
 def metrics(ctx: Context):
     s, u, a = ctx.snap, ctx.cached(usd), ctx.cached(apy)
-    counts = {f"minipools_{n.lower()}": 0 for n in MINIPOOL_STATUSES}
-    for m in s.minipools:
-        counts[f"minipools_{MINIPOOL_STATUSES[m.status].lower()}"] += 1
+    counts = {f"minipools_{name.lower()}": n for name, n in status_counts(s.minipools).items()}
     tvl = ctx.cached(tvl_avax)
     body = {
         "ggavax_apy": a.after_fees_pct, "ggavax_apy_note": a.note, "total_assets": tokens(s.ggavax.total_assets),
@@ -102,7 +100,7 @@ def metrics(ctx: Context):
         "total_ggp_staked": tokens(s.total_ggp_stake),
         "effective_ggp_staked": tokens(sum(st.effective_ggp_staked for st in s.stakers)),
         "staker_count": s.staker_count, "minipool_count": s.minipool_count, **counts,
-        "minipools_active": sum(1 for m in s.minipools if m.status in ACTIVE),
+        "minipools_active": sum(1 for m in s.minipools if m.status in ACTIVE_STATUSES),
         "tvl_avax": float(tvl), "tvl_usd": float(tvl * u["avax_usd"]),
         "rewards_cycle_count": s.rewards_pool.cycle_count, "rewards_cycle_start": s.rewards_pool.cycle_start_time,
         "rewards_cycle_end": s.rewards_pool.cycle_start_time + s.settings.rewards_cycle_seconds,

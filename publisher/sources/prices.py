@@ -1,15 +1,12 @@
-"""USD and DEX prices: the AVAX/USD feed checked for sanity, GGP/USD derived from the oracle, an
-optional cross-check against a CoinGecko-style price API, and the DEX quote for /prices/tj.
-
-Values are exact ``Fraction``s; renderers turn them into JSON numbers once (``float()`` of a
-Fraction is correctly rounded).
-"""
+"""USD price sources: the AVAX/USD feed checked for sanity and an optional cross-check of the
+derived USD prices (compute/prices.py) against a CoinGecko-style price API."""
 from __future__ import annotations
 
 import logging
 from decimal import Decimal
 from fractions import Fraction
 
+from ..compute.prices import usd_prices
 from ..errors import PublisherError
 from ..snapshot import BlockRef, FeedRound, PriceCheck, Snapshot
 from .http import HttpClient, SourceError
@@ -34,48 +31,6 @@ def validate_feed(feed: FeedRound, block: BlockRef, max_age: int) -> None:
     age = block.timestamp - feed.updated_at
     if age > max_age:
         raise PublisherError(f"{where}: round {feed.round_id} is {age}s old at block {block.number} (max {max_age}s)")
-
-
-def usd_prices(snap: Snapshot) -> dict[str, Fraction] | None:
-    """AVAX/USD from the feed and GGP/USD = oracle GGP/AVAX x AVAX/USD; None without a feed."""
-    if snap.feed is None:
-        return None
-    avax_usd = Fraction(snap.feed.answer, 10**snap.feed.decimals)
-    ggp_in_avax = Fraction(snap.oracle.price, WAD)
-    return {"avax_usd": avax_usd, "ggp_in_avax": ggp_in_avax, "ggp_usd": ggp_in_avax * avax_usd}
-
-
-def dex_quote(snap: Snapshot, *, ggp_decimals: int = 18, avax_decimals: int = 18) -> dict | None:
-    """GGP/AVAX from the v2 pair's reserves and its deviation from the oracle, exact; None without a pair."""
-    d = snap.dex
-    if d is None:
-        return None
-    ggp = snap.addresses["TokenGGP"].lower()
-    if d.token0.lower() == ggp:
-        reserve_ggp, reserve_avax = d.reserve0, d.reserve1
-    elif d.token1.lower() == ggp:
-        reserve_ggp, reserve_avax = d.reserve1, d.reserve0
-    else:
-        raise PublisherError(f"DEX pair {d.pair} does not hold GGP (tokens {d.token0}, {d.token1})")
-    if reserve_ggp == 0 or reserve_avax == 0:
-        raise PublisherError(f"DEX pair {d.pair} has an empty reserve")
-    price = Fraction(reserve_avax, 10**avax_decimals) / Fraction(reserve_ggp, 10**ggp_decimals)
-    oracle = Fraction(snap.oracle.price, WAD)
-    usd = usd_prices(snap)
-    return {
-        "pair": d.pair,
-        "token0": d.token0,
-        "token1": d.token1,
-        "reserve0": d.reserve0,
-        "reserve1": d.reserve1,
-        "reserve_ggp": reserve_ggp,
-        "reserve_avax": reserve_avax,
-        "block_timestamp_last": d.block_timestamp_last,
-        "ggp_in_avax": price,
-        "ggp_usd": price * usd["avax_usd"] if usd else None,
-        "oracle_ggp_in_avax": oracle,
-        "deviation_pct": (price - oracle) / oracle * 100,
-    }
 
 
 def cross_check(http: HttpClient, snap: Snapshot, bounds: dict[str, float], warnings: list[str]) -> PriceCheck:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
+from ..chain.abis import ACTIVE_STATUSES
 from ..compute.nodeid import node_id
 from ..errors import PublisherError
 from ..snapshot import Snapshot, Validator
@@ -20,7 +21,6 @@ from .http import HttpClient, SourceUnavailable, one_line
 
 log = logging.getLogger(__name__)
 
-ACTIVE_STATUSES = (1, 2)  # Launched, Staking
 GROUP = 25  # node IDs per request: keeps URLs around 1 KB
 PAGE_SIZE = 100  # Glacier's maximum
 MAX_PAGES = 20  # per group; 25 nodes fit one page, so more means the provider is looping
