@@ -180,7 +180,7 @@ def serve(directory: str, host: str, port: int) -> None:
 @click.option("--endpoint-url", help="An S3-compatible endpoint instead of AWS (also used for CloudFront).")
 @click.option("--region", help="AWS region (default: the AWS configuration's, else us-east-1).")
 @click.option("--distribution-id", help="CloudFront distribution to invalidate when docs change.")
-@click.option("--max-age", type=int, help="Data max-age in seconds (default: the build's cadenceSeconds).")
+@click.option("--max-age", type=click.IntRange(min=1), help="Data max-age in seconds (default: the build's cadenceSeconds).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("--force", is_flag=True, help="Publish even beyond the change bounds or with an older block than the live data.")
 @fail_cleanly

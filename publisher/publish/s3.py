@@ -1,0 +1,105 @@
+"""The S3 (any S3-compatible server) and CloudFront sink. Credentials come from boto3's usual chain
+(environment, AWS config, instance or OIDC role) and never pass through this code."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+from ..errors import PublisherError
+from ..transport import mask_url
+from .plan import Item
+
+MISSING = {"NoSuchKey", "404", "NotFound"}
+DELETE_BATCH = 1000  # DeleteObjects limit
+
+
+class S3Sink:
+    def __init__(self, bucket: str, *, endpoint_url: str | None = None, region: str | None = None,
+                 session: boto3.Session | None = None, workers: int = 16):
+        self.bucket = bucket
+        self.endpoint_url = endpoint_url
+        session = session or boto3.Session()
+        # Standard retry mode (backoff with jitter on throttling and 5xx); attempts follow the AWS
+        # configuration (AWS_MAX_ATTEMPTS), 3 by default.
+        config = Config(retries={"mode": "standard"}, max_pool_connections=workers,
+                        connect_timeout=10, read_timeout=60)
+        # Signing needs a region even against a local S3-compatible server.
+        region = region or session.region_name or "us-east-1"
+        try:
+            self.s3 = session.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
+            # CloudFront is global; moto and other emulators serve it at the same endpoint.
+            self.cloudfront = session.client("cloudfront", endpoint_url=endpoint_url, region_name="us-east-1",
+                                             config=config)
+        except (BotoCoreError, ValueError) as exc:
+            raise PublisherError(f"s3://{bucket}: cannot create the client: {self._reason(exc)}") from None
+
+    def where(self, prefix: str) -> str:
+        return f"s3://{self.bucket}/{prefix}"
+
+    def _reason(self, exc: Exception) -> str:
+        if isinstance(exc, EndpointConnectionError):
+            # Its message carries the full URL, which may include a path or query we do not print.
+            return f"cannot connect to {mask_url(self.endpoint_url or 'https://s3.amazonaws.com')}"
+        if isinstance(exc, ClientError):
+            err = exc.response.get("Error", {})
+            code = err.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
+            return f"{code}: {err.get('Message') or 'no message'}"
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+    @contextmanager
+    def _errors(self, action: str, key: str):
+        try:
+            yield
+        except (BotoCoreError, ClientError) as exc:
+            raise PublisherError(f"s3://{self.bucket}/{key}: {action} failed: {self._reason(exc)}") from None
+
+    def get(self, key: str) -> bytes | None:
+        with self._errors("read", key):
+            try:
+                return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in MISSING:
+                    return None
+                raise
+
+    def sizes(self, prefix: str) -> dict[str, int]:
+        """Every key under the prefix with its size."""
+        out = {}
+        with self._errors("list", prefix):
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+                for obj in page.get("Contents", ()):
+                    out[obj["Key"]] = obj["Size"]
+        return out
+
+    def put(self, item: Item) -> None:
+        self.put_bytes(item.key, item.body, item.content_type, item.cache_control, item.sha256)
+
+    def put_bytes(self, key: str, body: bytes, content_type: str, cache_control: str, sha256: str) -> None:
+        with self._errors("upload", key):
+            self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type,
+                               CacheControl=cache_control, Metadata={"sha256": sha256})
+
+    def delete(self, keys: list[str]) -> None:
+        for start in range(0, len(keys), DELETE_BATCH):
+            batch = keys[start:start + DELETE_BATCH]
+            with self._errors("delete", batch[0]):
+                resp = self.s3.delete_objects(Bucket=self.bucket, Delete={
+                    "Objects": [{"Key": k} for k in batch], "Quiet": True})
+            if resp.get("Errors"):
+                err = resp["Errors"][0]
+                raise PublisherError(f"s3://{self.bucket}/{err.get('Key')}: delete failed: "
+                                     f"{err.get('Code')}: {err.get('Message') or 'no message'}")
+
+    def invalidate(self, distribution_id: str, paths: list[str], reference: str) -> str:
+        """One invalidation request for all paths. A rerun with the same reference and paths is
+        answered with the existing invalidation instead of creating (and paying for) another."""
+        try:
+            resp = self.cloudfront.create_invalidation(DistributionId=distribution_id, InvalidationBatch={
+                "Paths": {"Quantity": len(paths), "Items": paths}, "CallerReference": reference})
+        except (BotoCoreError, ClientError) as exc:
+            raise PublisherError(f"CloudFront distribution {distribution_id}: invalidation failed: "
+                                 f"{self._reason(exc)}") from None
+        return resp["Invalidation"]["Id"]
