@@ -85,7 +85,8 @@ def _check(files: dict[str, bytes], directory) -> tuple[dict, object]:
     except (ValueError, AttributeError):
         network = None
     profile = load_profile(network) if network in NETWORKS else None
-    problems = validate(files, feed_max_age=profile.feed_max_age if profile else None)
+    problems = validate(files, feed_max_age=profile.feed_max_age if profile else None,
+                        oracle_max_age=profile.oracle_max_age if profile else None)
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         raise PublisherError(f"refusing to publish {directory}: {problems[0]}{more}")
