@@ -57,9 +57,6 @@ class Counters:
     bytes_received: int = 0
     retries: int = 0
 
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
 
 @dataclass
 class RpcClient:

@@ -36,9 +36,6 @@ class HttpCounters:
     retries: int = 0
     bytes_received: int = 0
 
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
 
 @dataclass
 class HttpClient:
