@@ -16,6 +16,8 @@ CORS = {
     "Access-Control-Allow-Headers": "*",
     "Access-Control-Max-Age": "86400",
 }
+MAX_PATH = 1024
+MAX_SEGMENT = 200
 TYPES = {".json": "application/json", ".html": "text/html; charset=utf-8", ".js": "text/javascript",
          ".css": "text/css", ".yaml": "application/yaml"}
 
@@ -45,11 +47,17 @@ class Site:
             return self._function(path, query, method)
         if ep is not None:
             path = ep.canonical(path)
-        target = (self.root / file_for(path)).resolve()
-        if ep is None and path not in ("/",) and not target.suffix:
-            return 404, {}, error_body(404, "not_found", f"no such resource: {raw_path}")
-        if not target.is_relative_to(self.root) or not target.is_file():
-            return 404, {}, error_body(404, "not_found", f"no such resource: {raw_path}")
+        missing = 404, {}, error_body(404, "not_found", f"no such resource: {raw_path[:200]}")
+        if len(path) > MAX_PATH or any(len(part) > MAX_SEGMENT for part in path.split("/")):
+            return missing  # no published name is this long, and the file system would refuse it
+        try:
+            target = (self.root / file_for(path)).resolve()
+            if ep is None and path != "/" and not target.suffix:
+                return missing
+            if not target.is_relative_to(self.root) or not target.is_file():
+                return missing
+        except (OSError, ValueError):  # names the file system cannot even look up
+            return missing
         policy = CACHE_POLICIES[ep.cache if ep else "docs"].format(max_age=self.max_age)
         return 200, {"Content-Type": TYPES.get(target.suffix, "application/octet-stream"), "Cache-Control": policy}, target.read_bytes()
 

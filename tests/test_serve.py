@@ -97,3 +97,10 @@ def test_pages_link_every_endpoint_and_every_link_resolves(site):
     for link in links:
         r = requests.get(urljoin(base + "/", link.replace("&amp;", "&")))
         assert r.status_code == 200, link
+
+
+def test_unreasonable_paths_are_plain_404s(site):
+    base, _ = site
+    for path in ("/minipools/" + "%F0%9D%93%A3" * 80, "/stakers/" + "a" * 5000, "/prices%00", "/prices/..%2F..%2Fetc"):
+        r = requests.get(base + path)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", path
