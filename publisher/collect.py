@@ -102,8 +102,9 @@ def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history
         first = max(start, prior.cursor + 1 if prior else 0)
         progress.start("price history", max(0, snap.block.number - first) // max(1, profile.history_log_span) + 1)
     try:
-        return history.build_for(client, snap, start=start, span=profile.history_log_span,
-                                 prior=prior, warnings=warnings, on_range=progress.advance if progress else None)
+        points = history.build_for(client, snap, start=start, span=profile.history_log_span,
+                                   prior=prior, warnings=warnings, on_range=progress.advance if progress else None)
+        return history.with_share_price(points, snap)
     except PublisherError as exc:
         warnings.append(f"price history not updated ({exc}): publishing the previous run's points")
         return prior.points if prior else ()

@@ -192,6 +192,10 @@ class PricePoint:
     avax_usd: int  # feed answer, feed decimals
     block: int  # last block of the day that the point reflects
     timestamp: int
+    # ggAVAX convertToAssets(1e18) as a run saw it that day, and when: the APY's fallback when the
+    # node cannot read state 30 days back (no archive). Events cannot rebuild it, runs record it.
+    ggavax_assets_per_share: int | None = None
+    ggavax_time: int | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,7 @@ class Snapshot:
     feed: FeedRound | None = None
     dex: DexReserves | None = None
     apy_base: VaultPoint | None = None
+    apy_window_days: int = 30
     # Off-chain sources (sources/): validator provider records, daily prices, USD cross-check.
     validators: tuple[Validator, ...] = ()
     missing_validators: tuple[str, ...] = ()  # NodeIDs of active minipools the provider lacks

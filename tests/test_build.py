@@ -228,3 +228,29 @@ def test_stale_oracle_price_is_refused(demo_snapshot, demo_profile, tmp_path):
     with pytest.raises(PublisherError, match="Oracle GGP price is .* old"):
         build(dataclasses.replace(demo_snapshot, oracle=old), demo_profile, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_apy_falls_back_to_the_recorded_share_price_history(demo_snapshot, demo_profile):
+    from publisher.compute.apy import ggavax_apy
+
+    s = demo_snapshot
+    window_start = s.block.timestamp - 31 * 86400
+    history = list(s.price_history)
+    # Runs recorded the share price on two days; the archive read at the window start failed.
+    history[0] = dataclasses.replace(history[0], ggavax_assets_per_share=s.apy_base.assets_per_share, ggavax_time=window_start)
+    history[-5] = dataclasses.replace(history[-5], ggavax_assets_per_share=s.ggavax.assets_per_share, ggavax_time=s.block.timestamp - 5 * 86400)
+    no_archive = dataclasses.replace(s, apy_base=None, price_history=tuple(history))
+    got = ggavax_apy(no_archive)
+    x_now, x_then = s.ggavax.assets_per_share, s.apy_base.assets_per_share
+    assert got.after_fees_pct == pytest.approx(((x_now / x_then) ** (365 / 31) - 1) * 100, rel=1e-12)
+    assert got.from_block is None and "recorded in the price history" in got.note
+    # Nothing recorded far enough back: null with a reason, never a made-up number.
+    short = dataclasses.replace(no_archive, price_history=tuple(history[1:]))
+    none = ggavax_apy(short)
+    assert none.after_fees_pct is None and none.gross_pct is None and "unavailable" in none.note
+
+
+def test_build_publishes_the_recorded_share_price(built, demo_snapshot):
+    last = body(built, "prices/history.json")["points"][-1]
+    assert int(last["ggavaxAssetsPerShareWei"]) == demo_snapshot.ggavax.assets_per_share
+    assert last["ggavaxTime"] == demo_snapshot.block.timestamp

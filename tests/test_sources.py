@@ -315,19 +315,30 @@ def test_incremental_history_reads_only_new_blocks(demo, chain):
         assert counters.rpc_calls == 2 * len(again.ranges) < full_counters.rpc_calls
 
 
+def events_only(points):
+    """The history as events define it: without the share prices that runs record on top."""
+    return tuple(dataclasses.replace(p, ggavax_assets_per_share=None, ggavax_time=None) for p in points)
+
+
+def test_collected_history_records_the_share_price_on_its_last_point(demo_snapshot):
+    *earlier, last = demo_snapshot.price_history
+    assert all(p.ggavax_assets_per_share is None for p in earlier)
+    assert (last.ggavax_assets_per_share, last.ggavax_time) == (demo_snapshot.ggavax.assets_per_share, demo_snapshot.block.timestamp)
+
+
 def test_history_resumes_from_a_saved_snapshot(demo, chain, demo_snapshot):
     cursor = chain["oracle_blocks"][40]
     prior, _ = build(demo.url, demo, cursor)
     older = dataclasses.replace(demo_snapshot, price_history=prior.points,
                                 block=dataclasses.replace(demo_snapshot.block, number=cursor))
     resumed, _ = build(demo.url, demo, chain["head"], prior=history.from_snapshot(older))
-    assert resumed.points == demo_snapshot.price_history and resumed.ranges[0][0] == cursor + 1
+    assert resumed.points == events_only(demo_snapshot.price_history) and resumed.ranges[0][0] == cursor + 1
 
 
 def test_unusable_prior_history_is_rebuilt(demo, chain, demo_snapshot):
     bad = history.PriorHistory(demo_snapshot.price_history[::-1], chain["head"])
     got, _ = build(demo.url, demo, chain["head"], prior=bad)
-    assert got.points == demo_snapshot.price_history and got.ranges[0][0] == 0
+    assert got.points == events_only(demo_snapshot.price_history) and got.ranges[0][0] == 0
     assert got.warnings and "rebuilding" in got.warnings[0]
 
 
@@ -387,7 +398,7 @@ def test_history_halves_refused_ranges(demo, chain, demo_snapshot):
     finally:
         proxy.server.shutdown()
         proxy.server.server_close()
-    assert got.points == demo_snapshot.price_history
+    assert got.points == events_only(demo_snapshot.price_history)
     assert proxy.refused > 0 and all(b - a + 1 <= 20 for a, b in got.ranges)
     assert [a for a, _ in got.ranges[1:]] == [b + 1 for _, b in got.ranges[:-1]]  # contiguous, in order
     assert (got.ranges[0][0], got.ranges[-1][1]) == (0, chain["head"])

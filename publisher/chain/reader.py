@@ -120,6 +120,7 @@ class Reader:
             staker_count=s["staker_count"], total_ggp_stake=s["total_ggp_stake"], stakers=stakers,
             minipool_count=s["minipool_count"], total_avax_liquid_staker_amt=s["total_ls"],
             minipools=minipools, paused=paused, feed=feed, dex=dex, apy_base=apy_base,
+            apy_window_days=p.apy_window_days,
             warnings=tuple(warnings),
         )
 

@@ -83,6 +83,8 @@ POINT = S.obj({
     "ggpInAvax": S.NON_NEGATIVE, "ggpInUSD": S.NON_NEGATIVE, "avaxInUSD": S.NON_NEGATIVE,
     "ggpInAvaxWei": S.WEI, "avaxUsdAnswer": S.described(S.WEI, "the feed's answer (feed decimals)"),
     "block": S.INTEGER, "timestamp": S.TIMESTAMP,
+    "ggavaxExchangeRate": S.described(S.nullable(S.NON_NEGATIVE), "AVAX per ggAVAX as a run saw it that day (null when no run did)"),
+    "ggavaxAssetsPerShareWei": S.nullable(S.WEI), "ggavaxTime": S.nullable(S.TIMESTAMP),
 })
 
 
@@ -99,6 +101,8 @@ def price_history(ctx: Context):
     for p in ctx.snap.price_history:
         ggp_avax, avax_usd = Fraction(p.ggp_in_avax, WAD), Fraction(p.avax_usd, 10**decimals)
         # The exact fields let the next run resume from this file (sources/history.py).
+        share = p.ggavax_assets_per_share
         points.append({**history.exact_fields(p), "ggpInAvax": float(ggp_avax),
-                       "ggpInUSD": float(ggp_avax * avax_usd), "avaxInUSD": float(avax_usd)})
+                       "ggpInUSD": float(ggp_avax * avax_usd), "avaxInUSD": float(avax_usd),
+                       "ggavaxExchangeRate": None if share is None else tokens(share)})
     yield "/prices/history", {"points": points, "meta": meta(ctx)}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -159,7 +159,11 @@ class _Fold:
         if self.price is None or self.answer is None:
             return
         day = datetime.fromtimestamp(self.clock, timezone.utc).strftime("%Y-%m-%d")
-        self.days[day] = PricePoint(day, self.price, self.answer, e.block, self.clock)
+        point = PricePoint(day, self.price, self.answer, e.block, self.clock)
+        if day in self.days:  # keep the share price a run recorded for this day
+            old = self.days[day]
+            point = replace(point, ggavax_assets_per_share=old.ggavax_assets_per_share, ggavax_time=old.ggavax_time)
+        self.days[day] = point
 
     def points(self) -> tuple[PricePoint, ...]:
         return tuple(self.days[d] for d in sorted(self.days))
@@ -272,8 +276,19 @@ def _decode(raw, sources, kind: str, a: int, b: int) -> list[_Log]:
 
 def exact_fields(p: PricePoint) -> dict:
     """The exact values a published history point carries so a later run can resume from it."""
+    share = p.ggavax_assets_per_share
     return {"date": p.date, "ggpInAvaxWei": str(p.ggp_in_avax), "avaxUsdAnswer": str(p.avax_usd),
-            "block": p.block, "timestamp": p.timestamp}
+            "block": p.block, "timestamp": p.timestamp,
+            "ggavaxAssetsPerShareWei": None if share is None else str(share), "ggavaxTime": p.ggavax_time}
+
+
+def with_share_price(points: tuple[PricePoint, ...], snap: Snapshot) -> tuple[PricePoint, ...]:
+    """Record the run's ggAVAX share price (and its time) on the latest point. Each point thus
+    keeps the last share price seen before the next price day: enough for a 30-day window."""
+    if not points or points[-1].block > snap.block.number:
+        return points
+    last = replace(points[-1], ggavax_assets_per_share=snap.ggavax.assets_per_share, ggavax_time=snap.block.timestamp)
+    return points[:-1] + (last,)
 
 
 def from_snapshot(snap: Snapshot) -> PriorHistory | None:
@@ -289,7 +304,8 @@ def load_published(path: str | Path) -> PriorHistory | None:
     try:
         data = json.loads(Path(path).read_text())
         points = tuple(
-            PricePoint(str(i["date"]), int(i["ggpInAvaxWei"]), int(i["avaxUsdAnswer"]), int(i["block"]), int(i["timestamp"]))
+            PricePoint(str(i["date"]), int(i["ggpInAvaxWei"]), int(i["avaxUsdAnswer"]), int(i["block"]), int(i["timestamp"]),
+                       _optional_int(i.get("ggavaxAssetsPerShareWei")), _optional_int(i.get("ggavaxTime")))
             for i in data["points"]
         )
         meta = data.get("meta", {})
@@ -306,3 +322,7 @@ def load_published(path: str | Path) -> PriorHistory | None:
         log.warning("cannot resume price history from %s (no usable cursor): rebuilding it", path)
         return None
     return PriorHistory(points, cursor, network, chain_id, cursor_hash)
+
+
+def _optional_int(value) -> int | None:
+    return None if value is None else int(value)
