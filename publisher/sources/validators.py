@@ -67,6 +67,18 @@ def fetch(node_ids: list[str], glacier: Glacier | None, pchain: PChain | None, w
 # -- Glacier ----------------------------------------------------------------------------------------
 
 
+def _by_node(node_ids: list[str], query) -> dict[str, Validator]:
+    """Records of the wanted nodes, queried in groups (short URLs and bodies); when a provider
+    lists a node twice, the validation that started last is the current one."""
+    wanted = set(node_ids)
+    found: dict[str, Validator] = {}
+    for i in range(0, len(node_ids), GROUP):
+        for v in query(node_ids[i : i + GROUP]):
+            if v.node_id in wanted and (v.node_id not in found or v.start_timestamp > found[v.node_id].start_timestamp):
+                found[v.node_id] = v
+    return found
+
+
 @dataclass
 class Glacier:
     http: HttpClient
@@ -74,13 +86,7 @@ class Glacier:
     name: str = "glacier"
 
     def fetch(self, node_ids: list[str]) -> dict[str, Validator]:
-        wanted = set(node_ids)
-        found: dict[str, Validator] = {}
-        for i in range(0, len(node_ids), GROUP):
-            for v in self._group(node_ids[i : i + GROUP]):
-                if v.node_id in wanted and (v.node_id not in found or v.start_timestamp > found[v.node_id].start_timestamp):
-                    found[v.node_id] = v
-        return found
+        return _by_node(node_ids, self._group)
 
     def _group(self, ids: list[str]) -> list[Validator]:
         path = f"/v1/networks/{self.network}/validators"
@@ -138,13 +144,7 @@ class PChain:
     name: str = "pchain"
 
     def fetch(self, node_ids: list[str]) -> dict[str, Validator]:
-        wanted = set(node_ids)
-        found: dict[str, Validator] = {}
-        for i in range(0, len(node_ids), GROUP):
-            for v in self._group(node_ids[i : i + GROUP]):
-                if v.node_id in wanted:
-                    found[v.node_id] = v
-        return found
+        return _by_node(node_ids, self._group)
 
     def _group(self, ids: list[str]) -> list[Validator]:
         body = self.http.post_json("", {"jsonrpc": "2.0", "id": 1, "method": "platform.getCurrentValidators", "params": {"nodeIDs": ids}})
