@@ -3,26 +3,24 @@ OpenAPI document of /docs, so the pages, the document and the files cannot disag
 and CSS: they work offline and need no script."""
 from __future__ import annotations
 
+import functools
 import re
-from pathlib import Path
 
 import jinja2
 import markupsafe
 
-from ..errors import PublisherError
 from .context import Context
 from .openapi import document
 from .registry import endpoint
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 HTML = "text/html; charset=utf-8"
 PAGE_SCHEMA = {"type": "string"}
 
 
+@functools.cache
 def _env() -> jinja2.Environment:
-    if not TEMPLATES.is_dir():
-        raise PublisherError(f"templates folder not found at {TEMPLATES}: run from a checkout of the project")
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+    # Page templates ship inside the package, so an installed publisher renders them anywhere.
+    env = jinja2.Environment(loader=jinja2.PackageLoader("publisher", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["code"] = code_spans
     return env
