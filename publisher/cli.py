@@ -10,9 +10,29 @@ import time
 import click
 
 from . import __version__
+from .config import NETWORKS
 from .errors import PublisherError
 
-NETWORK = click.option("--network", type=click.Choice(["devnet", "fuji", "mainnet"]), default="devnet", show_default=True)
+
+class _LazyChoice(click.Choice):
+    """A choice whose values are read from the code when first needed: the devnet's scenarios
+    import the whole devnet, which no other command should pay for at start-up."""
+
+    def __init__(self, load):
+        self._load = load
+        super().__init__(())
+
+    choices = property(lambda self: tuple(self._load()), lambda self, _: None)  # type: ignore[assignment]
+
+
+def _scenarios() -> list[str]:
+    from .devnet.scenarios import SHAPES
+
+    return sorted(SHAPES)
+
+
+NETWORK = click.option("--network", type=click.Choice(NETWORKS), default="devnet", show_default=True)
+SCENARIOS = _LazyChoice(_scenarios)
 RPC_URL = click.option("--rpc-url", envvar="PUBLISHER_RPC_URL", help="RPC URL(s), comma-separated fallbacks (secret: never printed).")
 BLOCK = click.option("--block", type=int, help="Pin the run to this block (default: latest).")
 
@@ -47,7 +67,7 @@ def main(verbose: bool) -> None:
 
 
 @main.command()
-@click.option("--scenario", type=click.Choice(["demo", "scale"]), default="demo", show_default=True)
+@click.option("--scenario", type=SCENARIOS, default="demo", show_default=True)
 @click.option("--port", type=int, help="Port for the node (default: a free one).")
 @fail_cleanly
 def devnet(scenario: str, port: int | None) -> None:
@@ -79,7 +99,7 @@ def devnet(scenario: str, port: int | None) -> None:
 @RPC_URL
 @BLOCK
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="Where to save the snapshot JSON.")
-@click.option("--scenario", type=click.Choice(["demo", "scale"]), default="demo", help="Devnet scenario when no RPC is given.")
+@click.option("--scenario", type=SCENARIOS, default="demo", help="Devnet scenario when no RPC is given.")
 @fail_cleanly
 def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str, scenario: str) -> None:
     """Read the whole protocol at one block and save it."""
@@ -99,7 +119,7 @@ def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str
 @BLOCK
 @click.option("--from-snapshot", "from_snapshot", type=click.Path(exists=True, dir_okay=False), help="Build offline from a saved snapshot.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="out", show_default=True)
-@click.option("--scenario", type=click.Choice(["demo", "scale"]), default="demo", help="Devnet scenario when no RPC is given.")
+@click.option("--scenario", type=SCENARIOS, default="demo", help="Devnet scenario when no RPC is given.")
 @click.option("--force", is_flag=True, help="Publish even beyond the change bounds against the previous run.")
 @fail_cleanly
 def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> None:
@@ -130,17 +150,16 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> N
 
 @main.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False), default="out")
-@NETWORK
 @fail_cleanly
-def check(directory: str, network: str) -> None:
-    """Validate a built directory: schemas and invariants, as build does."""
-    from .config import load_profile
-    from .validate import load_dir, validate
+def check(directory: str) -> None:
+    """Validate a built directory: schemas and invariants, as build does, with the bounds of the
+    network its status.json names."""
+    from .validate import load_dir, network_profile, validate
 
     files = load_dir(directory)
     if not files:
         raise PublisherError(f"{directory} holds no files")
-    profile = load_profile(network)
+    profile = network_profile(files, directory)
     problems = validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
     for p in problems:
         click.echo(f"problem   {p}", err=True)

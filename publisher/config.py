@@ -1,14 +1,18 @@
 """Network profiles and their overrides: CLI flag > PUBLISHER_* environment > profile file > default.
 
-Secrets (RPC URLs with keys, the validator API key) are taken from the environment or flags only
-and are never printed unmasked.
+A profile file is checked against the `Profile` fields: an unknown key or a value of the wrong type
+fails naming the key and the file. Secrets (RPC URLs with keys, the validator API key) are taken
+from the environment or flags only and are never printed unmasked.
 """
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, fields, replace
+import types
+import typing
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, Callable
 
 from .errors import PublisherError
 
@@ -16,10 +20,14 @@ PROFILE_DIR = Path(__file__).with_name("profiles")
 NETWORKS = ("devnet", "fuji", "mainnet")
 
 
+def _min(value: float) -> dict:
+    return {"min": value}
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
-    chain_id: int
+    chain_id: int = field(metadata=_min(1))
     storage: str
     rpc_urls: tuple[str, ...] = ()
     multicall: str = "0xcA11bde05977b3631167028862bE2a173976CA11"
@@ -28,56 +36,179 @@ class Profile:
     # Registry addresses we expect; a mismatch with the chain's Storage is reported as a warning.
     addresses: dict[str, str] = field(default_factory=dict)
     price_api_url: str | None = None
-    price_divergence_pct: float = 5.0  # AVAX/USD: feed vs price API
-    ggp_divergence_pct: float = 25.0  # GGP/USD: oracle TWAP x feed vs a spot quote
-    oracle_max_age: int = 7 * 86_400  # a GGP/AVAX price older than this at the build block is refused
+    price_divergence_pct: float = field(default=5.0, metadata=_min(0))  # AVAX/USD: feed vs price API
+    ggp_divergence_pct: float = field(default=25.0, metadata=_min(0))  # GGP/USD: oracle TWAP x feed vs a spot quote
+    oracle_max_age: int = field(default=7 * 86_400, metadata=_min(1))  # an older GGP/AVAX price is refused
     validator_api_url: str | None = None
     validator_network: str = "mainnet"
     validator_api_key: str | None = None
     pchain_rpc_url: str | None = None
-    feed_max_age: int = 86_400
-    cadence_seconds: int = 300
-    apy_window_days: int = 30
-    history_from_block: int = 0
-    history_days: int = 400  # how far back a history built from scratch reaches
-    history_log_span: int = 2048  # blocks per eth_getLogs; halved when a node refuses a range
-    source_timeout: float = 15.0  # seconds per request to a third-party HTTP API
-    validator_default_rate_pct: float = 7.5
+    feed_max_age: int = field(default=86_400, metadata=_min(1))
+    # The publish interval: /status.nextUpdateBy, the data max-age, the workflow's cron and the
+    # stack's edge TTL all follow the mainnet profile's value (a test keeps them in step).
+    cadence_seconds: int = field(default=300, metadata=_min(60))
+    apy_window_days: int = field(default=30, metadata=_min(1))
+    history_from_block: int = field(default=0, metadata=_min(0))
+    history_days: int = field(default=400, metadata=_min(1))  # how far back a history built from scratch reaches
+    history_log_span: int = field(default=2048, metadata=_min(1))  # blocks per eth_getLogs; halved when refused
+    source_timeout: float = field(default=15.0, metadata=_min(0.1))  # seconds per request to a third-party API
+    validator_default_rate_pct: float = field(default=7.5, metadata=_min(0))
     # Change bounds against the previous run (publish refuses beyond them unless forced).
-    max_price_move_pct: float = 50.0
-    max_staker_drop_pct: float = 20.0
+    max_price_move_pct: float = field(default=50.0, metadata=_min(0))
+    max_staker_drop_pct: float = field(default=20.0, metadata=_min(0))
     flags: dict[str, bool] = field(default_factory=dict)
 
-    def with_overrides(self, **values) -> "Profile":
+    def with_overrides(self, **values) -> Profile:
         known = {f.name for f in fields(self)}
-        return replace(self, **{k: v for k, v in values.items() if k in known and v not in (None, ())})
+        unknown = set(values) - known
+        if unknown:
+            raise TypeError(f"Profile has no field {sorted(unknown)[0]!r}")
+        return replace(self, **{k: v for k, v in values.items() if v not in (None, ())})
 
 
-_ENV = {
-    "rpc_urls": ("PUBLISHER_RPC_URL", lambda v: tuple(u.strip() for u in v.split(",") if u.strip())),
-    "storage": ("PUBLISHER_STORAGE", str),
-    "price_api_url": ("PUBLISHER_PRICE_API_URL", str),
-    "validator_api_url": ("PUBLISHER_VALIDATOR_API_URL", str),
-    "validator_api_key": ("PUBLISHER_VALIDATOR_API_KEY", str),
-    "pchain_rpc_url": ("PUBLISHER_PCHAIN_RPC_URL", str),
-    "feed_max_age": ("PUBLISHER_FEED_MAX_AGE", int),
-    "apy_window_days": ("PUBLISHER_APY_WINDOW_DAYS", int),
-}
+@dataclass(frozen=True)
+class EnvVar:
+    """One PUBLISHER_* variable: the Profile field it overrides (None for tool settings), whether it
+    may carry a secret, and what it is for. README's table is generated from ENV_VARS."""
+    name: str
+    field: str | None
+    help: str
+    secret: bool = False
+
+
+ENV_VARS = (
+    EnvVar("PUBLISHER_RPC_URL", "rpc_urls", "C-Chain RPC URL(s), comma-separated fallbacks; `--rpc-url` wins", secret=True),
+    EnvVar("PUBLISHER_STORAGE", "storage", "address of the protocol's Storage registry"),
+    EnvVar("PUBLISHER_PRICE_API_URL", "price_api_url", "CoinGecko-style price API for the USD cross-check"),
+    EnvVar("PUBLISHER_VALIDATOR_API_URL", "validator_api_url", "Glacier-style validator API"),
+    EnvVar("PUBLISHER_VALIDATOR_API_KEY", "validator_api_key", "key sent to the validator API (never in a profile file)", secret=True),
+    EnvVar("PUBLISHER_PCHAIN_RPC_URL", "pchain_rpc_url", "P-Chain JSON-RPC, the validator API's fallback", secret=True),
+    EnvVar("PUBLISHER_FEED_MAX_AGE", "feed_max_age", "oldest AVAX/USD feed answer accepted, seconds"),
+    EnvVar("PUBLISHER_APY_WINDOW_DAYS", "apy_window_days", "ggAVAX APY look-back window, days"),
+    EnvVar("PUBLISHER_ANVIL", None, "anvil binary for the embedded devnet (default: the pinned one under node_modules)"),
+)
+_SECRET_FIELDS = {"validator_api_key"}  # never accepted from a profile file
+
+
+def env_table() -> str:
+    """The Markdown table of ENV_VARS that README.md carries (tests fail when it drifts)."""
+    rows = ["| variable | overrides | secret | what it is |", "|---|---|---|---|"]
+    for var in ENV_VARS:
+        target = f"`{var.field}`" if var.field else "—"
+        rows.append(f"| `{var.name}` | {target} | {'yes' if var.secret else 'no'} | {var.help} |")
+    return "\n".join(rows) + "\n"
+
+
+def _type_hints() -> dict[str, Any]:
+    return typing.get_type_hints(Profile)
+
+
+def _conform(value: Any, hint: Any, where: str) -> Any:
+    """``value`` as the type ``hint`` (JSON lists become tuples), or a PublisherError naming ``where``."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        for option in args:
+            try:
+                return _conform(value, option, where)
+            except PublisherError:
+                continue
+        raise PublisherError(f"{where} must be {_name(hint)}, not {_json_type(value)}")
+    if hint is type(None):
+        if value is None:
+            return None
+    elif origin is tuple:
+        if isinstance(value, (list, tuple)):
+            return tuple(_conform(v, args[0], f"{where}[{i}]") for i, v in enumerate(value))
+    elif origin is dict:
+        if isinstance(value, dict):
+            return {_conform(k, args[0], where): _conform(v, args[1], f"{where}.{k}") for k, v in value.items()}
+    elif hint is Any:
+        return value
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(value, hint):
+        return value
+    raise PublisherError(f"{where} must be {_name(hint)}, not {_json_type(value)}")
+
+
+def _name(hint: Any) -> str:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_name(a) for a in args)
+    if origin is tuple:
+        return f"a list of {_name(args[0])}"
+    if origin is dict:
+        return f"an object of {_name(args[1])}"
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+            type(None): "null"}.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _json_type(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def profile_from(data: Any, name: str, source: str) -> Profile:
+    """A Profile from a parsed profile file, every key known and every value of its field's type."""
+    if not isinstance(data, dict):
+        raise PublisherError(f"profile {source} must hold a JSON object")
+    hints = _type_hints()
+    meta = {f.name: f.metadata for f in fields(Profile)}
+    values = {}
+    for key, value in data.items():
+        if key == "name" or key not in hints:
+            raise PublisherError(f"profile {source}: unknown key {key!r}")
+        if key in _SECRET_FIELDS and value:
+            var = next(v.name for v in ENV_VARS if v.field == key)
+            raise PublisherError(f"profile {source} holds {key}: secrets come only from {var}")
+        values[key] = _conform(value, hints[key], f"profile {source}: {key}")
+        low = meta[key].get("min")
+        if low is not None and values[key] < low:
+            raise PublisherError(f"profile {source}: {key} must be at least {low}")
+    missing = [f.name for f in fields(Profile) if f.name != "name" and f.name not in values
+               and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise PublisherError(f"profile {source}: missing key {missing[0]!r}")
+    return Profile(name=name, **values)
+
+
+def _from_env(environ: typing.Mapping[str, str]) -> dict[str, Any]:
+    hints = _type_hints()
+    values: dict[str, Any] = {}
+    for var in ENV_VARS:
+        raw = environ.get(var.name)
+        if var.field is None or not raw:
+            continue
+        hint = hints[var.field]
+        parse: Callable[[str], Any]
+        if typing.get_origin(hint) is tuple:
+            parse = lambda v: tuple(u.strip() for u in v.split(",") if u.strip())  # noqa: E731
+        elif hint is int:
+            parse = int
+        elif hint is float:
+            parse = float
+        else:
+            parse = str
+        try:
+            values[var.field] = parse(raw)
+        except ValueError:
+            raise PublisherError(f"{var.name} must be {_name(hint)}") from None
+    return values
 
 
 def load_profile(name: str, **cli) -> Profile:
     if name not in NETWORKS:
         raise PublisherError(f"unknown network {name!r}; choose one of {', '.join(NETWORKS)}")
-    data = json.loads((PROFILE_DIR / f"{name}.json").read_text())
-    if data.get("validator_api_key"):
-        raise PublisherError(f"profile {name} holds validator_api_key: secrets come only from PUBLISHER_VALIDATOR_API_KEY")
-    data["rpc_urls"] = tuple(data.get("rpc_urls", ()))
-    profile = Profile(name=name, **data)
-    env = {}
-    for key, (var, parse) in _ENV.items():
-        if os.environ.get(var):
-            try:
-                env[key] = parse(os.environ[var])
-            except ValueError:
-                raise PublisherError(f"{var} is not valid") from None
-    return profile.with_overrides(**env).with_overrides(**cli)
+    path = PROFILE_DIR / f"{name}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PublisherError(f"cannot read profile {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise PublisherError(f"profile {path} is not valid JSON: {exc}") from None
+    profile = profile_from(data, name, str(path))
+    return profile.with_overrides(**_from_env(os.environ)).with_overrides(**cli)

@@ -7,11 +7,16 @@ import json
 import math
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import fastjsonschema
 from jsonschema import Draft202012Validator
 
 from .endpoints.registry import Endpoint, load_all, match, url_for
+from .errors import PublisherError
+
+if TYPE_CHECKING:
+    from .config import Profile
 
 REL = 1e-9
 
@@ -156,3 +161,16 @@ def compare_previous(old: dict[str, bytes], new: dict[str, bytes], *, max_price_
     except (KeyError, ValueError, TypeError, ZeroDivisionError):
         pass  # a previous run we cannot read bounds nothing
     return out
+
+
+def network_profile(files: dict[str, bytes], directory) -> Profile:
+    """The profile of the network a built directory's /status names: its bounds judge the files."""
+    from .config import NETWORKS, load_profile
+
+    try:
+        network = strict_loads(files["/status"]).get("network")
+    except (KeyError, ValueError, AttributeError):
+        raise PublisherError(f"{directory} is not a built directory (no readable status.json)") from None
+    if network not in NETWORKS:
+        raise PublisherError(f"{directory}: status.json names no known network ({network!r})")
+    return load_profile(network)

@@ -62,7 +62,7 @@ def find_anvil() -> str:
     found = shutil.which("anvil")
     if found:
         return found
-    raise PublisherError("anvil not found: run `npm ci` in the project root (or set PUBLISHER_ANVIL to an anvil binary)")
+    raise PublisherError("anvil not found: run `npm install` in the project root (or set PUBLISHER_ANVIL to an anvil binary)")
 
 
 def _roots():

@@ -12,9 +12,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import NETWORKS, load_profile
 from ..errors import PublisherError
-from ..validate import compare_previous, load_dir, strict_loads, validate
+from ..validate import compare_previous, load_dir, network_profile, strict_loads, validate
 from .plan import MANIFEST_KEY, Item, Plan, items, make_plan, normalize_prefix, object_key
 from .s3 import S3Sink
 
@@ -81,17 +80,13 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
 def _check(files: dict[str, bytes], directory) -> tuple[dict, object]:
     """Refuse a directory that would not pass `publisher check`; returns its status and profile."""
     try:
-        network = strict_loads(files["/status"]).get("network")
-    except (ValueError, AttributeError):
-        network = None
-    profile = load_profile(network) if network in NETWORKS else None
-    problems = validate(files, feed_max_age=profile.feed_max_age if profile else None,
-                        oracle_max_age=profile.oracle_max_age if profile else None)
+        profile = network_profile(files, directory)
+    except PublisherError as exc:
+        raise PublisherError(f"refusing to publish {exc}") from None
+    problems = validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         raise PublisherError(f"refusing to publish {directory}: {problems[0]}{more}")
-    if profile is None:
-        raise PublisherError(f"refusing to publish {directory}: status.json names no known network ({network!r})")
     return strict_loads(files["/status"]), profile
 
 

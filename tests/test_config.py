@@ -1,0 +1,119 @@
+"""Configuration is validated and has one source per fact: profile files are checked key by key,
+README's generated tables match the code, and the publish cadence agrees everywhere it appears."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from publisher.cli import main as cli
+from publisher.config import ENV_VARS, NETWORKS, PROFILE_DIR, load_profile, profile_from
+from publisher.errors import PublisherError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", NETWORKS)
+def test_shipped_profiles_load(name):
+    assert load_profile(name).name == name
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"cadence_seconds": "300"}, "cadence_seconds must be an integer, not a string"),
+    ({"cadence_seconds": 300.5}, "cadence_seconds must be an integer, not a number"),
+    ({"cadence_seconds": 10}, "cadence_seconds must be at least 60"),
+    ({"cadenceSeconds": 300}, "unknown key 'cadenceSeconds'"),
+    ({"name": "mainnet"}, "unknown key 'name'"),
+    ({"rpc_urls": "https://x"}, "rpc_urls must be a list of a string, not a string"),
+    ({"flags": {"liquidStaking": "yes"}}, "flags.liquidStaking must be true or false, not a string"),
+    ({"chain_id": True}, "chain_id must be an integer, not a boolean"),
+    ({"dex_pair": 5}, "dex_pair must be a string or null, not an integer"),
+    ({"validator_api_key": "k"}, "secrets come only from PUBLISHER_VALIDATOR_API_KEY"),
+])
+def test_profile_file_errors_name_the_key_and_the_file(data, message):
+    base = json.loads((PROFILE_DIR / "devnet.json").read_text())
+    with pytest.raises(PublisherError) as err:
+        profile_from({**base, **data}, "devnet", "/etc/p.json")
+    assert message in str(err.value) and "/etc/p.json" in str(err.value)
+
+
+def test_profile_requires_its_keys_and_an_object():
+    with pytest.raises(PublisherError, match="missing key 'chain_id'"):
+        profile_from({"storage": "0x0"}, "x", "p.json")
+    with pytest.raises(PublisherError, match="must hold a JSON object"):
+        profile_from([], "x", "p.json")
+
+
+def test_numbers_widen_to_float_fields():
+    base = json.loads((PROFILE_DIR / "devnet.json").read_text())
+    p = profile_from({**base, "price_divergence_pct": 3}, "devnet", "p.json")
+    assert p.price_divergence_pct == 3.0 and isinstance(p.price_divergence_pct, float)
+
+
+def test_environment_overrides_are_typed(monkeypatch):
+    monkeypatch.setenv("PUBLISHER_FEED_MAX_AGE", "soon")
+    with pytest.raises(PublisherError, match="PUBLISHER_FEED_MAX_AGE must be an integer"):
+        load_profile("devnet")
+    monkeypatch.setenv("PUBLISHER_FEED_MAX_AGE", "120")
+    monkeypatch.setenv("PUBLISHER_RPC_URL", "http://a, http://b")
+    p = load_profile("devnet")
+    assert p.feed_max_age == 120 and p.rpc_urls == ("http://a", "http://b")
+
+
+def test_every_publisher_variable_in_the_code_is_in_the_table():
+    """The table is the one list: a PUBLISHER_* name read anywhere in the package must be in it."""
+    used = set()
+    for path in (ROOT / "publisher").rglob("*.py"):
+        used |= set(re.findall(r"\bPUBLISHER_[A-Z_]+\b", path.read_text()))
+    declared = {v.name for v in ENV_VARS}
+    assert used == declared, f"undeclared: {used - declared}, unused: {declared - used}"
+
+
+def test_readme_generated_tables_are_current():
+    run = subprocess.run([sys.executable, "-m", "publisher.readme", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+def test_cli_choices_come_from_the_code():
+    from publisher.devnet.scenarios import SHAPES
+
+    help_text = CliRunner().invoke(cli, ["build", "--help"]).output
+    assert f"[{'|'.join(NETWORKS)}]" in help_text
+    assert f"[{'|'.join(sorted(SHAPES))}]" in help_text
+    bad = CliRunner().invoke(cli, ["build", "--scenario", "nope"])
+    assert bad.exit_code == 2 and "nope" in bad.output
+
+
+def _stack() -> dict:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: {suffix: loader.construct_scalar(node)}
+                                 if isinstance(node, yaml.ScalarNode) else None)
+    return yaml.load((ROOT / "templates" / "aws-stack.yaml").read_text(), Loader=Loader)
+
+
+def test_publish_cadence_has_one_source():
+    """The mainnet profile's cadence sets the workflow's cron, the edge TTL and the function's
+    params TTL."""
+    cadence = load_profile("mainnet").cadence_seconds
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "publish.yml").read_text())
+    crons = [c["cron"] for c in workflow[True]["schedule"]]  # YAML 1.1 reads the `on` key as True
+    assert crons == [f"*/{cadence // 60} * * * *"]
+    stack = _stack()
+    assert stack["Parameters"]["DataMaxAgeSeconds"]["Default"] == cadence
+    env = stack["Resources"]["RewardsFunction"]["Properties"]["Environment"]["Variables"]
+    assert env["REWARDS_PARAMS_TTL"] == {"Ref": "DataMaxAgeSeconds"}
+
+
+def test_check_reads_the_network_from_status(tmp_path):
+    (tmp_path / "status.json").write_text(json.dumps({"network": "nowhere"}))
+    run = CliRunner().invoke(cli, ["check", str(tmp_path)])
+    assert run.exit_code == 1 and "names no known network ('nowhere')" in run.output
+    assert "--network" not in CliRunner().invoke(cli, ["check", "--help"]).output
