@@ -90,6 +90,7 @@ def main() -> None:
     kinds = ("distribution on time", "distribution late, built before the cycle end", "built while overdue")
     pool_err: dict[str, list[float]] = {k: [] for k in kinds}
     staker_err: dict[str, list[float]] = {k: [] for k in kinds}
+    staker_rel: dict[str, list[float]] = {k: [] for k in kinds}
     staker_exact_builds = 0
     horizon_err: dict[int, list[float]] = {}
     avax_err: list[float] = []
@@ -117,6 +118,8 @@ def main() -> None:
                         got, want = b.stakers.get(addr, 0), paid.get(addr, 0)
                         if got or want:
                             errs.append((got - want) / WAD)  # GGP
+                        if want:
+                            staker_rel[kind].append((got - want) / want * 100)
                     staker_err[kind] += errs
                     staker_exact_builds += all(e == 0 for e in errs)
                 pending = []
@@ -153,6 +156,9 @@ def main() -> None:
     print("GGP per staker, forecast - paid (GGP):")
     for kind, v in staker_err.items():
         print("  " + summary(kind, v, " GGP"))
+    print("GGP per staker paid something, (forecast - paid) / paid:")
+    for kind, v in staker_rel.items():
+        print("  " + summary(kind, v))
     print(f"  builds whose every staker forecast was exact: {staker_exact_builds}")
     print("AVAX per validation period, (forecast - paid) / paid:")
     print("  " + summary("payments", avax_err))
