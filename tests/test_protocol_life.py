@@ -7,19 +7,19 @@ session devnet is left as it was.
 """
 from __future__ import annotations
 
-import pytest
 from eth_utils import keccak
 
 from publisher.chain import abis
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcError
+from publisher.compute import rewards as R
 from publisher.devnet import operator as O
+from publisher.devnet.scenarios import LAUNCHED, STAKING, WITHDRAWABLE
 from publisher.devnet.seed import DEPLOYER
 
 from support.chain import DAY, WAD, checkpoint, div_wad, eth_call, head, mul_wad, send
 
 YEAR = 365 * DAY
-STAKING, LAUNCHED, WITHDRAWABLE = 2, 1, 3
 set_uint = Fn("setUint(string,uint256)")
 ggp_rewards = Fn("getGGPRewards(address)", "uint256")
 avax_validating = Fn("getAVAXValidating(address)", "uint256")
@@ -204,7 +204,6 @@ def test_below_ten_percent_the_gate_uses_avax_assigned(demo, rpc):
     row = (to := "0x" + "5a" * 20, 0, 1000 * WAD, 0, hw, 0, ggp, 0, 1, 0)
     with checkpoint(rpc):
         send(rpc, a["Staking"], Fn(f"setStakers({abis.STAKER}[])").encode([row]))
-        from publisher.compute import rewards as R
         assert eth_call(rpc, a["Staking"], abis.getCollateralizationRatio, to) == R.UINT256_MAX
         got = eth_call(rpc, a["Staking"], abis.getEffectiveGGPStaked, to)
         assert got == R.effective_ggp_staked(ggp, 0, hw, price, 15 * 10**17) > 0

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from eth_utils import keccak, to_checksum_address
 
 from ..chain import abis
 from ..chain.rpc import RpcClient
-from . import Devnet
+from . import Devnet, running
 from .operator import YEAR, Distribution, Operator, network_reward
 from .scenarios import CANCELED, DAY, ERROR, FINISHED, LAUNCHED, PRELAUNCH, STAKING, WAD, WITHDRAWABLE
 from .seed import Sender, manual_mining
@@ -264,15 +266,8 @@ def planned_end(m: dict, cycle_len: int) -> int:
     return m["startTime"] + max(min(cycle_len, left), 3600)
 
 
-def running_live(seed: int = 1):
-    """The demo devnet with a ``Live`` driver (a context manager yielding (devnet, live))."""
-    from contextlib import contextmanager
-
-    from . import running
-
-    @contextmanager
-    def cm():
-        with running("demo") as net:
-            yield net, Live(net, seed=seed)
-
-    return cm()
+@contextmanager
+def running_live(seed: int = 1) -> Iterator[tuple[Devnet, Live]]:
+    """The demo devnet with a ``Live`` driver for it."""
+    with running("demo") as net:
+        yield net, Live(net, seed=seed)

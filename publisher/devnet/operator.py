@@ -37,10 +37,7 @@ redeem_for = Fn("redeemFor(address,uint256)")
 set_price = Fn("setGGPPriceInAVAX(uint256,uint256)")
 update_answer = Fn("updateAnswer(int256,uint256)")
 set_paused = Fn("setPaused(string,bool)")
-get_rewards_start = Fn("getInflationIntervalStartTime()", "uint256")
-is_eligible = Fn("isEligible(address)", "bool")
 ggp_rewards = Fn("getGGPRewards(address)", "uint256")
-ggp_balance = abis.balanceOf
 
 
 def network_reward(avax_staked_wei: int, seconds: int, rate_bp: int) -> int:
