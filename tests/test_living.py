@@ -107,3 +107,16 @@ def test_cycling_minipools_are_paid_the_published_rate(tmp_path):
         pools = {m["nodeID"]: m for m in live.op.minipools()}
         cycled = [p for p in paid if pools[p.node_id]["avaxLiquidStakerAmt"] == p.principal // 2 + p.reward // 2]
         assert cycled
+
+
+def test_same_seed_same_chain():
+    heads = []
+    for _ in range(2):
+        with running_live(seed=7) as (net, live):
+            for _ in range(20):
+                live.step()
+            head = live.client.request("eth_getBlockByNumber", ["latest", False])
+            heads.append((head["number"], head["hash"], [(p.node_id, p.reward) for p in live.payments],
+                          [(d.time, d.tegs, sorted(d.paid.items())) for d in live.distributions]))
+    assert heads[0] == heads[1]
+    assert heads[0][2] and heads[0][3]  # the run paid AVAX and distributed GGP
