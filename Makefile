@@ -60,6 +60,7 @@ bench: setup $(VENV)/.test
 	$(BIN)/python benchmarks/bench_snapshot.py
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_function.py
+	$(BIN)/python benchmarks/bench_live.py
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache

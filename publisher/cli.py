@@ -69,11 +69,17 @@ def main(verbose: bool) -> None:
 @main.command()
 @click.option("--scenario", type=SCENARIOS, default="demo", show_default=True)
 @click.option("--port", type=int, help="Port for the node (default: a free one).")
+@click.option("--live", is_flag=True, help="Keep the protocol moving: one protocol day per --pace seconds (demo only).")
+@click.option("--pace", type=click.FloatRange(min=0), default=2.0, show_default=True,
+              help="Wall-clock seconds per protocol day with --live.")
+@click.option("--seed", type=int, default=1, show_default=True, help="RNG seed of the --live run (same seed, same chain).")
 @fail_cleanly
-def devnet(scenario: str, port: int | None) -> None:
+def devnet(scenario: str, port: int | None, live: bool, pace: float, seed: int) -> None:
     """Run the embedded devnet until interrupted."""
     from .devnet import running
 
+    if live and scenario != "demo":
+        raise click.UsageError("--live runs the demo scenario")
     with running(scenario, port) as net:
         click.echo(f"devnet '{scenario}' ready in {net.seconds:.1f}s")
         click.echo(f"RPC URL   {net.url}   (chain id {net.chain_id})")
@@ -88,6 +94,14 @@ def devnet(scenario: str, port: int | None) -> None:
         click.echo(f"  publisher build --rpc-url {net.url}")
         click.echo("Ctrl-C to stop")
         try:
+            if live:
+                from .devnet.live import Live
+
+                def report(driver, events):
+                    notable = [e for e in events if e.startswith(("GGP", "ggAVAX sync"))]
+                    click.echo(f"day {driver.day} t={driver.now}: {len(events)} events" + "".join(f"; {e}" for e in notable))
+
+                Live(net, seed=seed).run(pace=pace, on_step=report)
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:

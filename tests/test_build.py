@@ -102,7 +102,12 @@ def test_apy_matches_two_direct_reads(built, w3, demo):
     assert apy["total_apy_after_fees"] == pytest.approx(expected, rel=1e-12)
     assert body(built, "metrics.json")["ggavax_apy"] == apy["total_apy_after_fees"]
     fee = vault.functions.totalSupply().call() and contract(w3, demo, "ProtocolDAO").functions.getFeeBips().call()
-    assert apy["total_apy"] == pytest.approx(expected / (1 - fee / 10000), rel=1e-12)
+    # Before fees: the per-period growth grossed up by the fee, then compounded (not the APY / (1 - fee)).
+    g = x_now / x_then - 1
+    gross = ((1 + g / (1 - fee / 10000)) ** (365 * 86400 / (t_now - t_then)) - 1) * 100
+    assert apy["total_apy"] == pytest.approx(gross, rel=1e-12)
+    assert apy["total_apy"] > expected / (1 - fee / 10000)  # compounding the grossed growth earns more
+    assert apy["method"] == "archive" and apy["window_days"] == (t_now - t_then) / 86400
 
 
 def test_check_passes_on_build_output(built):
@@ -243,11 +248,25 @@ def test_apy_falls_back_to_the_recorded_share_price_history(demo_snapshot, demo_
     got = ggavax_apy(no_archive)
     x_now, x_then = s.ggavax.assets_per_share, s.apy_base.assets_per_share
     assert got.after_fees_pct == pytest.approx(((x_now / x_then) ** (365 / 31) - 1) * 100, rel=1e-12)
-    assert got.from_block is None and "recorded in the price history" in got.note
-    # Nothing recorded far enough back: null with a reason, never a made-up number.
-    short = dataclasses.replace(no_archive, price_history=tuple(history[1:]))
-    none = ggavax_apy(short)
-    assert none.after_fees_pct is None and none.gross_pct is None and "unavailable" in none.note
+    assert got.from_block is None and got.method == "history" and "recorded in the price history" in got.note
+    # Only 8 days recorded: the oldest point at least 7 days back, with its shorter window.
+    eight = s.block.timestamp - 8 * 86400
+    history[-8] = dataclasses.replace(history[-8], ggavax_assets_per_share=x_then + (x_now - x_then) // 4, ggavax_time=eight)
+    week = ggavax_apy(dataclasses.replace(no_archive, price_history=tuple(history[1:])))
+    assert week.method == "history" and week.window_seconds == 8 * 86400
+    assert week.after_fees_pct == pytest.approx(((x_now / (x_then + (x_now - x_then) // 4)) ** (365 / 8) - 1) * 100, rel=1e-12)
+    # Less than 7 days recorded: the current reward stream, compounded over its length.
+    short = dataclasses.replace(no_archive, price_history=tuple(h for h in history[1:] if h.ggavax_time != eight))
+    stream = ggavax_apy(short)
+    v = s.ggavax
+    span = v.rewards_cycle_end - v.last_sync
+    assert stream.method == "stream" and stream.window_seconds == span
+    assert stream.after_fees_pct == pytest.approx(((1 + v.last_rewards_amt / v.total_released_assets) ** (365 * 86400 / span) - 1) * 100, rel=1e-12)
+    assert 0 < stream.after_fees_pct < stream.gross_pct < 100
+    # No history and no stream at all: null with a reason, never a made-up number.
+    dead = dataclasses.replace(short, ggavax=dataclasses.replace(v, last_rewards_amt=0))
+    none = ggavax_apy(dead)
+    assert none.after_fees_pct is None and none.gross_pct is None and none.method is None and "no ggAVAX reward stream" in none.note
 
 
 def test_build_publishes_the_recorded_share_price(built, demo_snapshot):

@@ -333,3 +333,36 @@ def test_publisher_devnet_serves_until_interrupted():
         rest.append(line)
     assert "stopping" in "".join(rest)
     assert not _port_taken(port), "anvil stopped with the command"
+
+
+def test_publisher_devnet_live_keeps_the_protocol_moving():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "publisher.cli", "devnet", "--live", "--pace", "0", "--seed", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    out: queue.Queue = queue.Queue()
+    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 180
+        while not any("GGP cycle" in line for line in lines):
+            assert time.monotonic() < deadline, f"no GGP distribution: {lines[-5:]}"
+            line = out.get(timeout=max(0.1, deadline - time.monotonic()))
+            assert line is not None, f"devnet exited early: {''.join(lines)}{proc.stderr.read()}"
+            lines.append(line)
+        text = "".join(lines)
+        url = re.search(r"RPC URL\s+(\S+)", text).group(1)
+        storage = re.search(r"^\s+Storage\s+(0x[0-9a-fA-F]{40})\s*$", text, re.M).group(1)
+        client = RpcClient([url])
+        pool = eth_call(client, storage, abis.storage_getAddress, registry_key("contract.address", "RewardsPool"))
+        # The demo seeds three GGP cycles; the live run started the fourth.
+        assert eth_call(client, pool, abis.getRewardsCycleCount) >= 4
+        days = [int(d) for d in re.findall(r"^day (\d+) ", text, re.M)]
+        assert days[:3] == [1, 2, 3] and len(days) >= 10
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -258,6 +258,7 @@ def _synthetic(**over) -> dict:
         "inflationIntervalRateWad": "1000133680617113500", "inflationIntervalSeconds": DAY,
         "rewardsCycleSeconds": 30 * DAY, "rewardsEligibilityMinSeconds": 15 * DAY, "rewardsCycleCount": 1,
         "rewardsCycleStartTime": 1_000_000, "nextDistributionTime": 1_000_000 + 30 * DAY,
+        "inflationIntervalStartTime": 1_000_000,
         "claimNodeOpPctWad": str(7 * 10**17), "minCollateralizationRatioWad": str(10**17),
         "maxCollateralizationRatioWad": str(15 * 10**17), "minipoolNodeCommissionFeePctWad": "0",
         "minipoolMinAvaxAssignmentWei": str(1000 * WAD), "minipoolMaxAvaxAssignmentWei": str(1000 * WAD),
@@ -532,7 +533,21 @@ def test_per_address_estimates_share_the_pool(rendered, demo_snapshot, params):
     assert params.nodeop_pool - eligible * (params.nodeop_pool // WAD + 1) <= total <= params.nodeop_pool
 
 
-def test_validator_rate_is_the_median_of_recent_finished_minipools(demo_snapshot, doc):
+def test_validator_rate_is_the_median_of_the_validators_potential_rewards(demo_snapshot, doc):
+    samples = sorted(
+        math.floor(Fraction(v.validation_reward, v.amount_staked) * Fraction(R.YEAR, v.end_timestamp - v.start_timestamp) * WAD)
+        for v in demo_snapshot.validators)
+    n = len(samples)
+    assert n >= 3
+    median = samples[n // 2] if n % 2 else (samples[n // 2 - 1] + samples[n // 2]) // 2
+    assert doc["validatorRate"] == {**doc["validatorRate"], "wad": str(median), "source": "validators", "samples": n}
+    # The stand-ins report potential rewards at the devnet's 7.5 %, rounded down to nAVAX.
+    assert 0.0749999 < median / WAD <= 0.075
+
+
+def test_validator_rate_is_the_median_of_recent_finished_minipools(demo_snapshot):
+    # Without validator data (provider down), finished minipools are the next source.
+    doc = P.rewards_params(dataclasses.replace(demo_snapshot, validators=()))
     samples = []
     for m in demo_snapshot.minipools:
         if m.status in (3, 4) and m.start_time > 0 and m.end_time > m.start_time and m.avax_total_reward_amt > 0:
@@ -550,7 +565,7 @@ def test_validator_rate_is_the_median_of_recent_finished_minipools(demo_snapshot
 
 def test_validator_rate_falls_back_to_the_default(demo_snapshot):
     finished = [m for m in demo_snapshot.minipools if P.rate_sample(m) is not None][:2]
-    few = dataclasses.replace(demo_snapshot, minipools=tuple(finished))
+    few = dataclasses.replace(demo_snapshot, minipools=tuple(finished), validators=demo_snapshot.validators[:2])
     assert P.validator_rate(few, 7.5) == (75 * 10**15, "default", 2)
     assert P.validator_rate(few, 8.25)[0] == 825 * 10**14
     doc = P.rewards_params(few, 7.5)

@@ -12,14 +12,20 @@ Two inputs are not single on-chain values and are derived here:
   now): ``rewardsStartTime != 0``, ``distribution - rewardsStartTime >= RewardsEligibilityMinSeconds``
   and a high-water mark above 0. Stakes and high-water marks are taken as they are at the block;
   Rialto's off-chain "investor" down-weighting is not modelled.
-- **r_v** (validator reward rate): the median annualized reward of the most recent finished
-  minipools, or a configured default when there are too few (see ``validator_rate``).
+- **r_v** (validator reward rate): the median annualized potential reward the validator provider
+  reports for the protocol's active validators; else the median annualized reward of the most
+  recent finished minipools (cycling minipools overwrite theirs, so these are rare); else a
+  configured default (see ``validator_rate``).
+
+The next cycle's mint compounds the supply once per inflation interval elapsed from
+``InflationIntervalStartTime`` to the distribution time, as ``startRewardsCycle`` does: 30 when the
+distribution is on time, more when it is overdue (then the distribution time is the build's block).
 """
 from __future__ import annotations
 
 from decimal import Decimal
 
-from ..snapshot import Minipool, Snapshot, Staker
+from ..snapshot import Minipool, Snapshot, Staker, Validator
 from . import rewards
 
 WAD = rewards.WAD
@@ -30,10 +36,25 @@ RATE_MIN_SAMPLES = 3  # fewer than this: use the configured default
 DEFAULT_RATE_PCT = 7.5
 
 
+def cycle_end_time(snap: Snapshot) -> int:
+    return snap.rewards_pool.cycle_start_time + snap.settings.rewards_cycle_seconds
+
+
 def next_distribution_time(snap: Snapshot) -> int:
     """When the next node-operator distribution is due: the cycle end, or now if it is overdue."""
-    end = snap.rewards_pool.cycle_start_time + snap.settings.rewards_cycle_seconds
-    return max(end, snap.block.timestamp)
+    return max(cycle_end_time(snap), snap.block.timestamp)
+
+
+def overdue_reason(snap: Snapshot) -> str | None:
+    """Why the distribution is overdue (the cycle ended and no new cycle started), or None."""
+    end, now = cycle_end_time(snap), snap.block.timestamp
+    if now <= end:
+        return None
+    paused = " RewardsPool is paused." if snap.paused.get("RewardsPool") else ""
+    return (f"the rewards cycle ended at {end}, {now - end} s before this block, and startRewardsCycle has not "
+            f"run: the forecast assumes it runs now, minting for every inflation interval since "
+            f"inflationIntervalStartTime, and grows by one interval each {snap.settings.inflation_interval_seconds} s "
+            f"it waits.{paused}")
 
 
 def eligible_at(st: Staker, when: int, min_seconds: int) -> bool:
@@ -72,21 +93,37 @@ def rate_sample(m: Minipool) -> int | None:
     return m.avax_total_reward_amt * WAD * YEAR // (staked * duration)
 
 
-def validator_rate(snap: Snapshot, default_rate_pct: float = DEFAULT_RATE_PCT) -> tuple[int, str, int]:
-    """(r_v as a wad, "minipools" | "default", number of samples).
+def validator_sample(v: Validator) -> int | None:
+    """Annualized potential validation reward of one active validator, wad-scaled, rounded down."""
+    seconds = v.end_timestamp - v.start_timestamp
+    if v.amount_staked <= 0 or seconds <= 0 or v.validation_reward <= 0:
+        return None
+    return v.validation_reward * WAD * YEAR // (v.amount_staked * seconds)
 
-    Median of the most recent ≤ 20 Withdrawable/Finished minipools by end time (ties by index) that
-    earned a reward; an even count takes the floor of the mean of the middle two. Zero-reward pools
-    (poor uptime) are left out: they say nothing about the network rate.
+
+def median(values: list[int]) -> int:
+    """The middle value; an even count takes the floor of the mean of the middle two."""
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) // 2
+
+
+def validator_rate(snap: Snapshot, default_rate_pct: float = DEFAULT_RATE_PCT) -> tuple[int, str, int]:
+    """(r_v as a wad, "validators" | "minipools" | "default", number of samples).
+
+    First the validator provider's potential reward of every active protocol validator
+    (validationReward / amountStaked × 365 d / (end − start)); then the most recent ≤ 20
+    Withdrawable/Finished minipools by end time (ties by index) that earned a reward (zero-reward
+    pools say nothing about the network rate); then the default. Each needs RATE_MIN_SAMPLES.
     """
+    live = [r for v in snap.validators if (r := validator_sample(v)) is not None]
+    if len(live) >= RATE_MIN_SAMPLES:
+        return median(live), "validators", len(live)
     dated = [(m.end_time, m.index, r) for m in snap.minipools if (r := rate_sample(m)) is not None]
     recent = sorted(dated, reverse=True)[:RATE_SAMPLES]
     if len(recent) < RATE_MIN_SAMPLES:
         return pct_to_wad(default_rate_pct), "default", len(recent)
-    values = sorted(r for _, _, r in recent)
-    mid = len(values) // 2
-    median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) // 2
-    return median, "minipools", len(values)
+    return median([r for _, _, r in recent]), "minipools", len(recent)
 
 
 def pct_to_wad(pct: float) -> int:
@@ -119,7 +156,11 @@ def rewards_params(snapshot: Snapshot, default_rate_pct: float = DEFAULT_RATE_PC
         "rewardsEligibilityMinSeconds": st.rewards_eligibility_min_seconds,
         "rewardsCycleCount": s.rewards_pool.cycle_count,
         "rewardsCycleStartTime": s.rewards_pool.cycle_start_time,
+        "rewardsCycleEndTime": cycle_end_time(s),
+        "inflationIntervalStartTime": s.rewards_pool.inflation_interval_start_time,
         "nextDistributionTime": next_distribution_time(s),
+        "overdue": overdue_reason(s) is not None,
+        "overdueReason": overdue_reason(s),
         "claimNodeOpPctWad": str(st.claiming_contract_pct.get("ClaimNodeOp", 0)),
         "minCollateralizationRatioWad": str(st.min_collateralization_ratio),
         "maxCollateralizationRatioWad": str(st.max_collateralization_ratio),
@@ -143,9 +184,11 @@ def rewards_params(snapshot: Snapshot, default_rate_pct: float = DEFAULT_RATE_PC
             "source": source,
             "samples": samples,
             "defaultWad": str(pct_to_wad(default_rate_pct)),
-            "rule": f"median of avaxTotalRewardAmt / (avaxNodeOpAmt + avaxLiquidStakerAmt) x 365 d / "
-                    f"(endTime - startTime) over the most recent <= {RATE_SAMPLES} Withdrawable/Finished "
-                    f"minipools with a reward; the default when fewer than {RATE_MIN_SAMPLES}",
+            "rule": f"'validators': median of the validator provider's potentialRewards.validationRewardAmount / "
+                    f"amountStaked x 365 d / (endTimestamp - startTimestamp) over the protocol's active validators; "
+                    f"else 'minipools': median of avaxTotalRewardAmt / (avaxNodeOpAmt + avaxLiquidStakerAmt) x "
+                    f"365 d / (endTime - startTime) over the most recent <= {RATE_SAMPLES} Withdrawable/Finished "
+                    f"minipools with a reward; else 'default'. Each needs {RATE_MIN_SAMPLES} samples",
         },
     }
     doc["forecast"] = rewards.forecast(doc)

@@ -71,6 +71,12 @@ def compound(supply: int, rate: int, intervals: int) -> int:
     return supply
 
 
+def inflation_intervals(start: int, when: int, interval_seconds: int) -> int:
+    """RewardsPool.getInflationIntervalsElapsed at time ``when``: whole intervals since the start
+    (the cycle start mints for all of them, so a late distribution mints more)."""
+    return max(when - start, 0) // interval_seconds
+
+
 def cycle_mint(supply: int, max_supply: int, rate: int, intervals: int) -> int:
     """GGP minted at a cycle start after ``intervals`` inflation intervals, capped at MAX_SUPPLY."""
     new = compound(supply, rate, intervals)
@@ -98,7 +104,8 @@ class Params:
         "ggp_supply", "ggp_max_supply", "inflation_rate", "inflation_interval_seconds", "cycle_seconds",
         "eligibility_min_seconds", "cycle_start", "next_distribution", "nodeop_pct", "min_ratio",
         "max_ratio", "commission", "min_assignment", "max_assignment", "min_staking_amt", "tegs",
-        "validator_rate", "validator_rate_source", "intervals", "cycle_mint", "nodeop_pool",
+        "validator_rate", "validator_rate_source", "inflation_start", "intervals", "cycle_mint", "nodeop_pool",
+        "assumptions",
         # worked out once, used by every estimate
         "meta", "validator_rate_pct", "avax_rate_num", "avax_cycle_den", "usd_den",
     )
@@ -191,9 +198,10 @@ def parse_params(doc) -> Params:
     rate = _obj(doc, "validatorRate")
     p.validator_rate = _uint(rate, "wad", hi=WAD)
     p.validator_rate_source = _str(rate, "source")
-    p.intervals = p.cycle_seconds // p.inflation_interval_seconds
+    p.inflation_start = _int(doc, "inflationIntervalStartTime")
+    p.intervals = inflation_intervals(p.inflation_start, p.next_distribution, p.inflation_interval_seconds)
     if p.intervals > MAX_INTERVALS:
-        raise ParamsError("rewardsCycleSeconds / inflationIntervalSeconds is implausibly large")
+        raise ParamsError("inflation intervals to nextDistributionTime are implausibly many")
     p.cycle_mint = cycle_mint(p.ggp_supply, p.ggp_max_supply, p.inflation_rate, p.intervals)
     p.nodeop_pool = mul_wad(p.nodeop_pct, p.cycle_mint)
     p.meta = {"network": p.network, "chainId": p.chain_id, "block": p.block}
@@ -201,13 +209,23 @@ def parse_params(doc) -> Params:
     p.avax_rate_num = p.validator_rate * (WAD + p.commission)
     p.avax_cycle_den = WAD2 * YEAR
     p.usd_den = WAD2 * 10**p.avax_usd_decimals
+    p.assumptions = [
+        f"the distribution runs at nextDistributionTime ({p.next_distribution}), minting for the "
+        f"{p.intervals} inflation intervals elapsed since inflationIntervalStartTime ({p.inflation_start})",
+        "the Oracle GGP price, every stake and TEGS stay as they are at the params block until then",
+        "every eligible staker shares one pool pro rata: no investor weighting (Rialto's off-chain "
+        "down-weighting of listed addresses is not modelled)",
+        f"AVAX rewards accrue at the validator rate r_v = {_dec(p.validator_rate, 16, 4)} % "
+        f"(source: {p.validator_rate_source})",
+    ]
     return p
 
 
 def forecast(params) -> dict:
     """The next cycle's mint and node-operator pool (DESIGN §7.4), as published in /rewards/params."""
     p = parse_params(params)
-    return {"cycleIntervals": p.intervals, "cycleMintWei": str(p.cycle_mint), "nodeOpPoolWei": str(p.nodeop_pool)}
+    return {"cycleIntervals": p.intervals, "cycleMintWei": str(p.cycle_mint), "nodeOpPoolWei": str(p.nodeop_pool),
+            "assumptions": list(p.assumptions)}
 
 
 # ---- estimates ---------------------------------------------------------------------------------
@@ -282,6 +300,7 @@ def _returns(p: Params, g: int, capital_avax: int, earning_avax: int, ggp_cycle:
         "validatorRateSource": p.validator_rate_source,
         "cycleSeconds": p.cycle_seconds,
         "nextDistributionTime": p.next_distribution,
+        "assumptions": p.assumptions,
         "usd": None,
     }
     if p.avax_usd is not None:
@@ -326,6 +345,11 @@ def _warnings(p: Params, g: int, a: int, collat: int, g_eff: int) -> list[dict]:
             warn("stake_above_cap", f"collateralization {_dec(collat, 16, 4)} % is above MaxCollateralizationRatio "
                                     f"{_dec(p.max_ratio, 16, 4)} %: the {_dec(g - g_eff)} GGP beyond the cap "
                                     "earns no GGP rewards")
+    left = p.next_distribution - p.block["timestamp"]
+    if left < p.eligibility_min_seconds:
+        warn("misses_next_distribution", f"the next distribution is {left} s after the params block, less than "
+                                         f"RewardsEligibilityMinSeconds ({p.eligibility_min_seconds} s): a minipool "
+                                         "created now is not eligible for it, so the first GGP arrives one cycle later")
     if p.nodeop_pool == 0:
         warn("no_nodeop_rewards", "the next cycle mints no GGP for node operators (supply cap reached or "
                                   "inflation off)")

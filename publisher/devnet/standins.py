@@ -111,6 +111,8 @@ def validator_records(scenario: Scenario) -> list[Record]:
         delegated = sum(rng.randrange(25, 800) for _ in range(delegators)) * NAVAX
         fee_millionths = m["delegationFee"]
         year = 365 * DAY
+        # Pools the live devnet creates carry no BLS key on-chain; the network still reports one.
+        bls = m["blsPubkeyAndSig"] or (keccak(bytes.fromhex(m["nodeID"][2:])) * 5)[:144]
         out.append(Record(
             node_id=nid, tx_id=tx, start=start, end=end, stake=stake, delegated=delegated,
             delegators=delegators, fee_pct=f"{Decimal(fee_millionths) / 10_000:.4f}",
@@ -119,8 +121,8 @@ def validator_records(scenario: Scenario) -> list[Record]:
             validation_reward=stake * rate_bp * (end - start) // (10_000 * year),
             delegation_reward=delegated * rate_bp * (end - start) // (10_000 * year) * fee_millionths // 1_000_000,
             capacity=max(0, min(5 * stake, MAX_DELEGATION_NAVAX) - stake - delegated),
-            bls_public_key="0x" + m["blsPubkeyAndSig"][:48].hex(),
-            bls_pop="0x" + m["blsPubkeyAndSig"][48:].hex(),
+            bls_public_key="0x" + bls[:48].hex(),
+            bls_pop="0x" + bls[48:].hex(),
         ))
     return out
 
@@ -400,6 +402,13 @@ class Standins:
         self.glacier = GlacierStandin(records)
         self.pchain = PChainStandin(records)
         self.prices = PriceStandin(scenario_usd(self.scenario))
+
+    def refresh(self) -> None:
+        """Describe the scenario as it is now (the live devnet updates it after every step)."""
+        records = validator_records(self.scenario)
+        self.glacier.records = sorted(records, key=lambda r: (-r.start, r.node_id))
+        self.pchain.records = {r.node_id: r for r in records}
+        self.prices.usd = scenario_usd(self.scenario)
 
     @property
     def all(self) -> tuple[Service, ...]:

@@ -46,9 +46,10 @@ RETURNS = {
     "ggpAprPct": S.described(APR, "the GGP part of aprPct"),
     "avaxAprPct": S.described(APR, "the AVAX part of aprPct"),
     "validatorRatePct": S.described(S.PERCENT, "r_v, the validation reward rate used"),
-    "validatorRateSource": {"enum": ["minipools", "default"]},
+    "validatorRateSource": {"enum": ["validators", "minipools", "default"]},
     "cycleSeconds": COUNT,
     "nextDistributionTime": S.TIMESTAMP,
+    "assumptions": S.described(S.array(S.STRING), "what the estimate takes as given"),
     "usd": USD,
     "shareWad": WAD,
     "sharePct": S.described(S.PERCENT, "share of the node-operator pool"),
@@ -87,7 +88,8 @@ _WEI_FIELDS = (
 )
 _INT_FIELDS = (
     "ggpPriceTimestamp", "inflationIntervalSeconds", "rewardsCycleSeconds", "rewardsEligibilityMinSeconds",
-    "rewardsCycleCount", "rewardsCycleStartTime", "nextDistributionTime",
+    "rewardsCycleCount", "rewardsCycleStartTime", "rewardsCycleEndTime", "inflationIntervalStartTime",
+    "nextDistributionTime",
 )
 PARAMS = S.obj({
     "formatVersion": {"const": R.PARAMS_FORMAT},
@@ -98,9 +100,13 @@ PARAMS = S.obj({
     "lastCycle": S.obj({"totalWei": S.WEI, "nodeOpTotalWei": S.WEI},
                        description="last actual cycle: RewardsPool.getRewardsCycleTotalAmt, ClaimNodeOp.getRewardsCycleTotal"),
     "tegs": S.obj({"wei": S.WEI, "stakers": COUNT, "rule": S.STRING}),
-    "validatorRate": S.obj({"wad": WAD, "source": {"enum": ["minipools", "default"]}, "samples": COUNT,
+    "overdue": S.described(S.BOOLEAN, "the rewards cycle has ended and the next has not started"),
+    "overdueReason": S.nullable(S.STRING),
+    "validatorRate": S.obj({"wad": WAD, "source": {"enum": ["validators", "minipools", "default"]}, "samples": COUNT,
                             "defaultWad": WAD, "rule": S.STRING}),
-    "forecast": S.obj({"cycleIntervals": COUNT, "cycleMintWei": S.WEI, "nodeOpPoolWei": S.WEI},
+    "forecast": S.obj({"cycleIntervals": S.described(COUNT, "inflation intervals from inflationIntervalStartTime "
+                                                          "to nextDistributionTime"),
+                       "cycleMintWei": S.WEI, "nodeOpPoolWei": S.WEI, "assumptions": S.array(S.STRING)},
                       description="next cycle's mint and node-operator pool, derived from the fields above"),
 })
 

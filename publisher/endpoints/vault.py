@@ -116,11 +116,15 @@ def metrics(ctx: Context):
     "/metrics/apy", tag="Metrics", summary="ggAVAX APY",
     description="ggAVAX APY from the share price (convertToAssets(1e18)) over the configured window: "
                 "`total_apy_after_fees` is what holders earned, `total_apy` grosses it up by the protocol fee. "
-                "`stream_apr` is the current reward stream annualized. Nulls come with a reason in `method`.",
+                "`stream_apr` is the current reward stream annualized. `method` names the earlier share price "
+                "used (`archive` state at the window start, `history` recorded by earlier runs, at least 7 "
+                "days back, or the current reward `stream`), `window_days` the span, `note` the formula; "
+                "null figures come with the reason in `note`.",
     schema=S.obj({
         "total_apy": S.nullable(S.PERCENT), "total_apy_after_fees": S.nullable(S.PERCENT), "fee_pct": S.PERCENT,
         "window_days": S.nullable(S.NON_NEGATIVE), "from_block": S.nullable(S.INTEGER), "to_block": S.INTEGER,
-        "stream_apr": S.PERCENT, "method": S.STRING, "meta": S.META,
+        "stream_apr": S.PERCENT, "method": S.nullable({"enum": ["archive", "history", "stream"]}),
+        "note": S.STRING, "meta": S.META,
     }),
 )
 def metrics_apy(ctx: Context):
@@ -129,5 +133,5 @@ def metrics_apy(ctx: Context):
         "total_apy": a.gross_pct, "total_apy_after_fees": a.after_fees_pct, "fee_pct": s.settings.fee_bips / 100,
         "window_days": a.window_seconds / 86_400 if a.window_seconds else None,
         "from_block": a.from_block, "to_block": s.block.number, "stream_apr": a.stream_apr_pct,
-        "method": a.note, "meta": meta(ctx),
+        "method": a.method, "note": a.note, "meta": meta(ctx),
     }

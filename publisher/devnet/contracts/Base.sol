@@ -24,6 +24,12 @@ abstract contract Base is Owned {
 		_;
 	}
 
+	/// @dev The guardian's pause switch (Storage "contract.paused" + name), as mainnet's whenNotPaused.
+	modifier whenNotPaused(string memory name) {
+		if (_paused(name)) revert ContractPaused();
+		_;
+	}
+
 	function _contract(string memory name) internal view returns (address addr) {
 		addr = store.getAddress(keccak256(abi.encodePacked("contract.address", name)));
 		if (addr == address(0)) revert ContractNotFound(name);

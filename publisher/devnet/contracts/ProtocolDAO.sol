@@ -29,6 +29,7 @@ contract ProtocolDAO is Base {
 		_set("MinipoolMaxDuration", 365 days);
 		_set("MinipoolCycleDuration", 14 days);
 		_set("MinipoolCancelMoratoriumSeconds", 5 days);
+		_set("MinipoolCycleDelayTolerance", 1 days);
 		_set("ExpectedAVAXRewardsRate", 0.1 ether);
 		_set("TargetGGAVAXReserveRate", 0.1 ether);
 		_set("FeeBips", 1000);
@@ -103,6 +104,10 @@ contract ProtocolDAO is Base {
 
 	function getMinipoolCycleDuration() external view returns (uint256) {
 		return _get("MinipoolCycleDuration");
+	}
+
+	function getMinipoolCycleDelayTolerance() external view returns (uint256) {
+		return _get("MinipoolCycleDelayTolerance");
 	}
 
 	function getMinipoolCancelMoratoriumSeconds() external view returns (uint256) {

@@ -140,6 +140,67 @@ contract Staking is Base {
 		return divWadDown(mulWadDown(highWater, getEffectiveRewardsRatio(stakerAddr)), price);
 	}
 
+	// ---- network mutators (MinipoolManager, ClaimNodeOp; mainnet's onlyRegisteredNetworkContract) ----
+
+	function increaseAVAXStake(address stakerAddr, uint256 amount) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).avaxStaked += amount;
+	}
+
+	function decreaseAVAXStake(address stakerAddr, uint256 amount) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).avaxStaked -= amount;
+	}
+
+	function increaseAVAXAssigned(address stakerAddr, uint256 amount) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).avaxAssigned += amount;
+	}
+
+	function decreaseAVAXAssigned(address stakerAddr, uint256 amount) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).avaxAssigned -= amount;
+	}
+
+	function increaseAVAXValidating(address stakerAddr, uint256 amount) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).avaxValidating += amount;
+	}
+
+	function decreaseAVAXValidating(address stakerAddr, uint256 amount) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).avaxValidating -= amount;
+	}
+
+	function setAVAXValidatingHighWater(address stakerAddr, uint256 amount) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).avaxValidatingHighWater = amount;
+	}
+
+	function increaseGGPRewards(address stakerAddr, uint256 amount) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).ggpRewards += amount;
+	}
+
+	function setRewardsStartTime(address stakerAddr, uint256 time) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).rewardsStartTime = time;
+	}
+
+	function setLastRewardsCycleCompleted(address stakerAddr, uint256 cycle) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).lastRewardsCycleCompleted = cycle;
+	}
+
+	/// @dev Slashed GGP leaves the staker (to the protocol DAO on mainnet), so the total stake shrinks.
+	function slashGGP(address stakerAddr, uint256 amount) external onlyOwnerOrNetwork {
+		_existing(stakerAddr).ggpStaked -= amount;
+		totalGGPStake -= amount;
+	}
+
+	/// @notice Stake GGP for an operator, registering it on first stake (mainnet's stakeGGPOnBehalfOf).
+	function stakeGGPFor(address stakerAddr, uint256 amount) external onlyOwnerOrNetwork whenNotPaused("Staking") {
+		if (stakerAddr == address(0)) revert InvalidStakerAddress();
+		if (indexPlusOne[stakerAddr] == 0) {
+			stakers.push();
+			stakers[stakers.length - 1].stakerAddr = stakerAddr;
+			indexPlusOne[stakerAddr] = stakers.length;
+		}
+		_existing(stakerAddr).ggpStaked += amount;
+		totalGGPStake += amount;
+		emit GGPStaked(stakerAddr, amount);
+	}
+
 	// ---- seeding ----
 
 	/// @notice Insert or overwrite stakers keyed by stakerAddr, keeping getTotalGGPStake() in sync.
@@ -182,6 +243,10 @@ contract Staking is Base {
 	}
 
 	// ---- internals ----
+
+	function _existing(address stakerAddr) private view returns (Staker storage) {
+		return stakers[uint256(requireValidStaker(stakerAddr))];
+	}
 
 	function _staker(address stakerAddr) private view returns (Staker storage) {
 		uint256 pos = indexPlusOne[stakerAddr];

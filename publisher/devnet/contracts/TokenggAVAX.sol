@@ -144,7 +144,7 @@ contract TokenggAVAX is ERC20, Base {
 
 	// ---- seeding ----
 
-	function depositFor(address receiver, uint256 assets) external onlyOwnerOrNetwork returns (uint256 shares) {
+	function depositFor(address receiver, uint256 assets) external onlyOwnerOrNetwork whenNotPaused("TokenggAVAX") returns (uint256 shares) {
 		shares = convertToShares(assets);
 		if (shares == 0) revert ZeroShares();
 		asset.mint(address(this), assets);

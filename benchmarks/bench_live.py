@@ -1,0 +1,171 @@
+"""Benchmark: the publisher against the living devnet for many protocol cycles, every published
+forecast scored against what the protocol then paid.
+
+The demo chain runs forward one protocol day per step (publisher/devnet/live.py: prices move,
+deposits and redemptions, minipools created/launched/cycled/ended/canceled/errored, GGP cycles
+distributed on time or late). Every ``--every`` days the publisher builds into one ``out/``
+(recording its share-price history as a deployment does). When a GGP distribution runs, every
+build made since the previous one is scored: the node-operator pool forecast and each staker's
+``/rewards/{address}`` ``ggpPerCycleWei`` against what the distribution paid. Every AVAX validation
+reward paid is scored against the validator rate the latest build published.
+
+By default the builds see no archive state (``apy_base`` dropped, as on a pruned node), so
+``ggavax_apy`` must come from the recorded history or the reward stream; ``--archive`` keeps it.
+
+Run: python benchmarks/bench_live.py [--cycles 10] [--every 5] [--seed 1] [--archive]
+(prints figures; no assertions — tests assert behaviour)
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from publisher.build import build
+from publisher.collect import collect, devnet_profile
+from publisher.config import load_profile
+from publisher.devnet.live import running_live
+from publisher.devnet.scenarios import DAY
+from publisher.sources import history
+
+WAD = 10**18
+YEAR = 365 * DAY
+
+
+@dataclasses.dataclass
+class Published:
+    time: int
+    due: int
+    overdue: bool
+    pool: int
+    stakers: dict[str, int]  # lower-case address -> ggpPerCycleWei
+    rate_wad: int
+    rate_source: str
+    apy: float | None
+    apy_method: str | None
+
+
+def read_build(out: Path) -> Published:
+    def read(path: str) -> dict:
+        return json.loads((out / (path.lstrip("/") + ".json")).read_text())
+
+    params, metrics, apy = read("/rewards/params"), read("/metrics"), read("/metrics/apy")
+    stakers = {}
+    for f in (out / "rewards").glob("0x*.json"):
+        stakers[f.stem] = int(json.loads(f.read_text())["estimate"]["ggpPerCycleWei"])
+    return Published(params["block"]["timestamp"], params["nextDistributionTime"], params["overdue"],
+                     int(params["forecast"]["nodeOpPoolWei"]), stakers, int(params["validatorRate"]["wad"]),
+                     params["validatorRate"]["source"], metrics["ggavax_apy"], apy["method"])
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+def summary(name: str, values: list[float], unit: str = "%") -> str:
+    if not values:
+        return f"{name}: no samples"
+    a = [abs(v) for v in values]
+    return (f"{name}: n={len(values)}  median |err| {statistics.median(a):.4g}{unit}  p90 {pct(a, 0.9):.4g}{unit}  "
+            f"max {max(a):.4g}{unit}  mean signed {statistics.fmean(values):+.4g}{unit}  exact {sum(v == 0 for v in values)}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cycles", type=int, default=10, help="GGP distributions to score")
+    ap.add_argument("--every", type=int, default=5, help="protocol days between builds")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--archive", action="store_true", help="let builds read archive state for the APY")
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    builds: list[Published] = []
+    pending: list[Published] = []
+    kinds = ("distribution on time", "distribution late, built before the cycle end", "built while overdue")
+    pool_err: dict[str, list[float]] = {k: [] for k in kinds}
+    staker_err: dict[str, list[float]] = {k: [] for k in kinds}
+    staker_rel: dict[str, list[float]] = {k: [] for k in kinds}
+    staker_exact_builds = 0
+    horizon_err: dict[int, list[float]] = {}
+    avax_err: list[float] = []
+    apy_null_after_first = 0
+    scored = 0
+    build_seconds = []
+    with running_live(args.seed) as (net, live), tempfile.TemporaryDirectory() as tmp:
+        profile = devnet_profile(load_profile("devnet"), net)
+        out = Path(tmp) / "out"
+        paid_seen = 0
+        while scored < args.cycles:
+            live.step()
+            # Score every build made since the previous distribution against the one that just ran.
+            while len(live.distributions) > scored:
+                d = live.distributions[scored]
+                scored += 1
+                delay = live.lateness.get(d.cycle - 1, 0)
+                for b in pending:
+                    kind = kinds[2] if b.overdue else kinds[1] if delay else kinds[0]
+                    pool_err[kind].append((b.pool - d.nodeop_total) / d.nodeop_total * 100)
+                    horizon_err.setdefault((d.time - b.time) // (7 * DAY), []).append((b.pool - d.nodeop_total) / d.nodeop_total * 100)
+                    paid = {a.lower(): v for a, v in d.paid.items()}
+                    errs = []
+                    for addr in set(b.stakers) | set(paid):
+                        got, want = b.stakers.get(addr, 0), paid.get(addr, 0)
+                        if got or want:
+                            errs.append((got - want) / WAD)  # GGP
+                        if want:
+                            staker_rel[kind].append((got - want) / want * 100)
+                    staker_err[kind] += errs
+                    staker_exact_builds += all(e == 0 for e in errs)
+                pending = []
+            # AVAX rewards paid since the last look, against the latest published rate.
+            for p in live.payments[paid_seen:]:
+                if p.reward > 0 and builds:
+                    forecast = p.principal * builds[-1].rate_wad * p.seconds / (WAD * YEAR)
+                    avax_err.append((forecast - p.reward) / p.reward * 100)
+            paid_seen = len(live.payments)
+            if live.day % args.every == 0:
+                tb = time.perf_counter()
+                prior = history.load_published(out / "prices" / "history.json")
+                snap = collect(profile, history_prior=prior).snapshot
+                if not args.archive:
+                    snap = dataclasses.replace(snap, apy_base=None)
+                build(snap, profile, out, force=True)
+                build_seconds.append(time.perf_counter() - tb)
+                b = read_build(out)
+                if builds and b.apy is None:
+                    apy_null_after_first += 1
+                builds.append(b)
+                pending.append(b)
+
+    print(f"live devnet seed {args.seed}: {live.day} protocol days, {scored} GGP distributions scored, "
+          f"{len(builds)} builds (every {args.every} days, median {statistics.median(build_seconds):.2f}s), "
+          f"{time.perf_counter() - t0:.0f}s wall")
+    print(f"distributions: {len(live.distributions)} (cycles {live.distributions[0].cycle}..{live.distributions[-1].cycle}); "
+          f"delays drawn (days): {sorted(v / DAY for v in live.lateness.values())}")
+    print("GGP node-operator pool, forecast vs paid (percent of paid):")
+    for kind, v in pool_err.items():
+        print("  " + summary(kind, v))
+    for h in sorted(horizon_err):
+        print("  " + summary(f"built {h}-{h + 1} weeks before", horizon_err[h]))
+    print("GGP per staker, forecast - paid (GGP):")
+    for kind, v in staker_err.items():
+        print("  " + summary(kind, v, " GGP"))
+    print("GGP per staker paid something, (forecast - paid) / paid:")
+    for kind, v in staker_rel.items():
+        print("  " + summary(kind, v))
+    print(f"  builds whose every staker forecast was exact: {staker_exact_builds}")
+    print("AVAX per validation period, (forecast - paid) / paid:")
+    print("  " + summary("payments", avax_err))
+    print(f"validator rate sources: {dict(Counter(b.rate_source for b in builds))}")
+    print(f"ggavax_apy methods: {dict(Counter(b.apy_method for b in builds))}; "
+          f"null after the first build: {apy_null_after_first} of {len(builds) - 1}")
+
+
+if __name__ == "__main__":
+    main()

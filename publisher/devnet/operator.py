@@ -1,0 +1,172 @@
+"""The protocol operator: the transactions the protocol's multisig (Rialto) sends, on the devnet.
+
+Rialto works off-chain and calls the contracts: it starts each GGP rewards cycle and distributes it
+to every eligible staker with one total eligible stake (TEGS), launches, starts, ends and cycles
+minipools and reports the AVAX rewards the network paid, syncs ggAVAX rewards. ``Operator`` does
+the same against the devnet contracts, each call mined at a timestamp the caller chooses
+(``Sender``), so a scenario replays to the same chain.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..chain import abis
+from ..chain.abi import Fn
+from ..chain.rpc import RpcClient
+from .seed import Sender
+
+WAD = 10**18
+NAVAX = 10**9
+YEAR = 365 * 86_400
+
+# Rialto's calls (mainnet signatures where mainnet has them; owner_ is the devnet's stand-in for msg.sender).
+start_rewards_cycle = Fn("startRewardsCycle()")
+distribute = Fn("calculateAndDistributeRewards(address,uint256)")
+create_minipool = Fn("createMinipool(address,address,uint256,uint256,uint256)")
+cancel_minipool = Fn("cancelMinipool(address)")
+claim_and_initiate = Fn("claimAndInitiateStaking(address)")
+record_start = Fn("recordStakingStart(address,bytes32,uint256)")
+record_end = Fn("recordStakingEnd(address,uint256,uint256)")
+record_end_cycle = Fn("recordStakingEndThenMaybeCycle(address,uint256,uint256)")
+record_error = Fn("recordStakingError(address,bytes32)")
+withdraw_funds = Fn("withdrawMinipoolFunds(address)")
+stake_ggp_for = Fn("stakeGGPFor(address,uint256)")
+sync_rewards = Fn("syncRewards()")
+deposit_for = Fn("depositFor(address,uint256)")
+redeem_for = Fn("redeemFor(address,uint256)")
+set_price = Fn("setGGPPriceInAVAX(uint256,uint256)")
+update_answer = Fn("updateAnswer(int256,uint256)")
+set_paused = Fn("setPaused(string,bool)")
+ggp_rewards = Fn("getGGPRewards(address)", "uint256")
+
+
+def network_reward(avax_staked_wei: int, seconds: int, rate_bp: int) -> int:
+    """What the primary network pays a validator: the potential reward the validator APIs report
+    for its stake and period (nAVAX, rounded down), in wei. The devnet pays exactly this."""
+    stake = avax_staked_wei // NAVAX
+    return stake * rate_bp * seconds // (10_000 * YEAR) * NAVAX
+
+
+@dataclass
+class Distribution:
+    """One GGP rewards distribution as sent: when, the cycle's node-operator total, TEGS, and each
+    eligible staker's reward (read back from the chain as the change in its ggpRewards)."""
+
+    time: int
+    cycle: int
+    nodeop_total: int
+    tegs: int
+    paid: dict[str, int]
+
+
+class Operator:
+    def __init__(self, client: RpcClient, addresses: dict[str, str], sender: Sender):
+        self.client = client
+        self.a = addresses
+        self.s = sender
+
+    # ---- reads (at the latest block) ----
+
+    def call(self, name: str, fn: Fn, *args, block="latest"):
+        data = self.client.request("eth_call", [{"to": self.a[name], "data": "0x" + fn.encode(*args).hex()},
+                                                block if isinstance(block, str) else hex(block)])
+        return fn.decode(bytes.fromhex(data[2:]))
+
+    def calls(self, items: list[tuple[str, Fn, tuple]]) -> list:
+        raw = self.client.batch([("eth_call", [{"to": self.a[n], "data": "0x" + fn.encode(*args).hex()}, "latest"])
+                                 for n, fn, args in items])
+        return [fn.decode(bytes.fromhex(r[2:])) for (_, fn, _), r in zip(items, raw)]
+
+    def setting(self, name: str) -> int:
+        """A ProtocolDAO uint setting by name (e.g. "MinipoolCycleDuration")."""
+        return self.call("ProtocolDAO", Fn(f"get{name}()", "uint256"))
+
+    def stakers(self) -> list[dict]:
+        rows = self.call("Staking", abis.getStakers, 0, 0)
+        return [dict(zip((k for k, _ in abis.STAKER_FIELDS), row)) for row in rows]
+
+    def minipools(self) -> list[dict]:
+        count = self.call("MinipoolManager", abis.getMinipoolCount)
+        rows = self.calls([("MinipoolManager", abis.getMinipool, (i,)) for i in range(count)])
+        return [dict(zip((k for k, _ in abis.MINIPOOL_FIELDS), row)) for row in rows]
+
+    # ---- GGP rewards ----
+
+    def eligible_stakes(self, when: int) -> dict[str, int]:
+        """Effective GGP stake of every staker ClaimNodeOp.isEligible would accept at ``when``
+        (worked out off-chain, as Rialto does, from the state at the latest block)."""
+        min_seconds = self.setting("RewardsEligibilityMinSeconds")
+        eligible = [st["stakerAddr"] for st in self.stakers()
+                    if st["rewardsStartTime"] != 0 and st["rewardsStartTime"] <= when
+                    and when - st["rewardsStartTime"] >= min_seconds and st["avaxValidatingHighWater"] > 0]
+        stakes = self.calls([("Staking", abis.getEffectiveGGPStaked, (addr,)) for addr in eligible])
+        return dict(zip(eligible, stakes))
+
+    def distribute_rewards(self, when: int) -> Distribution:
+        """Start the next rewards cycle and distribute it to every eligible staker, all in one
+        block at ``when``: TEGS = Σ effective stake of the eligible stakers."""
+        stakes = self.eligible_stakes(when)
+        tegs = sum(stakes.values())
+        before = self.calls([("Staking", ggp_rewards, (addr,)) for addr in stakes])
+        with self.s.one_block(when):
+            self.s.send(self.a["RewardsPool"], start_rewards_cycle.encode(), "startRewardsCycle")
+            if tegs:
+                for addr in stakes:
+                    self.s.send(self.a["ClaimNodeOp"], distribute.encode(addr, tegs), f"distribute to {addr}")
+        self.s.check()
+        after = self.calls([("Staking", ggp_rewards, (addr,)) for addr in stakes])
+        cycle = self.call("RewardsPool", abis.getRewardsCycleCount)
+        total = self.call("ClaimNodeOp", abis.getRewardsCycleTotal)
+        paid = {addr: a - b for addr, a, b in zip(stakes, after, before)}
+        return Distribution(self.s.clock, cycle, total, tegs, paid)
+
+    # ---- minipools ----
+
+    def send(self, contract: str, data: bytes, what: str) -> None:
+        self.s.send(self.a[contract], data, what)
+
+    def create_minipool(self, owner: str, node_id: str, duration: int, avax: int, fee: int = 20_000) -> None:
+        self.send("MinipoolManager", create_minipool.encode(owner, node_id, duration, fee, avax), f"create {node_id}")
+
+    def launch(self, node_id: str) -> None:
+        self.send("MinipoolManager", claim_and_initiate.encode(node_id), f"launch {node_id}")
+
+    def start(self, node_id: str, tx_id: bytes, start_time: int) -> None:
+        self.send("MinipoolManager", record_start.encode(node_id, tx_id, start_time), f"start {node_id}")
+
+    def end(self, node_id: str, end_time: int, reward: int) -> None:
+        """End the validation period; the contract cycles the pool when its duration has room."""
+        self.send("MinipoolManager", record_end_cycle.encode(node_id, end_time, reward), f"end {node_id}")
+
+    def end_only(self, node_id: str, end_time: int, reward: int) -> None:
+        self.send("MinipoolManager", record_end.encode(node_id, end_time, reward), f"end {node_id} (no cycle)")
+
+    def error(self, node_id: str, code: bytes = b"EC2") -> None:
+        self.send("MinipoolManager", record_error.encode(node_id, code.ljust(32, b"\0")), f"error {node_id}")
+
+    def cancel(self, node_id: str) -> None:
+        self.send("MinipoolManager", cancel_minipool.encode(node_id), f"cancel {node_id}")
+
+    def withdraw(self, node_id: str) -> None:
+        self.send("MinipoolManager", withdraw_funds.encode(node_id), f"withdraw {node_id}")
+
+    # ---- others ----
+
+    def stake_ggp(self, staker: str, amount: int) -> None:
+        self.send("Staking", stake_ggp_for.encode(staker, amount), f"stake GGP for {staker}")
+
+    def sync_ggavax(self) -> None:
+        self.send("TokenggAVAX", sync_rewards.encode(), "ggAVAX syncRewards")
+
+    def deposit(self, who: str, assets: int) -> None:
+        self.send("TokenggAVAX", deposit_for.encode(who, assets), "ggAVAX deposit")
+
+    def redeem(self, who: str, shares: int) -> None:
+        self.send("TokenggAVAX", redeem_for.encode(who, shares), "ggAVAX redeem")
+
+    def set_prices(self, ggp_in_avax: int, avax_usd: int) -> None:
+        self.send("Oracle", set_price.encode(ggp_in_avax, self.s.clock + 2), "oracle price")
+        self.send("PriceFeed", update_answer.encode(avax_usd, self.s.clock + 2), "AVAX/USD round")
+
+    def pause(self, name: str, paused: bool) -> None:
+        self.send("Storage", set_paused.encode(name, paused), f"pause {name}={paused}")
