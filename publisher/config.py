@@ -47,6 +47,8 @@ class Profile:
     max_price_move_pct: float = 50.0
     max_staker_drop_pct: float = 20.0
     flags: dict[str, bool] = field(default_factory=dict)
+    # Where each address above comes from and when it was checked: {"storage": {"source": …, "checked": "YYYY-MM-DD"}}.
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def with_overrides(self, **values) -> "Profile":
         known = {f.name for f in fields(self)}
@@ -68,7 +70,8 @@ _ENV = {
 def load_profile(name: str, **cli) -> Profile:
     if name not in NETWORKS:
         raise PublisherError(f"unknown network {name!r}; choose one of {', '.join(NETWORKS)}")
-    data = json.loads((PROFILE_DIR / f"{name}.json").read_text())
+    # PUBLISHER_PROFILE_DIR points at edited copies (rehearsals, tests); the shipped files stay untouched.
+    data = json.loads((Path(os.environ.get("PUBLISHER_PROFILE_DIR") or PROFILE_DIR) / f"{name}.json").read_text())
     if data.get("validator_api_key"):
         raise PublisherError(f"profile {name} holds validator_api_key: secrets come only from PUBLISHER_VALIDATOR_API_KEY")
     data["rpc_urls"] = tuple(data.get("rpc_urls", ()))
