@@ -47,7 +47,7 @@ def main(verbose: bool) -> None:
 
 
 @main.command()
-@click.option("--scenario", type=click.Choice(["demo", "scale"]), default="demo", show_default=True)
+@click.option("--scenario", type=click.Choice(["demo", "scale", "mainnet-size"]), default="demo", show_default=True)
 @click.option("--port", type=int, help="Port for the node (default: a free one).")
 @click.option("--as", "as_network", type=click.Choice(["mainnet", "fuji"]),
               help="Rehearse a network: its chain id, contracts at its profile's addresses, stand-ins at its request paths.")
@@ -81,7 +81,7 @@ def devnet(scenario: str, port: int | None, as_network: str | None) -> None:
 @RPC_URL
 @BLOCK
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="Where to save the snapshot JSON.")
-@click.option("--scenario", type=click.Choice(["demo", "scale"]), default="demo", help="Devnet scenario when no RPC is given.")
+@click.option("--scenario", type=click.Choice(["demo", "scale", "mainnet-size"]), default="demo", help="Devnet scenario when no RPC is given.")
 @fail_cleanly
 def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str, scenario: str) -> None:
     """Read the whole protocol at one block and save it."""
@@ -101,7 +101,7 @@ def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str
 @BLOCK
 @click.option("--from-snapshot", "from_snapshot", type=click.Path(exists=True, dir_okay=False), help="Build offline from a saved snapshot.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="out", show_default=True)
-@click.option("--scenario", type=click.Choice(["demo", "scale"]), default="demo", help="Devnet scenario when no RPC is given.")
+@click.option("--scenario", type=click.Choice(["demo", "scale", "mainnet-size"]), default="demo", help="Devnet scenario when no RPC is given.")
 @click.option("--force", is_flag=True, help="Publish even beyond the change bounds against the previous run.")
 @fail_cleanly
 def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> None:
