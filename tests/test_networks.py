@@ -7,7 +7,9 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ import uuid
 
 import boto3
 import pytest
+import requests
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
 from moto.server import ThreadedMotoServer
@@ -287,8 +290,36 @@ def test_a_broken_pair_costs_only_the_quote(breakage, reason, mainnet, tmp_path)
     assert tj["ggpInAvax"] is None and tj["ggpInUSD"] is None and tj["deviationFromOraclePct"] is None
     assert tj["oracleGgpInAvax"] > 0
     assert [w for w in status["warnings"] if w.startswith("/prices/tj has no quote") and reason in w]
-    assert f"warning   /prices/tj has no quote: " in proc.stdout
+    assert "warning   /prices/tj has no quote: " in proc.stdout
     assert_every_endpoint(out)
     assert read(out, "/prices")["ggpInAvax"] > 0
     check = cli(mainnet, "check", out, "--network", "mainnet")
     assert check.returncode == 0, check.stderr
+
+
+def test_publisher_devnet_as_fuji_prints_the_profile_addresses_and_real_paths():
+    proc = subprocess.Popen([sys.executable, "-m", "publisher.cli", "devnet", "--as", "fuji"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not any("Ctrl-C" in ln for ln in lines):
+            line = proc.stdout.readline()
+            assert line and time.monotonic() < deadline, "".join(lines) + proc.stderr.read()
+            lines.append(line)
+        text = "".join(lines)
+        p = load_profile("fuji")
+        assert re.search(r"RPC URL\s+\S+\s+\(chain id 43113\)", text)
+        printed = dict(re.findall(r"^\s+(\w+)\s+(0x[0-9a-fA-F]{40})\s*$", text, re.M))
+        assert printed["Storage"] == p.storage and printed["PriceFeed"] == p.avax_usd_feed
+        assert all(printed[name] == addr for name, addr in p.addresses.items())
+        assert "publisher build --network fuji --rpc-url" in text
+        glacier = re.search(r"PUBLISHER_VALIDATOR_API_URL=(\S+)", text).group(1)
+        assert requests.get(f"{glacier}/v1/networks/fuji/validators", timeout=10).status_code == 200
+        assert requests.get(f"{glacier}/v1/networks/local/validators", timeout=10).status_code == 404
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
