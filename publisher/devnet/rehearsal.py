@@ -63,6 +63,10 @@ def install(client: RpcClient, profile: Profile, start: int) -> dict[str, str]:
             state = accounts.get(temp[name].lower())
             if not state or state.get("code") in (None, "0x"):
                 raise PublisherError(f"rehearsal: {name} has no code after deployment")
+            # An immutable or stored copy of address(this) would still point at the temporary copy.
+            own = temp[name].lower()[2:]
+            if own in state["code"].lower() or any(own in v.lower() for v in state.get("storage", {}).values()):
+                raise PublisherError(f"rehearsal: {name} keeps its own deployment address in code or storage; it cannot be moved")
             client.request("anvil_setCode", [target, state["code"]])
             for slot, value in state.get("storage", {}).items():
                 client.request("anvil_setStorageAt", [target, slot, _word(value)])
