@@ -271,10 +271,15 @@ def _reverting(client, pair):
     client.request("anvil_setCode", [pair, "0x60006000fd"])  # PUSH1 0 PUSH1 0 REVERT
 
 
+def _silent(client, pair):
+    client.request("anvil_setCode", [pair, "0x00"])  # STOP: every call succeeds with no return data
+
+
 @pytest.mark.parametrize("breakage,reason", [
     (_drain, "has an empty reserve"),
     (_alien_tokens, "does not hold GGP"),
     (_reverting, "reverted"),
+    (_silent, "no valid answer"),
 ])
 def test_a_broken_pair_costs_only_the_quote(breakage, reason, mainnet, tmp_path):
     client = RpcClient([mainnet.url])

@@ -109,7 +109,7 @@ class Reader:
         dex = None
         if p.dex_pair and dex_error is None:
             if None in (s["dex_reserves"], s["dex_token0"], s["dex_token1"]):
-                dex_error = f"DEX pair {p.dex_pair}: getReserves(), token0() or token1() reverted"
+                dex_error = f"DEX pair {p.dex_pair}: getReserves(), token0() or token1() reverted or gave no valid answer"
             else:
                 r0, r1, ts = s["dex_reserves"]
                 dex = DexReserves(to_checksum_address(p.dex_pair), to_checksum_address(s["dex_token0"]), to_checksum_address(s["dex_token1"]), r0, r1, ts)
