@@ -69,19 +69,21 @@ def main(verbose: bool) -> None:
 @main.command()
 @click.option("--scenario", type=SCENARIOS, default="demo", show_default=True)
 @click.option("--port", type=int, help="Port for the node (default: a free one).")
+@click.option("--as", "as_network", type=click.Choice([n for n in NETWORKS if n != "devnet"]),
+              help="Rehearse a network: its chain id, contracts at its profile's addresses, stand-ins at its request paths.")
 @click.option("--live", is_flag=True, help="Keep the protocol moving: one protocol day per --pace seconds (demo only).")
 @click.option("--pace", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="Wall-clock seconds per protocol day with --live.")
 @click.option("--seed", type=int, default=1, show_default=True, help="RNG seed of the --live run (same seed, same chain).")
 @fail_cleanly
-def devnet(scenario: str, port: int | None, live: bool, pace: float, seed: int) -> None:
+def devnet(scenario: str, port: int | None, as_network: str | None, live: bool, pace: float, seed: int) -> None:
     """Run the embedded devnet until interrupted."""
     from .devnet import running
 
     if live and scenario != "demo":
         raise click.UsageError("--live runs the demo scenario")
-    with running(scenario, port) as net:
-        click.echo(f"devnet '{scenario}' ready in {net.seconds:.1f}s")
+    with running(scenario, port, as_network=as_network) as net:
+        click.echo(f"devnet '{scenario}'{f' rehearsing {as_network}' if as_network else ''} ready in {net.seconds:.1f}s")
         click.echo(f"RPC URL   {net.url}   (chain id {net.chain_id})")
         for name, addr in sorted(net.addresses.items()):
             click.echo(f"  {name:<16} {addr}")
@@ -91,7 +93,7 @@ def devnet(scenario: str, port: int | None, live: bool, pace: float, seed: int) 
         click.echo("use it:")
         click.echo(f"  export PUBLISHER_VALIDATOR_API_URL={net.services['validator_api']} "
                    f"PUBLISHER_PCHAIN_RPC_URL={net.services['pchain_rpc']} PUBLISHER_PRICE_API_URL={net.services['price_api']}")
-        click.echo(f"  publisher build --rpc-url {net.url}")
+        click.echo(f"  publisher build{f' --network {as_network}' if as_network else ''} --rpc-url {net.url}")
         click.echo("Ctrl-C to stop")
         try:
             if live:

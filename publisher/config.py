@@ -57,6 +57,8 @@ class Profile:
     max_price_move_pct: float = field(default=50.0, metadata=_min(0))
     max_staker_drop_pct: float = field(default=20.0, metadata=_min(0))
     flags: dict[str, bool] = field(default_factory=dict)
+    # Where each address above comes from and when it was checked: {"storage": {"source": …, "checked": "YYYY-MM-DD"}}.
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def with_overrides(self, **values) -> Profile:
         known = {f.name for f in fields(self)}
@@ -85,6 +87,7 @@ ENV_VARS = (
     EnvVar("PUBLISHER_PCHAIN_RPC_URL", "pchain_rpc_url", "P-Chain JSON-RPC, the validator API's fallback", secret=True),
     EnvVar("PUBLISHER_FEED_MAX_AGE", "feed_max_age", "oldest AVAX/USD feed answer accepted, seconds"),
     EnvVar("PUBLISHER_APY_WINDOW_DAYS", "apy_window_days", "ggAVAX APY look-back window, days"),
+    EnvVar("PUBLISHER_PROFILE_DIR", None, "folder of profile files to use instead of the shipped `publisher/profiles/`"),
     EnvVar("PUBLISHER_ANVIL", None, "anvil binary for the embedded devnet (default: the pinned one under node_modules)"),
 )
 _SECRET_FIELDS = {"validator_api_key"}  # never accepted from a profile file
@@ -203,7 +206,8 @@ def _from_env(environ: typing.Mapping[str, str]) -> dict[str, Any]:
 def load_profile(name: str, **cli) -> Profile:
     if name not in NETWORKS:
         raise PublisherError(f"unknown network {name!r}; choose one of {', '.join(NETWORKS)}")
-    path = PROFILE_DIR / f"{name}.json"
+    # PUBLISHER_PROFILE_DIR points at edited copies (rehearsals, tests); the shipped files stay untouched.
+    path = Path(os.environ.get("PUBLISHER_PROFILE_DIR") or PROFILE_DIR) / f"{name}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

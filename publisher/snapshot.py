@@ -229,6 +229,8 @@ class Snapshot:
     paused: dict[str, bool]
     feed: FeedRound | None = None
     dex: DexReserves | None = None
+    dex_pair: str | None = None  # the configured pair, read or not
+    dex_error: str | None = None  # why the pair could not be read (``dex`` is then None)
     apy_base: VaultPoint | None = None
     apy_window_days: int = 30
     # Off-chain sources (sources/): validator provider records, daily prices, USD cross-check.

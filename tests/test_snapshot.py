@@ -115,7 +115,8 @@ def test_every_snapshot_field_equals_an_individual_call_at_the_same_block(demo, 
         name: storage.functions.getAddress(keccak(b"contract.address" + name.encode())).call(block_identifier=n)
         for name in ("TokenGGP", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp", "ProtocolDAO", "Oracle")
     }
-    expected_addresses |= {"Storage": storage.address, "Multicall3": "0xcA11bde05977b3631167028862bE2a173976CA11"}
+    expected_addresses |= {"Storage": storage.address, "Multicall3": "0xcA11bde05977b3631167028862bE2a173976CA11",
+                           "WAVAX": ch("TokenggAVAX", "asset")}
     assert snap.addresses == expected_addresses
     assert all(snap.addresses[k] == demo.addresses[k] for k in expected_addresses)
     assert snap.paused == {name: ch("ProtocolDAO", "getContractPaused", name) for name in abis.PAUSABLE}

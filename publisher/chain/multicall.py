@@ -27,7 +27,7 @@ class Call:
     args: tuple = ()
     gas: int = 30_000  # estimated cost, used only to size chunks
     contract: str = ""  # name for error messages
-    optional: bool = False  # a revert yields None instead of failing the run
+    optional: bool = False  # a revert or an undecodable answer yields None instead of failing the run
 
     def describe(self) -> str:
         return f"{self.contract or self.target}.{self.fn.describe(self.args)}"
@@ -90,8 +90,9 @@ class Multicall:
             try:
                 out.append(call.fn.decode(data))
             except Exception:
-                failures.append(f"{call.describe()} returned undecodable data ({len(data)} bytes)")
                 out.append(None)
+                if not call.optional:
+                    failures.append(f"{call.describe()} returned undecodable data ({len(data)} bytes)")
         if failures:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
             where = int(self.block, 16) if self.block.startswith("0x") else self.block

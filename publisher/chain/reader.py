@@ -16,6 +16,7 @@ from .abi import Fn
 from .codec import checksum
 from .multicall import Call, Multicall
 from .rpc import RpcClient, RpcError, RpcUnavailable
+from ..compute.prices import dex_problem
 from ..config import Profile
 from ..errors import PublisherError
 from ..progress import Progress
@@ -74,10 +75,12 @@ class Reader:
     def read(self, block: int | None = None) -> Snapshot:
         p = self.profile
         head = pin_block(self.client, block, p.chain_id)
-        self.mc = Multicall(self.client, p.multicall, hex(head.number), on_chunk=self._tick)
         warnings: list[str] = []
+        dex_error = self._check_code(head)
+        self.mc = Multicall(self.client, p.multicall, hex(head.number), on_chunk=self._tick)
         addresses, paused = self._registry(warnings)
-        scalars = self._scalars(addresses)
+        scalars = self._scalars(addresses, read_dex=p.dex_pair is not None and dex_error is None)
+        addresses["WAVAX"] = to_checksum_address(scalars["wavax"])  # ggAVAX's asset; the DEX pair's other side
         stakers_raw, minipools_raw, liquid = self._collections(addresses, scalars)
         stakers = self._staker_views(addresses, stakers_raw)
         minipools = tuple(_minipool(m) for m in minipools_raw)
@@ -104,9 +107,20 @@ class Reader:
             rid, answer, started, updated, answered = s["feed_round"]
             feed = FeedRound(to_checksum_address(p.avax_usd_feed), rid, answer, started, updated, answered, s["feed_decimals"])
         dex = None
-        if p.dex_pair:
-            r0, r1, ts = s["dex_reserves"]
-            dex = DexReserves(to_checksum_address(p.dex_pair), to_checksum_address(s["dex_token0"]), to_checksum_address(s["dex_token1"]), r0, r1, ts)
+        if p.dex_pair and dex_error is None:
+            if None in (s["dex_reserves"], s["dex_token0"], s["dex_token1"]):
+                dex_error = f"DEX pair {p.dex_pair}: getReserves(), token0() or token1() reverted or gave no valid answer"
+            else:
+                r0, r1, ts = s["dex_reserves"]
+                dex = DexReserves(to_checksum_address(p.dex_pair), to_checksum_address(s["dex_token0"]), to_checksum_address(s["dex_token1"]), r0, r1, ts)
+        # The DEX quote is secondary: a broken pair costs /prices/tj its quote, never the run.
+        problem = dex_error or (dex_problem(dex, addresses["TokenGGP"], addresses["WAVAX"]) if dex else None)
+        if problem:
+            warnings.append(f"/prices/tj has no quote: {problem}")
+            log.warning("/prices/tj has no quote: %s", problem)
+        wavax = self.profile.addresses.get("WAVAX")
+        if wavax and to_checksum_address(wavax) != to_checksum_address(s["wavax"]):
+            warnings.append(f"TokenggAVAX.asset() is {to_checksum_address(s['wavax'])}, profile says WAVAX {wavax}: using the chain's")
         if len(stakers) != s["staker_count"]:
             raise PublisherError(f"read {len(stakers)} stakers, getStakerCount() says {s['staker_count']}")
         return Snapshot(
@@ -120,6 +134,7 @@ class Reader:
             staker_count=s["staker_count"], total_ggp_stake=s["total_ggp_stake"], stakers=stakers,
             minipool_count=s["minipool_count"], total_avax_liquid_staker_amt=s["total_ls"],
             minipools=minipools, paused=paused, feed=feed, dex=dex, apy_base=apy_base,
+            dex_pair=to_checksum_address(p.dex_pair) if p.dex_pair else None, dex_error=dex_error,
             apy_window_days=p.apy_window_days,
             warnings=tuple(warnings),
         )
@@ -139,11 +154,32 @@ class Reader:
             if self.progress:
                 self.progress.finish()
 
+    def _check_code(self, head: BlockRef) -> str | None:
+        """The profile's fixed addresses must hold contracts at the block: a stale or mistyped one
+        fails here, naming it, rather than as an undecodable result later. Returns the DEX pair's
+        problem, which only costs /prices/tj its quote."""
+        p = self.profile
+        named = [("Multicall3", p.multicall), ("Storage", p.storage)]
+        if p.avax_usd_feed:
+            named.append(("AVAX/USD feed", p.avax_usd_feed))
+        if p.dex_pair:
+            named.append(("DEX pair", p.dex_pair))
+        codes = self.client.batch([("eth_getCode", [addr, hex(head.number)]) for _, addr in named])
+        for (what, addr), code in zip(named, codes):
+            if isinstance(code, str) and code not in ("0x", ""):
+                continue
+            msg = f"no contract at the profile's {what} address {addr} (chain {p.chain_id}, block {head.number})"
+            if what == "DEX pair":
+                return msg
+            raise PublisherError(msg)
+        return None
+
     def _registry(self, warnings: list[str]) -> tuple[dict[str, str], dict[str, bool]]:
         storage = self.profile.storage
         names = abis.REGISTRY_NAMES
-        calls = [Call(storage, abis.storage_getAddress, (registry_key("contract.address", n),), contract="Storage") for n in names]
-        calls += [Call(storage, abis.storage_getBool, (registry_key("contract.paused", n),), contract="Storage") for n in abis.PAUSABLE]
+        label = f"Storage {storage}"
+        calls = [Call(storage, abis.storage_getAddress, (registry_key("contract.address", n),), contract=label) for n in names]
+        calls += [Call(storage, abis.storage_getBool, (registry_key("contract.paused", n),), contract=label) for n in abis.PAUSABLE]
         out = self._run("registry", calls)
         addresses = {}
         for name, addr in zip(names, out[: len(names)]):
@@ -160,7 +196,7 @@ class Reader:
         paused = dict(zip(abis.PAUSABLE, out[len(names):]))
         return addresses, paused
 
-    def _scalars(self, a: dict[str, str]) -> dict:
+    def _scalars(self, a: dict[str, str], *, read_dex: bool) -> dict:
         p = self.profile
         spec: list[tuple[str, str, str, Fn, tuple]] = [
             ("vault_name", "TokenggAVAX", a["TokenggAVAX"], abis.name, ()),
@@ -195,18 +231,23 @@ class Reader:
         spec += [(_snake(k), "ProtocolDAO", a["ProtocolDAO"], fn, ()) for k, fn in abis.dao_setting.items() if k != "FeeBips"]
         spec += [(f"pct:{n}", "ProtocolDAO", a["ProtocolDAO"], abis.getClaimingContractPct, (n,)) for n in abis.CLAIMING_CONTRACTS]
         if p.avax_usd_feed:
-            spec += [("feed_round", "AVAX/USD feed", p.avax_usd_feed, abis.latestRoundData, ()),
-                     ("feed_decimals", "AVAX/USD feed", p.avax_usd_feed, abis.decimals, ())]
-        if p.dex_pair:
-            spec += [("dex_reserves", "DEX pair", p.dex_pair, abis.getReserves, ()),
-                     ("dex_token0", "DEX pair", p.dex_pair, abis.token0, ()),
-                     ("dex_token1", "DEX pair", p.dex_pair, abis.token1, ())]
+            feed = f"AVAX/USD feed {p.avax_usd_feed}"
+            spec += [("feed_round", feed, p.avax_usd_feed, abis.latestRoundData, ()),
+                     ("feed_decimals", feed, p.avax_usd_feed, abis.decimals, ())]
         calls = [Call(addr, fn, args, contract=c) for _, c, addr, fn, args in spec]
+        keys = [k for k, *_ in spec]
         # getFeeBips exists only on the 2025 ProtocolDAO: optional, so older blocks still read.
         calls.append(Call(a["ProtocolDAO"], abis.dao_setting["FeeBips"], contract="ProtocolDAO", optional=True))
+        keys.append("fee_bips")
+        if read_dex:
+            # Optional: a pair that reverts loses /prices/tj its quote, not the run.
+            pair = f"DEX pair {p.dex_pair}"
+            calls += [Call(p.dex_pair, abis.getReserves, contract=pair, optional=True),
+                      Call(p.dex_pair, abis.token0, contract=pair, optional=True),
+                      Call(p.dex_pair, abis.token1, contract=pair, optional=True)]
+            keys += ["dex_reserves", "dex_token0", "dex_token1"]
         out = self._run("protocol state", calls)
-        values = dict(zip([k for k, *_ in spec] + ["fee_bips"], out))
-        return values
+        return dict(zip(keys, out))
 
     def _collections(self, a: dict[str, str], s: dict):
         count, pools = s["staker_count"], s["minipool_count"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..errors import PublisherError
-from ..snapshot import Snapshot
+from ..snapshot import DexReserves, Snapshot
 
 WAD = 10**18
 
@@ -18,6 +18,28 @@ def usd_prices(snap: Snapshot) -> dict[str, Fraction] | None:
     avax_usd = Fraction(snap.feed.answer, 10**snap.feed.decimals)
     ggp_in_avax = Fraction(snap.oracle.price, WAD)
     return {"avax_usd": avax_usd, "ggp_in_avax": ggp_in_avax, "ggp_usd": ggp_in_avax * avax_usd}
+
+
+def dex_problem(d: DexReserves, ggp: str, wavax: str | None = None) -> str | None:
+    """Why the pair gives no GGP/AVAX quote (no GGP or WAVAX side, an empty reserve), or None."""
+    tokens = {d.token0.lower(), d.token1.lower()}
+    if ggp.lower() not in tokens:
+        return f"DEX pair {d.pair} does not hold GGP (tokens {d.token0}, {d.token1})"
+    if wavax and wavax.lower() not in tokens:
+        return f"DEX pair {d.pair} does not hold WAVAX (tokens {d.token0}, {d.token1})"
+    if d.reserve0 == 0 or d.reserve1 == 0:
+        return f"DEX pair {d.pair} has an empty reserve ({d.reserve0}, {d.reserve1})"
+    return None
+
+
+def dex_state(snap: Snapshot) -> tuple[str, str | None]:
+    """("noPair" | "unavailable" | "ok", the reason when not ok)."""
+    if snap.dex is None:
+        if snap.dex_error:
+            return "unavailable", snap.dex_error
+        return ("unavailable", "the pair was not read") if snap.dex_pair else ("noPair", None)
+    problem = dex_problem(snap.dex, snap.addresses["TokenGGP"], snap.addresses.get("WAVAX"))
+    return ("unavailable", problem) if problem else ("ok", None)
 
 
 def dex_quote(snap: Snapshot, *, ggp_decimals: int = 18, avax_decimals: int = 18) -> dict | None:

@@ -10,7 +10,7 @@ from typing import Iterator
 from ..chain.rpc import RpcClient
 from .anvil import CHAIN_ID, GENESIS_TIME, Anvil
 from .scenarios import Scenario, build
-from .standins import Standins
+from .standins import NETWORK, Standins
 
 
 @dataclass
@@ -23,17 +23,36 @@ class Devnet:
     # Base URLs of the stand-ins: "validator_api" (Glacier), "pchain_rpc", "price_api" (CoinGecko).
     services: dict[str, str] = field(default_factory=dict)
     standins: Standins | None = None  # their fault switches
+    network: str = "devnet"  # the profile this chain rehearses ("devnet": the plain devnet)
 
 
 @contextmanager
-def running(scenario: str = "demo", port: int | None = None) -> Iterator[Devnet]:
-    """Start anvil, deploy, seed ``scenario``, start the stand-ins; stop everything on exit."""
+def running(scenario: str = "demo", port: int | None = None, *, as_network: str | None = None) -> Iterator[Devnet]:
+    """Start anvil, deploy, seed ``scenario``, start the stand-ins; stop everything on exit.
+
+    ``as_network`` ("mainnet", "fuji") rehearses that network: its chain id, the contracts at its
+    shipped profile's addresses, the stand-ins answering at its request paths (rehearsal.py)."""
     from .seed import deploy, seed
 
     sc = build(scenario)
-    with Anvil(port) as node, Standins(sc) as standins:
+    profile = None
+    if as_network:
+        from ..config import load_profile
+
+        profile = load_profile(as_network)
+    chain_id = profile.chain_id if profile else CHAIN_ID
+    network = profile.validator_network if profile else NETWORK
+    with Anvil(port, chain_id=chain_id) as node, Standins(sc, network=network) as standins:
         t0 = time.monotonic()
         client = RpcClient([node.url], max_attempts=2)
-        addresses = deploy(client, GENESIS_TIME + 60)
-        seed(client, addresses, sc)
-        yield Devnet(node.url, CHAIN_ID, sc, addresses, time.monotonic() - t0, standins.services, standins)
+        if profile:
+            from . import rehearsal
+
+            addresses = rehearsal.install(client, profile, GENESIS_TIME + 60)
+            seed(client, addresses, sc)
+            rehearsal.fresh_feed(client, addresses, sc)
+        else:
+            addresses = deploy(client, GENESIS_TIME + 60)
+            seed(client, addresses, sc)
+        yield Devnet(node.url, chain_id, sc, addresses, time.monotonic() - t0, standins.services, standins,
+                     as_network or "devnet")

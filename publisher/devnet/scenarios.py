@@ -36,6 +36,9 @@ class Shape:
 SHAPES = {
     "demo": Shape(stakers=48, minipools=64, days=75, status_mix=(5, 5, 30, 6, 10, 4, 4)),
     "scale": Shape(stakers=10_000, minipools=3_000, days=35, status_mix=(150, 150, 1800, 300, 450, 90, 60)),
+    # Mainnet's order of size (a few hundred stakers; minipools counted over all history, most
+    # of them Finished), rounded up: what the "Running against mainnet" figures are measured on.
+    "mainnet-size": Shape(stakers=600, minipools=1_000, days=45, status_mix=(10, 10, 330, 40, 520, 60, 30)),
 }
 
 

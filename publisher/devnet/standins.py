@@ -393,13 +393,14 @@ class Standins:
     """The three stand-ins for one scenario; ``services`` maps names to base URLs."""
 
     scenario: Scenario
+    network: str = NETWORK  # Glacier's network name in the request path ("mainnet", "fuji", …)
     glacier: GlacierStandin = field(init=False)
     pchain: PChainStandin = field(init=False)
     prices: PriceStandin = field(init=False)
 
     def __post_init__(self) -> None:
         records = validator_records(self.scenario)
-        self.glacier = GlacierStandin(records)
+        self.glacier = GlacierStandin(records, self.network)
         self.pchain = PChainStandin(records)
         self.prices = PriceStandin(scenario_usd(self.scenario))
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..compute.prices import dex_quote
+from ..compute.prices import dex_quote, dex_state
 from ..sources import history
 
 from . import schema as S
@@ -54,28 +54,47 @@ def prices(ctx: Context):
 
 @endpoint(
     "/prices/tj", tag=TAG, summary="GGP price on the DEX",
-    description="GGP/AVAX from the reserves of the configured Trader Joe v1 (Uniswap-v2 style) GGP/WAVAX pair "
+    description="GGP/AVAX from the reserves of the network's Trader Joe v1 (Uniswap-v2 style) GGP/WAVAX pair "
                 "at the build block, its USD value through the AVAX/USD feed, and its deviation from the "
-                "protocol Oracle's price in percent (positive: the DEX is above the Oracle).",
+                "protocol Oracle's price in percent (positive: the DEX is above the Oracle). Always published: "
+                "`status` is `ok` with the quote; `unavailable` when the pair could not be read, does not hold "
+                "GGP and WAVAX, or has an empty reserve (quote fields null, `reason` says why, and `/status` "
+                "carries a warning); `noPair` on a network without a configured pair (`pair` null).",
     schema=S.obj({
-        "ggpInAvax": S.NON_NEGATIVE, "ggpInUSD": S.NON_NEGATIVE, "oracleGgpInAvax": S.NON_NEGATIVE,
-        "deviationFromOraclePct": S.NUMBER, "pair": S.ADDRESS, "token0": S.ADDRESS, "token1": S.ADDRESS,
-        "reserve0": S.WEI, "reserve1": S.WEI, "reserveGGP": S.NON_NEGATIVE, "reserveAVAX": S.NON_NEGATIVE,
-        "blockTimestampLast": S.TIMESTAMP, "meta": S.META,
+        "status": {"enum": ["ok", "unavailable", "noPair"]},
+        "reason": S.described(S.nullable(S.STRING), "why there is no quote (null when status is ok)"),
+        "pair": S.nullable(S.ADDRESS),
+        "ggpInAvax": S.nullable(S.NON_NEGATIVE), "ggpInUSD": S.nullable(S.NON_NEGATIVE),
+        "oracleGgpInAvax": S.NON_NEGATIVE, "deviationFromOraclePct": S.nullable(S.NUMBER),
+        "token0": S.nullable(S.ADDRESS), "token1": S.nullable(S.ADDRESS),
+        "reserve0": S.nullable(S.WEI), "reserve1": S.nullable(S.WEI),
+        "reserveGGP": S.nullable(S.NON_NEGATIVE), "reserveAVAX": S.nullable(S.NON_NEGATIVE),
+        "blockTimestampLast": S.nullable(S.TIMESTAMP), "meta": S.META,
     }),
 )
 def prices_tj(ctx: Context):
-    q = dex_quote(ctx.snap)
-    if q is None:
-        return  # no pair configured for this network: the endpoint is not published
-    yield "/prices/tj", {
-        "ggpInAvax": float(q["ggp_in_avax"]), "ggpInUSD": float(q["ggp_usd"]),
-        "oracleGgpInAvax": float(q["oracle_ggp_in_avax"]), "deviationFromOraclePct": float(q["deviation_pct"]),
-        "pair": q["pair"], "token0": q["token0"], "token1": q["token1"],
-        "reserve0": str(q["reserve0"]), "reserve1": str(q["reserve1"]),
-        "reserveGGP": tokens(q["reserve_ggp"]), "reserveAVAX": tokens(q["reserve_avax"]),
-        "blockTimestampLast": q["block_timestamp_last"], "meta": meta(ctx),
+    s = ctx.snap
+    state, reason = dex_state(s)
+    d = s.dex
+    body = {
+        "status": state,
+        "reason": reason if state != "noPair" else f"no GGP/WAVAX DEX pair is configured for {s.network}",
+        "pair": d.pair if d else s.dex_pair,
+        "ggpInAvax": None, "ggpInUSD": None,
+        "oracleGgpInAvax": float(Fraction(s.oracle.price, WAD)), "deviationFromOraclePct": None,
+        "token0": d.token0 if d else None, "token1": d.token1 if d else None,
+        "reserve0": str(d.reserve0) if d else None, "reserve1": str(d.reserve1) if d else None,
+        "reserveGGP": None, "reserveAVAX": None,
+        "blockTimestampLast": d.block_timestamp_last if d else None,
     }
+    if state == "ok":
+        q = dex_quote(s)
+        body |= {
+            "ggpInAvax": float(q["ggp_in_avax"]), "ggpInUSD": float(q["ggp_usd"]) if q["ggp_usd"] is not None else None,
+            "deviationFromOraclePct": float(q["deviation_pct"]),
+            "reserveGGP": tokens(q["reserve_ggp"]), "reserveAVAX": tokens(q["reserve_avax"]),
+        }
+    yield "/prices/tj", {**body, "meta": meta(ctx)}
 
 
 POINT = S.obj({
