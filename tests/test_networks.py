@@ -195,7 +195,7 @@ def test_build_check_and_publish_on_the_shipped_profile(network, mainnet, fuji, 
     warned = [ln for ln in proc.stdout.splitlines() if ln.startswith("warning")]
     assert len(warned) == 1 and "has no record of 1 active minipool" in warned[0], warned  # only the seeded gap
 
-    check = cli(net, "check", out, "--network", network)
+    check = cli(net, "check", out)
     assert check.returncode == 0, check.stderr
 
     s3 = boto3.client("s3", endpoint_url=moto, region_name="us-east-1",
@@ -298,7 +298,7 @@ def test_a_broken_pair_costs_only_the_quote(breakage, reason, mainnet, tmp_path)
     assert "warning   /prices/tj has no quote: " in proc.stdout
     assert_every_endpoint(out)
     assert read(out, "/prices")["ggpInAvax"] > 0
-    check = cli(mainnet, "check", out, "--network", "mainnet")
+    check = cli(mainnet, "check", out)
     assert check.returncode == 0, check.stderr
 
 
