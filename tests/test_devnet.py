@@ -26,6 +26,7 @@ from publisher.devnet.anvil import CHAIN_ID, Anvil, _port_taken, free_port
 from publisher.devnet.scenarios import DAY
 from publisher.devnet.seed import MULTICALL3, REGISTERED
 from publisher.errors import PublisherError
+from publisher.protocol import MinipoolStatus
 
 from support.chain import MAX_UINT, WAD, artifacts, checkpoint, eth_call, header, send
 
@@ -80,7 +81,7 @@ def test_aggregate3_reports_failures_per_call_or_reverts_when_not_allowed(demo, 
 
 def test_demo_has_every_minipool_status(demo_snapshot):
     statuses = {m.status for m in demo_snapshot.minipools}
-    assert statuses == set(range(len(abis.MINIPOOL_STATUSES)))
+    assert statuses == set(MinipoolStatus)
     assert demo_snapshot.minipool_count == len(demo_snapshot.minipools) >= 7 * 2
 
 

@@ -25,8 +25,6 @@ MINIPOOL_FIELDS = (
 )
 STAKER = "(" + ",".join(t for _, t in STAKER_FIELDS) + ")"
 MINIPOOL = "(" + ",".join(t for _, t in MINIPOOL_FIELDS) + ")"
-MINIPOOL_STATUSES = ("Prelaunch", "Launched", "Staking", "Withdrawable", "Finished", "Canceled", "Error")
-ACTIVE_STATUSES = (1, 2)  # Launched, Staking: the protocol's validators on the P-Chain
 
 # Storage registry
 storage_getAddress = Fn("getAddress(bytes32)", "address")

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from ..protocol import MinipoolStatus
 from ..snapshot import Minipool, Snapshot, Staker, Validator
 from . import rewards
 
 WAD = rewards.WAD
 YEAR = rewards.YEAR
-WITHDRAWABLE, FINISHED = 3, 4
 RATE_SAMPLES = 20  # most recent finished minipools in the median
 RATE_MIN_SAMPLES = 3  # fewer than this: use the configured default
 DEFAULT_RATE_PCT = 7.5
@@ -84,7 +84,7 @@ def tegs(snap: Snapshot) -> tuple[int, int]:
 
 def rate_sample(m: Minipool) -> int | None:
     """Annualized validation reward of one finished minipool cycle, wad-scaled, rounded down."""
-    if m.status not in (WITHDRAWABLE, FINISHED):
+    if m.status not in (MinipoolStatus.WITHDRAWABLE, MinipoolStatus.FINISHED):
         return None
     staked = m.avax_node_op_amt + m.avax_liquid_staker_amt
     duration = m.end_time - m.start_time

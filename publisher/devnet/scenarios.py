@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from eth_utils import keccak, to_checksum_address
 
+from ..protocol import MinipoolStatus
 from .anvil import GENESIS_TIME
 
 DAY = 86_400
@@ -21,7 +22,7 @@ RIALTO = to_checksum_address("0x" + keccak(text="devnet.rialto").hex()[-40:])
 TREASURY = to_checksum_address("0x" + keccak(text="devnet.treasury").hex()[-40:])
 PROVIDER_ARTIFACT = keccak(text="Artifact")
 
-PRELAUNCH, LAUNCHED, STAKING, WITHDRAWABLE, FINISHED, CANCELED, ERROR = range(7)
+PRELAUNCH, LAUNCHED, STAKING, WITHDRAWABLE, FINISHED, CANCELED, ERROR = MinipoolStatus
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Values several endpoints share, computed once per build through ``Context.cached``."""
 from __future__ import annotations
 
-from ..chain.abis import ACTIVE_STATUSES, MINIPOOL_STATUSES
+from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
 from ..compute.nodeid import node_id, tx_id
 from ..compute.prices import usd_prices
 from ..errors import PublisherError
@@ -12,9 +12,9 @@ from .units import pct_wad, tokens
 
 def status_counts(minipools) -> dict[str, int]:
     """Minipools per status name, every status present (zero when none)."""
-    counts = dict.fromkeys(MINIPOOL_STATUSES, 0)
+    counts = dict.fromkeys(STATUS_LABELS, 0)
     for m in minipools:
-        counts[MINIPOOL_STATUSES[m.status]] += 1
+        counts[STATUS_LABELS[m.status]] += 1
     return counts
 
 
@@ -45,7 +45,7 @@ def minipool_record(m: Minipool) -> dict:
         "index": m.index,
         "nodeID": node_id(m.node_id),
         "nodeIDHex": m.node_id,
-        "status": MINIPOOL_STATUSES[m.status] if m.status < len(MINIPOOL_STATUSES) else "Unknown",
+        "status": STATUS_LABELS[m.status] if m.status < len(STATUS_LABELS) else "Unknown",
         "statusCode": m.status,
         "duration": m.duration,
         "delegationFee": m.delegation_fee,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ..chain.abis import ACTIVE_STATUSES, MINIPOOL_STATUSES
+from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
 from ..compute.nodeid import node_id
 from . import schema as S
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
@@ -24,11 +24,11 @@ STAKER = S.obj({
     "effectiveGGPStaked": S.described(TOKENS, "GGP counted for rewards (Staking.getEffectiveGGPStaked)"),
     "eligible": S.described(S.BOOLEAN, "ClaimNodeOp.isEligible at the build block"),
     "minipoolCount": COUNT, "activeMinipoolCount": COUNT,
-    "minipoolCounts": S.obj({n: COUNT for n in MINIPOOL_STATUSES}),
+    "minipoolCounts": S.obj({n: COUNT for n in STATUS_LABELS}),
 })
 
 MINIPOOL = S.obj({
-    "index": COUNT, "nodeID": S.NODE_ID, "nodeIDHex": S.ADDRESS, "status": {"enum": list(MINIPOOL_STATUSES)},
+    "index": COUNT, "nodeID": S.NODE_ID, "nodeIDHex": S.ADDRESS, "status": {"enum": list(STATUS_LABELS)},
     "statusCode": {"type": "integer", "minimum": 0, "maximum": 6}, "duration": COUNT,
     "delegationFee": S.described(COUNT, "P-Chain delegation fee in 1e-4 percent (20000 = 2 %)"),
     "owner": S.ADDRESS, "multisigAddr": S.ADDRESS, "avaxNodeOpAmt": TOKENS, "avaxNodeOpInitialAmt": TOKENS,
@@ -81,7 +81,7 @@ def staker(ctx: Context):
     "/minipools", tag="Node operators", summary="Every minipool",
     description="All minipools by index, status as name and code, NodeID and txID in Avalanche's CB58 form.",
     schema=S.obj({"minipools": S.array(MINIPOOL), "count": COUNT,
-                  "countsByStatus": S.obj({n: COUNT for n in MINIPOOL_STATUSES}), "meta": S.META}),
+                  "countsByStatus": S.obj({n: COUNT for n in STATUS_LABELS}), "meta": S.META}),
 )
 def minipools(ctx: Context):
     rows = [minipool_record(m) for m in ctx.snap.minipools]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..chain.abis import ACTIVE_STATUSES, MINIPOOL_STATUSES
+from ..protocol import ACTIVE_STATUSES, STATUS_LABELS, MinipoolStatus
 from ..compute.apy import ggavax_apy
 from . import schema as S
 from .common import meta, status_counts, usd
@@ -22,7 +22,7 @@ def apy(ctx: Context):
 def tvl_avax(ctx: Context) -> Fraction:
     """ggAVAX assets + operators' AVAX in Staking minipools + staked GGP at the oracle price (§7.10)."""
     s = ctx.snap
-    node_op = sum(m.avax_node_op_amt for m in s.minipools if m.status == 2)
+    node_op = sum(m.avax_node_op_amt for m in s.minipools if m.status == MinipoolStatus.STAKING)
     return Fraction(s.ggavax.total_assets + node_op, WAD) + Fraction(s.total_ggp_stake * s.oracle.price, WAD * WAD)
 
 
@@ -66,7 +66,7 @@ def ggavax(ctx: Context):
     }
 
 
-STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0} for n in MINIPOOL_STATUSES}
+STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0} for n in STATUS_LABELS}
 
 
 @endpoint(

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ..chain.abis import ACTIVE_STATUSES
+from ..protocol import ACTIVE_STATUSES
 from ..compute.nodeid import node_id
 from ..errors import PublisherError
 from ..snapshot import Snapshot, Validator
