@@ -8,7 +8,10 @@ from . import schema as S
 from .context import Context
 from .registry import CACHE_POLICIES, Endpoint, endpoint, load_all
 
-ERROR = S.obj({"error": S.obj({"code": S.STRING, "message": S.STRING})})
+ERROR = S.obj({"error": S.obj({
+    "code": S.described(S.STRING, "machine-readable error code, e.g. not_found or bad_request"),
+    "message": S.described(S.STRING, "what went wrong, in words; names the parameter at fault"),
+}, description="the error")})
 ERRORS = {
     "400": "a parameter is missing, repeated or malformed; the message names it",
     "404": "no such resource",
@@ -75,11 +78,27 @@ def document(ctx: Context) -> dict:
     }
 
 
+DOCUMENT = {"type": "object", "required": ["openapi", "info", "paths"], "properties": {
+    "openapi": {"const": "3.1.0", "description": "OpenAPI version of this document"},
+    "info": {"type": "object", "description": "title, version and description of the API"},
+    "paths": {"type": "object", "description": "every endpoint, its parameters and its response schema"},
+}}
+
+
 @endpoint(
     "/docs", tag="About", summary="OpenAPI description of this API", cache="docs",
     description="This document: OpenAPI 3.1, generated from the same registry that builds every file.",
-    schema={"type": "object", "required": ["openapi", "info", "paths"],
-            "properties": {"openapi": {"const": "3.1.0"}, "info": {"type": "object"}, "paths": {"type": "object"}}},
+    schema=DOCUMENT,
 )
 def docs(ctx: Context):
-    yield "/docs", document(ctx)
+    yield "/docs", ctx.cached(document)
+
+
+# The conventional name tools look for; byte for byte the same document as /docs.
+@endpoint(
+    "/openapi.json", tag="About", summary="OpenAPI description of this API (conventional name)", cache="docs",
+    description="The same document as /docs, under the name OpenAPI tools look for.",
+    schema=DOCUMENT,
+)
+def openapi_json(ctx: Context):
+    yield "/openapi.json", ctx.cached(document)
