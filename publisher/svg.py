@@ -48,12 +48,13 @@ def ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def number(value: float, step: float | None = None) -> str:
-    """A tick or table label: thousands separated, as many decimals as the step needs."""
+    """A label with thousands separated: with ``step``, the decimals that step needs (ticks,
+    fixed precision); without, up to six significant digits, trailing zeros dropped."""
     if step is None:
-        step = abs(value) / 1000 if value else 1
-    decimals = max(0, min(6, -math.floor(math.log10(step)) + (0 if step >= 1 else 1))) if step > 0 else 2
-    if step >= 1 and float(step).is_integer():
-        decimals = 0
+        whole = len(str(int(abs(value)))) if abs(value) >= 1 else 0
+        text = f"{value:,.{max(0, 6 - whole)}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    decimals = next((d for d in range(10) if abs(round(step, d) - step) < 1e-12 * max(1.0, abs(step))), 10)
     return f"{value:,.{decimals}f}"
 
 

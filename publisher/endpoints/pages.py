@@ -119,8 +119,9 @@ def _example(ctx: Context, path: str, params: list[dict]):
                 "result": R.estimate(p, ggp, avax)}
         url = f"{path}?ggpStaked={q['ggpStaked']}&avaxStaked={q['avaxStaked']}"
     else:
-        if path in ("/docs", "/openapi.json"):
-            return None  # the document itself, linked instead
+        if path in ("/docs", "/openapi.json") or ep.final:
+            # The document itself, and /status (rendered after the pages, as it digests them): linked.
+            return {"url": path, "json": None}
         url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
         if "{" in path:
             body = next((b for p, b in ep.render(ctx) if p == ep.canonical(url)), None)
