@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import requests
@@ -44,7 +45,8 @@ class Chromium:
             time.sleep(0.05)
         port = int(port_file.read_text().split()[0])
         page = next(t for t in requests.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json() if t["type"] == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=timeout)
+        self._stack = ExitStack()
+        self.ws = self._stack.enter_context(connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=timeout))
         self._id = 0
         self.events: list[dict] = []
         for domain in ("Page", "Runtime", "Log"):
@@ -130,8 +132,8 @@ class Chromium:
 
     def close(self) -> None:
         try:
-            if getattr(self, "ws", None) is not None:
-                self.ws.close()
+            if getattr(self, "_stack", None) is not None:
+                self._stack.close()
         finally:
             self.proc.terminate()
             try:
