@@ -45,7 +45,7 @@ def _env() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["code"] = code_spans
     env.filters["num"] = svg.number
-    env.filters["utc"] = lambda ts: time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
+    env.filters["utc"] = lambda ts, fmt="%Y-%m-%d %H:%M UTC": time.strftime(fmt, time.gmtime(ts))
     return env
 
 
