@@ -29,6 +29,7 @@ from . import schema as S
 from .context import Context
 from .openapi import document
 from .registry import endpoint, load_all
+from .rewards import parsed_params
 
 HTML = "text/html; charset=utf-8"
 PAGE_SCHEMA = {"type": "string"}
@@ -112,7 +113,7 @@ def _example(ctx: Context, path: str, params: list[dict]):
     """A real response of this build for the reference: the endpoint's example, lists trimmed."""
     ep = load_all()[path]
     if ep.is_function:
-        p = R.parse_params(json.loads(R.canonical_json(response(ctx, "/rewards/params"))))
+        p = ctx.cached(parsed_params)  # what the function evaluates: the published params, parsed
         q = CALCULATOR_EXAMPLE
         ggp, avax = (int(q[k]) * R.WAD for k in ("ggpStaked", "avaxStaked"))
         body = {"inputs": {**q, "ggpStakedWei": str(ggp), "avaxStakedWei": str(avax)}, "meta": p.stamp(),
@@ -129,16 +130,17 @@ def _example(ctx: Context, path: str, params: list[dict]):
             body = response(ctx, path)
         if body is None:
             return None
-    return {"url": url, "json": json.dumps(_trim(body), indent=2, ensure_ascii=False)}
+    # Keys sorted as in the published files, so the page does not depend on how a dict was built.
+    return {"url": url, "json": json.dumps(_trim(body), indent=2, sort_keys=True, ensure_ascii=False)}
 
 
-def _trim(value, depth: int = 0):
+def _trim(value):
     if isinstance(value, dict):
-        return {k: _trim(v, depth + 1) for k, v in value.items()}
+        return {k: _trim(v) for k, v in value.items()}
     if isinstance(value, list) and len(value) > EXAMPLE_ITEMS:
-        return [_trim(v, depth + 1) for v in value[:EXAMPLE_ITEMS]] + [f"… {len(value) - EXAMPLE_ITEMS} more"]
+        return [_trim(v) for v in value[:EXAMPLE_ITEMS]] + [f"… {len(value) - EXAMPLE_ITEMS} more"]
     if isinstance(value, list):
-        return [_trim(v, depth + 1) for v in value]
+        return [_trim(v) for v in value]
     return value
 
 
