@@ -140,7 +140,7 @@ def bar_chart(chart_id: str, title: str, bars: list[tuple[str, int]], *, value_l
     height = TOP + 26 * len(bars) + BOTTOM
     vt = ticks(0, max([v for _, v in bars] + [1]))
     f = _Frame(vt[0], vt[-1], 0, len(bars), height=height)
-    f.left, f.right = 96, WIDTH - 40  # room for the value printed after the longest bar
+    f.left, f.right = 124, WIDTH - 40  # room for the value printed after the longest bar
     step = vt[1] - vt[0]
     out = [_open(chart_id, title, height)]
     out.append(_axes(f, [], [(f.x(v), number(v, step)) for v in vt], value_label, ""))
