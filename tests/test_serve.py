@@ -96,6 +96,7 @@ def test_pages_link_every_endpoint_and_every_link_resolves(site):
     doc = requests.get(base + "/openapi.json").json()
     for path, item in doc["paths"].items():  # the reference's table of contents names every endpoint
         assert f'<a href="#{item["get"]["operationId"]}"><code>{path}</code></a>' in reference.text, path
+        assert f"><code>{path}</code></a>" in index.text, path  # and the dashboard lists it, linked
     links = {link for link in re.findall(r'href="([^"#]+)"', index.text + reference.text + calculator.text)
              if not link.startswith("data:")}
     assert len(links) > 15

@@ -106,7 +106,7 @@ def response(ctx: Context, path: str):
 
 
 def _responses(ctx: Context) -> dict:
-    return {}
+    return {}  # one memo per build, filled by response()
 
 
 def _example(ctx: Context, path: str, params: list[dict]):
@@ -196,6 +196,19 @@ def trailing_apy(share: list[tuple[int, float]], window_days: int = APY_WINDOW_D
     return out
 
 
+def _endpoint_links(ctx: Context) -> list[dict]:
+    """Every documented endpoint with a link that resolves (path parameters filled with their examples)."""
+    rows = []
+    for path, item in ctx.cached(document)["paths"].items():
+        op = item["get"]
+        params = op.get("parameters", [])
+        url = path.format(**{p["name"]: p.get("example", "") for p in params if p["in"] == "path"})
+        query = "&".join(f"{p['name']}={p['example']}" for p in params if p["in"] == "query" and "example" in p)
+        rows.append({"tag": op["tags"][0] if op["tags"] else "", "path": path, "summary": op["summary"],
+                     "link": url.lstrip("/") + (f"?{query}" if query else ""), "anchor": op["operationId"]})
+    return sorted(rows, key=lambda r: (r["tag"], r["path"]))
+
+
 def _dashboard(ctx: Context) -> dict:
     m, apy = response(ctx, "/metrics"), response(ctx, "/metrics/apy")
     prices, ggavax = response(ctx, "/prices"), response(ctx, "/ggAvax")
@@ -231,6 +244,7 @@ def _dashboard(ctx: Context) -> dict:
     return {
         **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params,
         "counts": counts, "pool_count": pools["count"], "block": block, "charts": charts, "apy_window_days": APY_WINDOW_DAYS,
+        "endpoints": _endpoint_links(ctx),
         "history_days": len(history), "share_points": len(hs["share"].points),
     }
 
