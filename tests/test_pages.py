@@ -23,7 +23,7 @@ CONTRACT = {
     ("/prices", "avaxInUSD"): ("USD", "DeltaPrime", "calculator"),
     ("/stakers", "stakers"): ("CLI tutorials", "analysts"),
 }
-INTERNAL = ("compute/", ".py", "r_v", "TEGS", "snapshot.", "ctx.")
+INTERNAL = ("compute/", ".py", "r_v", "TEGS", "snapshot.", "ctx.", "registry", "struct")
 
 
 @pytest.fixture(scope="module")

@@ -75,7 +75,7 @@ def staker_path(address: str) -> str:
 
 @endpoint(
     "/stakers", tag="Node operators", summary="Every GGP staker",
-    description="All stakers from Staking.getStakers with the Staker struct fields (token amounts in whole "
+    description="All stakers registered in the protocol's Staking contract with their on-chain fields (token amounts in whole "
                 "tokens), their collateralization, effective GGP stake, eligibility and minipool counts.",
     schema=S.obj({
         "stakers": S.described(S.array(STAKER), "every staker; read by CLI tutorials and analysts (stakerAddr, avaxValidating and the other Staker fields)"),
