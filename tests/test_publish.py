@@ -187,7 +187,7 @@ def test_first_publish_uploads_everything_with_endpoint_headers(dirs, s3, bucket
     result = run(dirs["base"], bucket, endpoint)
     files = expected(dirs["base"])
     assert published(s3, bucket) == etags(files) and MANIFEST_KEY in contents(s3, bucket)
-    assert not [k for k in files if k.endswith(".json")]
+    assert [k for k in files if k.endswith(".json")] == ["openapi.json"]  # only the endpoint named so
     assert len(result.plan.upload) == len(files) and result.live_block is None
 
     docs = CACHE_POLICIES["docs"]
@@ -197,8 +197,11 @@ def test_first_publish_uploads_everything_with_endpoint_headers(dirs, s3, bucket
         (f"stakers/{dirs['changed_addr']}", "application/json", DATA),
         ("status", "application/json", CACHE_POLICIES["status"]),
         ("docs", "application/json", docs),
-        ("docs.html", "text/html; charset=utf-8", docs),
-        ("index.html", "text/html; charset=utf-8", docs),
+        ("openapi.json", "application/json", docs),
+        ("calculator.html", "text/html; charset=utf-8", docs),
+        # The dashboard and the reference show this build's numbers: data, not docs.
+        ("docs.html", "text/html; charset=utf-8", DATA),
+        ("index.html", "text/html; charset=utf-8", DATA),
     ]:
         head = s3.head_object(Bucket=bucket, Key=key)
         assert (head["ContentType"], head["CacheControl"]) == (ctype, cache), key
@@ -355,21 +358,23 @@ def test_docs_changes_make_one_invalidation_data_changes_none(dirs, bucket, endp
     run(dirs["base"], bucket, endpoint, distribution_id=dist)
     first = invalidations()
     docs = {url for url in load_dir(dirs["base"]) if match(url).cache == "docs"}
-    assert {"/", "/docs", "/docs.html"} <= docs
-    assert len(first) == 1 and sorted(first[0]["Paths"]["Items"]) == sorted(docs | {"/index.html"})
+    assert docs == {"/docs", "/openapi.json", "/calculator.html", "/errors/404"}
+    assert len(first) == 1 and sorted(first[0]["Paths"]["Items"]) == sorted(docs)
 
     run(dirs["changed"], bucket, endpoint, distribution_id=dist)  # data only
     assert len(invalidations()) == 1
 
     files = load_dir(dirs["changed"])
-    files["/docs.html"] += b"<!-- reworded -->\n"
+    files["/calculator.html"] += b"<!-- reworded -->\n"
+    for page in ("/", "/docs.html"):  # the pages showing data change every run and expire like data
+        files[page] += b"<!-- next block -->\n"
     edited = copy_of(files, tmp_path / "edited")
     result = run(edited, bucket, endpoint, distribution_id=dist)
     batches = invalidations()
     assert len(batches) == 2
     new = next(b for b in batches if b not in first)
-    assert new["Paths"]["Items"] == ["/docs.html"] and new["CallerReference"] == result.plan.manifest_sha256
-    assert f"invalidated /docs.html ({result.invalidation})" in result.describe()
+    assert new["Paths"]["Items"] == ["/calculator.html"] and new["CallerReference"] == result.plan.manifest_sha256
+    assert f"invalidated /calculator.html ({result.invalidation})" in result.describe()
 
 
 def test_credentials_never_appear_in_output(dirs, bucket, endpoint, monkeypatch):

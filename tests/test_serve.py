@@ -71,6 +71,8 @@ def test_openapi_document_is_valid_and_every_example_resolves(site):
     base, _ = site
     doc = requests.get(f"{base}/docs").json()
     validate_openapi(doc)
+    same = requests.get(f"{base}/openapi.json")  # the conventional name serves the same bytes
+    assert same.headers["Content-Type"] == "application/json" and same.content == requests.get(f"{base}/docs").content
     assert set(doc["paths"]) == {ep.path for ep in load_all().values() if ep.content_type == "application/json" and ep.documented}
     for path, item in doc["paths"].items():
         params = item["get"].get("parameters", [])
@@ -89,10 +91,14 @@ def test_pages_link_every_endpoint_and_every_link_resolves(site):
     assert index.status_code == 200 and index.headers["Content-Type"].startswith("text/html")
     reference = requests.get(base + "/docs.html")
     assert reference.status_code == 200 and "<code>" in reference.text
-    for path in (ep.path for ep in load_all().values() if ep.content_type == "application/json" and ep.documented):
-        assert f">{path}<" in index.text, path
-        assert f"<code>{path}</code>" in reference.text, path
-    links = set(re.findall(r'href="([^"#]+)"', index.text + reference.text))
+    calculator = requests.get(base + "/calculator.html")
+    assert calculator.status_code == 200 and 'action="rewards/byStake"' in calculator.text
+    doc = requests.get(base + "/openapi.json").json()
+    for path, item in doc["paths"].items():  # the reference's table of contents names every endpoint
+        assert f'<a href="#{item["get"]["operationId"]}"><code>{path}</code></a>' in reference.text, path
+        assert f"><code>{path}</code></a>" in index.text, path  # and the dashboard lists it, linked
+    links = {link for link in re.findall(r'href="([^"#]+)"', index.text + reference.text + calculator.text)
+             if not link.startswith("data:")}
     assert len(links) > 15
     for link in links:
         r = requests.get(urljoin(base + "/", link.replace("&amp;", "&")))

@@ -21,15 +21,27 @@ TAG = "Prices"
                 "the same block, and GGP/USD as their product. `crossCheck` reports the optional "
                 "comparison with an HTTP price API.",
     schema=S.obj({
-        "ggpInAvax": S.described(S.NON_NEGATIVE, "AVAX per GGP (Oracle.getGGPPriceInAVAX)"),
-        "ggpInUSD": S.described(S.NON_NEGATIVE, "USD per GGP"),
-        "avaxInUSD": S.described(S.NON_NEGATIVE, "USD per AVAX (Chainlink AVAX/USD)"),
-        "oracle": S.obj({"price": S.WEI, "timestamp": S.TIMESTAMP}),
-        "feed": S.obj({"address": S.ADDRESS, "roundId": S.WEI, "answer": S.WEI, "decimals": S.INTEGER,
-                       "updatedAt": S.TIMESTAMP}),
-        "crossCheck": S.nullable(S.obj({"source": S.STRING, "status": {"enum": ["ok", "unavailable"]},
-                                        "avaxInUSD": S.nullable(S.NUMBER), "ggpInUSD": S.nullable(S.NUMBER),
-                                        "note": S.STRING})),
+        "ggpInAvax": S.described(S.NON_NEGATIVE, "AVAX per GGP, the protocol Oracle's price"),
+        "ggpInUSD": S.described(S.NON_NEGATIVE, "USD per GGP (ggpInAvax x avaxInUSD); read by the DeltaPrime UI and the community calculator"),
+        "avaxInUSD": S.described(S.NON_NEGATIVE, "USD per AVAX from the Chainlink AVAX/USD feed; read by the DeltaPrime UI and the community calculator"),
+        "oracle": S.obj({
+            "price": S.described(S.WEI, "AVAX per GGP in wei (1e18 = 1 AVAX), exact"),
+            "timestamp": S.described(S.TIMESTAMP, "when the Oracle price was last set, unix seconds"),
+        }, description="the protocol Oracle's GGP price as stored"),
+        "feed": S.obj({
+            "address": S.described(S.ADDRESS, "the Chainlink AVAX/USD feed contract"),
+            "roundId": S.described(S.WEI, "the feed round the answer comes from"),
+            "answer": S.described(S.WEI, "USD per AVAX scaled by 10^decimals, exact"),
+            "decimals": S.described(S.INTEGER, "decimals of answer (8 for Chainlink USD feeds)"),
+            "updatedAt": S.described(S.TIMESTAMP, "when the feed round was written, unix seconds"),
+        }, description="the AVAX/USD feed round read at the build block"),
+        "crossCheck": S.nullable(S.obj({
+            "source": S.described(S.STRING, "the HTTP price API compared with"),
+            "status": {"enum": ["ok", "unavailable"], "description": "ok: the API answered; unavailable: it did not"},
+            "avaxInUSD": S.described(S.nullable(S.NUMBER), "USD per AVAX according to that API"),
+            "ggpInUSD": S.described(S.nullable(S.NUMBER), "USD per GGP according to that API"),
+            "note": S.described(S.STRING, "the outcome of the comparison, in words"),
+        }, description="comparison with an independent price API; null when none is configured")),
         "meta": S.META,
     }),
 )
@@ -61,15 +73,21 @@ def prices(ctx: Context):
                 "GGP and WAVAX, or has an empty reserve (quote fields null, `reason` says why, and `/status` "
                 "carries a warning); `noPair` on a network without a configured pair (`pair` null).",
     schema=S.obj({
-        "status": {"enum": ["ok", "unavailable", "noPair"]},
+        "status": S.described({"enum": ["ok", "unavailable", "noPair"]}, "ok: a quote; unavailable: the pair could not be quoted (see reason); noPair: the network names no pair"),
         "reason": S.described(S.nullable(S.STRING), "why there is no quote (null when status is ok)"),
-        "pair": S.nullable(S.ADDRESS),
-        "ggpInAvax": S.nullable(S.NON_NEGATIVE), "ggpInUSD": S.nullable(S.NON_NEGATIVE),
-        "oracleGgpInAvax": S.NON_NEGATIVE, "deviationFromOraclePct": S.nullable(S.NUMBER),
-        "token0": S.nullable(S.ADDRESS), "token1": S.nullable(S.ADDRESS),
-        "reserve0": S.nullable(S.WEI), "reserve1": S.nullable(S.WEI),
-        "reserveGGP": S.nullable(S.NON_NEGATIVE), "reserveAVAX": S.nullable(S.NON_NEGATIVE),
-        "blockTimestampLast": S.nullable(S.TIMESTAMP), "meta": S.META,
+        "pair": S.described(S.nullable(S.ADDRESS), "the GGP/WAVAX pair contract (null when the network names none)"),
+        "ggpInAvax": S.described(S.nullable(S.NON_NEGATIVE), "AVAX per GGP from the pair's reserves"),
+        "ggpInUSD": S.described(S.nullable(S.NON_NEGATIVE), "USD per GGP: ggpInAvax x the feed's AVAX/USD"),
+        "oracleGgpInAvax": S.described(S.NON_NEGATIVE, "AVAX per GGP from the protocol Oracle, for comparison"),
+        "deviationFromOraclePct": S.described(S.nullable(S.NUMBER), "(DEX - Oracle) / Oracle in percent; positive: the DEX is above"),
+        "token0": S.described(S.nullable(S.ADDRESS), "the pair's token0"),
+        "token1": S.described(S.nullable(S.ADDRESS), "the pair's token1"),
+        "reserve0": S.described(S.nullable(S.WEI), "reserve of token0 in wei, exact"),
+        "reserve1": S.described(S.nullable(S.WEI), "reserve of token1 in wei, exact"),
+        "reserveGGP": S.described(S.nullable(S.NON_NEGATIVE), "GGP in the pair, whole tokens"),
+        "reserveAVAX": S.described(S.nullable(S.NON_NEGATIVE), "WAVAX in the pair, whole tokens"),
+        "blockTimestampLast": S.described(S.nullable(S.TIMESTAMP), "when the reserves last changed, unix seconds"),
+        "meta": S.META,
     }),
 )
 def prices_tj(ctx: Context):
@@ -98,12 +116,17 @@ def prices_tj(ctx: Context):
 
 
 POINT = S.obj({
-    "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
-    "ggpInAvax": S.NON_NEGATIVE, "ggpInUSD": S.NON_NEGATIVE, "avaxInUSD": S.NON_NEGATIVE,
-    "ggpInAvaxWei": S.WEI, "avaxUsdAnswer": S.described(S.WEI, "the feed's answer (feed decimals)"),
-    "block": S.INTEGER, "timestamp": S.TIMESTAMP,
+    "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$", "description": "the UTC day, YYYY-MM-DD"},
+    "ggpInAvax": S.described(S.NON_NEGATIVE, "AVAX per GGP, the Oracle's last price of the day"),
+    "ggpInUSD": S.described(S.NON_NEGATIVE, "USD per GGP (ggpInAvax x avaxInUSD)"),
+    "avaxInUSD": S.described(S.NON_NEGATIVE, "USD per AVAX, the feed's last answer of the day"),
+    "ggpInAvaxWei": S.described(S.WEI, "ggpInAvax in wei (1e18 = 1 AVAX), exact"),
+    "avaxUsdAnswer": S.described(S.WEI, "the feed's answer (feed decimals)"),
+    "block": S.described(S.INTEGER, "block of the day's last price update"),
+    "timestamp": S.described(S.TIMESTAMP, "time of that block, unix seconds"),
     "ggavaxExchangeRate": S.described(S.nullable(S.NON_NEGATIVE), "AVAX per ggAVAX as a run saw it that day (null when no run did)"),
-    "ggavaxAssetsPerShareWei": S.nullable(S.WEI), "ggavaxTime": S.nullable(S.TIMESTAMP),
+    "ggavaxAssetsPerShareWei": S.described(S.nullable(S.WEI), "the same share price in wei, exact"),
+    "ggavaxTime": S.described(S.nullable(S.TIMESTAMP), "when that share price was read, unix seconds"),
 })
 
 
@@ -112,7 +135,10 @@ POINT = S.obj({
     description="One point per UTC day: the last Oracle GGP/AVAX price and AVAX/USD feed answer of that "
                 "day, rebuilt from the contracts' events. A fresh publisher reproduces it; later runs only "
                 "add new days.",
-    schema=S.obj({"points": S.array(POINT), "meta": S.META}),
+    schema=S.obj({
+        "points": S.described(S.array(POINT), "one per UTC day, oldest first"),
+        "meta": S.META,
+    }),
 )
 def price_history(ctx: Context):
     decimals = ctx.snap.feed.decimals if ctx.snap.feed else 8

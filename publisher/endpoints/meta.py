@@ -32,8 +32,14 @@ def feature_flags(ctx: Context) -> dict[str, bool]:
     description="The profile's flags merged with flags derived from the chain at the build block: "
                 + "; ".join(f"`{k}`: {v}" for k, v in CHAIN_FLAGS.items())
                 + ". `paused` lists the protocol's paused flags as read from Storage.",
-    schema=S.obj({"environment": S.STRING, "flags": {"type": "object", "additionalProperties": S.BOOLEAN},
-                  "paused": {"type": "object", "additionalProperties": S.BOOLEAN}, "meta": S.META}),
+    schema=S.obj({
+        "environment": S.described(S.STRING, "network this build is for (mainnet, fuji, devnet)"),
+        "flags": {"type": "object", "additionalProperties": S.BOOLEAN,
+                  "description": "flag name -> on (true) or off; read by front ends to show or hide features"},
+        "paused": {"type": "object", "additionalProperties": S.BOOLEAN,
+                   "description": "contract name -> paused (true) as recorded in the protocol's Storage"},
+        "meta": S.META,
+    }),
 )
 def flags(ctx: Context):
     yield "/featureFlags", {"environment": ctx.snap.network, "flags": ctx.cached(feature_flags),
@@ -46,7 +52,10 @@ NOT_FOUND = {"error": {"code": "not_found", "message": "no such resource"}}
 @endpoint(
     "/errors/404", tag="About", summary="Not found", cache="docs", documented=False,
     description="The JSON body the CDN answers, with status 404, for a path that names no published file.",
-    schema=S.obj({"error": S.obj({"code": {"const": "not_found"}, "message": S.STRING})}),
+    schema=S.obj({"error": S.obj({
+        "code": {"const": "not_found", "description": "machine-readable error code"},
+        "message": S.described(S.STRING, "what went wrong, in words"),
+    }, description="the error")}),
 )
 def not_found(ctx: Context):
     yield "/errors/404", NOT_FOUND
@@ -59,10 +68,21 @@ def not_found(ctx: Context):
                 "describes complete data.",
     cache="status", final=True,
     schema=S.obj({
-        "network": S.STRING, "chainId": S.INTEGER, "block": S.BLOCK, "generatedAt": S.TIMESTAMP,
-        "version": S.STRING, "cadenceSeconds": S.INTEGER, "nextUpdateBy": S.TIMESTAMP,
-        "files": S.obj({"count": S.INTEGER, "bytes": S.INTEGER, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}),
-        "warnings": S.array(S.STRING), "meta": S.META,
+        "network": S.described(S.STRING, "network name: mainnet, fuji or devnet"),
+        "chainId": S.described(S.INTEGER, "EVM chain id"),
+        "block": S.BLOCK,
+        "generatedAt": S.described(S.TIMESTAMP, "when this build ran, unix seconds"),
+        "version": S.described(S.STRING, "version of the publisher that built the data"),
+        "cadenceSeconds": S.described(S.INTEGER, "seconds between scheduled builds"),
+        "nextUpdateBy": S.described(S.TIMESTAMP, "when the next build is due, unix seconds (generatedAt + cadenceSeconds)"),
+        "files": S.obj({
+            "count": S.described(S.INTEGER, "number of published files besides this one"),
+            "bytes": S.described(S.INTEGER, "their total size in bytes"),
+            "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$",
+                       "description": "sha256 over the sorted lines \"<path> <sha256 of the file>\""},
+        }, description="digest of every other published file"),
+        "warnings": S.described(S.array(S.STRING), "problems the build met that did not stop it (e.g. a validator the provider does not list)"),
+        "meta": S.META,
     }),
 )
 def status(ctx: Context):

@@ -16,26 +16,51 @@ TOKENS = S.NON_NEGATIVE
 COUNT = {"type": "integer", "minimum": 0}
 
 STAKER = S.obj({
-    "stakerAddr": S.ADDRESS, "avaxAssigned": TOKENS, "avaxStaked": TOKENS, "avaxValidating": TOKENS,
-    "avaxValidatingHighWater": TOKENS, "ggpRewards": TOKENS, "ggpStaked": TOKENS,
-    "lastRewardsCycleCompleted": COUNT, "rewardsStartTime": S.TIMESTAMP, "ggpLockedUntil": S.TIMESTAMP,
+    "stakerAddr": S.described(S.ADDRESS, "the staker (node operator) address"),
+    "avaxAssigned": S.described(TOKENS, "liquid stakers' AVAX matched to this operator's minipools, whole AVAX"),
+    "avaxStaked": S.described(TOKENS, "the operator's own AVAX in minipools, whole AVAX"),
+    "avaxValidating": S.described(TOKENS, "the operator's AVAX in minipools that are validating, whole AVAX; read by CLI tutorials and analysts"),
+    "avaxValidatingHighWater": S.described(TOKENS, "highest avaxValidating this reward cycle, whole AVAX; rewards are based on it"),
+    "ggpRewards": S.described(TOKENS, "unclaimed GGP rewards, whole GGP"),
+    "ggpStaked": S.described(TOKENS, "GGP staked, whole GGP"),
+    "lastRewardsCycleCompleted": S.described(COUNT, "the last reward cycle this staker was paid for"),
+    "rewardsStartTime": S.described(S.TIMESTAMP, "when the staker's first minipool started, unix seconds (0: none yet)"),
+    "ggpLockedUntil": S.described(S.TIMESTAMP, "GGP cannot be withdrawn before this time, unix seconds"),
     "collateralizationRatioPct": S.described(S.nullable(S.PERCENT), "GGP staked (in AVAX) over AVAX assigned; null when nothing is assigned"),
-    "effectiveRewardsRatioPct": S.PERCENT,
-    "effectiveGGPStaked": S.described(TOKENS, "GGP counted for rewards (Staking.getEffectiveGGPStaked)"),
-    "eligible": S.described(S.BOOLEAN, "ClaimNodeOp.isEligible at the build block"),
-    "minipoolCount": COUNT, "activeMinipoolCount": COUNT,
-    "minipoolCounts": S.obj({n: COUNT for n in STATUS_LABELS}),
+    "effectiveRewardsRatioPct": S.described(S.PERCENT, "collateralization used for rewards: GGP (in AVAX) over avaxValidatingHighWater, percent"),
+    "effectiveGGPStaked": S.described(TOKENS, "GGP counted for rewards: 0 under 10 % collateralization, capped at the maximum ratio"),
+    "eligible": S.described(S.BOOLEAN, "whether the staker would be paid at a distribution now"),
+    "minipoolCount": S.described(COUNT, "minipools this staker owns"),
+    "activeMinipoolCount": S.described(COUNT, "of those, in Launched or Staking"),
+    "minipoolCounts": S.obj({n: S.described(COUNT, f"minipools in status {n}") for n in STATUS_LABELS},
+                            description="this staker's minipools per status"),
 })
 
 MINIPOOL = S.obj({
-    "index": COUNT, "nodeID": S.NODE_ID, "nodeIDHex": S.ADDRESS, "status": {"enum": list(STATUS_LABELS)},
-    "statusCode": {"type": "integer", "minimum": 0, "maximum": 6}, "duration": COUNT,
+    "index": S.described(COUNT, "the minipool's index in MinipoolManager"),
+    "nodeID": S.described(S.NODE_ID, "Avalanche NodeID (NodeID-...)"),
+    "nodeIDHex": S.described(S.ADDRESS, "the same NodeID as 20 bytes of hex"),
+    "status": {"enum": list(STATUS_LABELS), "description": "status name"},
+    "statusCode": {"type": "integer", "minimum": 0, "maximum": 6, "description": "status as its number: " + ", ".join(f"{i} {n}" for i, n in enumerate(STATUS_LABELS))},
+    "duration": S.described(COUNT, "requested validation period in seconds"),
     "delegationFee": S.described(COUNT, "P-Chain delegation fee in 1e-4 percent (20000 = 2 %)"),
-    "owner": S.ADDRESS, "multisigAddr": S.ADDRESS, "avaxNodeOpAmt": TOKENS, "avaxNodeOpInitialAmt": TOKENS,
-    "avaxLiquidStakerAmt": TOKENS, "blsPubkeyAndSig": S.nullable(S.HEX), "txID": S.nullable(S.STRING),
-    "creationTime": S.TIMESTAMP, "initialStartTime": S.TIMESTAMP, "startTime": S.TIMESTAMP, "endTime": S.TIMESTAMP,
-    "avaxTotalRewardAmt": TOKENS, "errorCode": S.nullable(S.STRING), "ggpSlashAmt": TOKENS,
-    "avaxNodeOpRewardAmt": TOKENS, "avaxLiquidStakerRewardAmt": TOKENS, "hardwareProvider": S.nullable(S.HEX),
+    "owner": S.described(S.ADDRESS, "the node operator (staker) that created it"),
+    "multisigAddr": S.described(S.ADDRESS, "the protocol multisig that launches it"),
+    "avaxNodeOpAmt": S.described(TOKENS, "the operator's AVAX in it, whole AVAX"),
+    "avaxNodeOpInitialAmt": S.described(TOKENS, "the operator's AVAX at creation, whole AVAX"),
+    "avaxLiquidStakerAmt": S.described(TOKENS, "liquid stakers' AVAX matched into it, whole AVAX"),
+    "blsPubkeyAndSig": S.described(S.nullable(S.HEX), "BLS public key and proof of possession, hex (null if none)"),
+    "txID": S.described(S.nullable(S.STRING), "P-Chain AddValidator transaction ID (null before launch)"),
+    "creationTime": S.described(S.TIMESTAMP, "created at, unix seconds"),
+    "initialStartTime": S.described(S.TIMESTAMP, "first validation start, unix seconds (0: not yet)"),
+    "startTime": S.described(S.TIMESTAMP, "current validation period start, unix seconds (0: not yet)"),
+    "endTime": S.described(S.TIMESTAMP, "current validation period end, unix seconds (0: not yet)"),
+    "avaxTotalRewardAmt": S.described(TOKENS, "validation rewards of the last period, whole AVAX"),
+    "errorCode": S.described(S.nullable(S.STRING), "why it is in Error, as recorded by the protocol (null otherwise)"),
+    "ggpSlashAmt": S.described(TOKENS, "GGP slashed from the operator for poor uptime, whole GGP"),
+    "avaxNodeOpRewardAmt": S.described(TOKENS, "the operator's share of the rewards, whole AVAX"),
+    "avaxLiquidStakerRewardAmt": S.described(TOKENS, "liquid stakers' share of the rewards, whole AVAX"),
+    "hardwareProvider": S.described(S.nullable(S.HEX), "hardware provider id, hex (null when none)"),
 })
 
 ADDRESS_PARAM = Param("address", "path", "Staker address. Canonical paths use the lower-case hex; the "
@@ -50,9 +75,13 @@ def staker_path(address: str) -> str:
 
 @endpoint(
     "/stakers", tag="Node operators", summary="Every GGP staker",
-    description="All stakers from Staking.getStakers with the Staker struct fields (token amounts in whole "
+    description="All stakers registered in the protocol's Staking contract with their on-chain fields (token amounts in whole "
                 "tokens), their collateralization, effective GGP stake, eligibility and minipool counts.",
-    schema=S.obj({"stakers": S.array(STAKER), "count": COUNT, "meta": S.META}),
+    schema=S.obj({
+        "stakers": S.described(S.array(STAKER), "every staker; read by CLI tutorials and analysts (stakerAddr, avaxValidating and the other Staker fields)"),
+        "count": S.described(COUNT, "number of stakers"),
+        "meta": S.META,
+    }),
 )
 def stakers(ctx: Context):
     pools = ctx.cached(staker_minipools)
@@ -64,7 +93,11 @@ def stakers(ctx: Context):
     "/stakers/{address}", tag="Node operators", summary="One staker with its minipools",
     description="The staker record of /stakers, its minipools and its rewards view (as /rewards/{address}). "
                 "No run timestamp: the file changes only when the staker or the inputs of its estimate do.",
-    schema=S.obj({"staker": STAKER, "minipools": S.array(MINIPOOL), "rewards": ADDRESS_REWARDS}),
+    schema=S.obj({
+        "staker": S.described(STAKER, "the staker record, as in /stakers"),
+        "minipools": S.described(S.array(MINIPOOL), "the staker's minipools"),
+        "rewards": S.described(ADDRESS_REWARDS, "the staker's rewards view, as /rewards/{address}"),
+    }),
     params=(ADDRESS_PARAM,),
 )
 def staker(ctx: Context):
@@ -80,8 +113,13 @@ def staker(ctx: Context):
 @endpoint(
     "/minipools", tag="Node operators", summary="Every minipool",
     description="All minipools by index, status as name and code, NodeID and txID in Avalanche's CB58 form.",
-    schema=S.obj({"minipools": S.array(MINIPOOL), "count": COUNT,
-                  "countsByStatus": S.obj({n: COUNT for n in STATUS_LABELS}), "meta": S.META}),
+    schema=S.obj({
+        "minipools": S.described(S.array(MINIPOOL), "every minipool, by index"),
+        "count": S.described(COUNT, "number of minipools"),
+        "countsByStatus": S.obj({n: S.described(COUNT, f"minipools in status {n}") for n in STATUS_LABELS},
+                                description="minipools per status"),
+        "meta": S.META,
+    }),
 )
 def minipools(ctx: Context):
     rows = [minipool_record(m) for m in ctx.snap.minipools]
@@ -92,7 +130,7 @@ def minipools(ctx: Context):
 @endpoint(
     "/minipools/{nodeID}", tag="Node operators", summary="One minipool",
     description="One minipool by its NodeID (`NodeID-…`).",
-    schema=S.obj({"minipool": MINIPOOL}),
+    schema=S.obj({"minipool": S.described(MINIPOOL, "the minipool record, as in /minipools")}),
     params=(Param("nodeID", "path", "Avalanche NodeID of the minipool", S.NODE_ID),),
 )
 def minipool(ctx: Context):
@@ -101,11 +139,18 @@ def minipool(ctx: Context):
 
 
 PROVIDER = S.obj({
-    "source": {"enum": ["glacier", "pchain"]}, "txHash": S.STRING, "startTimestamp": S.TIMESTAMP,
-    "endTimestamp": S.TIMESTAMP, "amountStaked": TOKENS, "amountDelegated": TOKENS,
-    "delegationFeePct": S.PERCENT, "delegatorCount": COUNT, "uptimePct": S.nullable(S.PERCENT),
-    "potentialValidationReward": TOKENS, "potentialDelegationReward": TOKENS,
-    "avalanchegoVersion": S.nullable(S.STRING),
+    "source": {"enum": ["glacier", "pchain"], "description": "where the record comes from: the Glacier API or the P-Chain node"},
+    "txHash": S.described(S.STRING, "the P-Chain transaction that added the validator"),
+    "startTimestamp": S.described(S.TIMESTAMP, "validation start, unix seconds"),
+    "endTimestamp": S.described(S.TIMESTAMP, "validation end, unix seconds"),
+    "amountStaked": S.described(TOKENS, "AVAX staked by the validator, whole AVAX"),
+    "amountDelegated": S.described(TOKENS, "AVAX delegated to it, whole AVAX"),
+    "delegationFeePct": S.described(S.PERCENT, "fee it charges delegators, percent"),
+    "delegatorCount": S.described(COUNT, "number of delegators"),
+    "uptimePct": S.described(S.nullable(S.PERCENT), "uptime as the provider measures it, percent (null when unknown)"),
+    "potentialValidationReward": S.described(TOKENS, "reward for the period if uptime suffices, whole AVAX"),
+    "potentialDelegationReward": S.described(TOKENS, "delegation fees for the period, whole AVAX"),
+    "avalanchegoVersion": S.described(S.nullable(S.STRING), "node software version (null when unknown)"),
 })
 
 
@@ -114,8 +159,16 @@ PROVIDER = S.obj({
     description="Minipools in Launched or Staking joined with the validator data provider's record (uptime, "
                 "stake, delegation, period, potential reward in AVAX). `provider` is null for a node the "
                 "provider does not list; those NodeIDs are also in `missing`.",
-    schema=S.obj({"validators": S.array(S.obj({"minipool": MINIPOOL, "provider": S.nullable(PROVIDER)})),
-                  "count": COUNT, "missing": S.array(S.NODE_ID), "source": S.nullable(S.STRING), "meta": S.META}),
+    schema=S.obj({
+        "validators": S.described(S.array(S.obj({
+            "minipool": S.described(MINIPOOL, "the minipool record, as in /minipools"),
+            "provider": S.described(S.nullable(PROVIDER), "the provider's validator record; null when it does not list the node"),
+        })), "one per minipool in Launched or Staking"),
+        "count": S.described(COUNT, "number of validators listed"),
+        "missing": S.described(S.array(S.NODE_ID), "NodeIDs the provider does not list"),
+        "source": S.described(S.nullable(S.STRING), "the validator data provider used (null when none answered)"),
+        "meta": S.META,
+    }),
 )
 def validators(ctx: Context):
     s = ctx.snap

@@ -1,20 +1,42 @@
-"""Human pages: the index (/) and the reference (/docs.html), both rendered with jinja2 from the
-OpenAPI document of /docs, so the pages, the document and the files cannot disagree. Plain HTML
-and CSS: they work offline and need no script."""
+"""Human pages, rendered at build time with jinja2 (templates shipped in the package):
+
+- ``/``: a dashboard of this build, its figures and charts drawn from the same responses the build
+  publishes, each linking to its endpoint;
+- ``/docs.html``: the reference, rendered from the OpenAPI document of /docs with a real example
+  response of this build per endpoint;
+- ``/calculator.html``: a form for /rewards/byStake that works without script and answers in place
+  with it.
+
+The dashboard and the reference carry this build's numbers, so they change every run and take the
+data cache policy; the calculator holds no data and is docs (a change to it costs a CDN
+invalidation, so it must only change when the API does). Plain HTML, CSS and inline SVG: they work
+offline, and nothing but the calculator's optional answer-in-place needs script.
+"""
 from __future__ import annotations
 
 import functools
+import json
 import re
+import time
 
 import jinja2
 import markupsafe
 
+from .. import svg
+from ..protocol import STATUS_LABELS
+from ..compute import rewards as R
+from . import schema as S
 from .context import Context
 from .openapi import document
-from .registry import endpoint
+from .registry import endpoint, load_all
+from .rewards import parsed_params
 
 HTML = "text/html; charset=utf-8"
 PAGE_SCHEMA = {"type": "string"}
+EXAMPLE_ITEMS = 2  # list items kept in a reference example; the rest are summarized
+CALCULATOR_EXAMPLE = {"ggpStaked": "10000", "avaxStaked": "1000"}
+APR_CHART_AVAX = ("1000", "4000", "10000")  # AVAX sizes drawn on the APR chart
+APY_WINDOW_DAYS = 30  # as /metrics/apy
 
 
 @functools.cache
@@ -23,6 +45,8 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("publisher", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["code"] = code_spans
+    env.filters["num"] = svg.number
+    env.filters["utc"] = lambda ts, fmt="%Y-%m-%d %H:%M UTC": time.strftime(fmt, time.gmtime(ts))
     return env
 
 
@@ -46,58 +70,202 @@ def describe(schema: dict) -> str:
     return kind
 
 
-def fields(schema: dict, prefix: str = "", depth: int = 0) -> list[dict]:
-    """Rows for every property, nested objects and arrays of objects flattened with dotted names."""
+def fields(schema: dict, prefix: str = "", depth: int = 0, shared: bool = True) -> list[dict]:
+    """Rows for every property, nested objects and arrays of objects flattened with dotted names.
+    ``meta`` and the block stamp are one row each pointing at the shared section: they are the same
+    objects everywhere."""
     rows = []
     required = set(schema.get("required", []))
     for name, sub in schema.get("properties", {}).items():
         full = f"{prefix}{name}"
         target = next((s for s in sub.get("anyOf", []) if s.get("type") != "null"), sub)
-        rows.append({"name": full, "type": describe(sub), "required": name in required,
-                     "description": sub.get("description") or target.get("description", "")})
+        row = {"name": full, "type": describe(sub), "required": name in required,
+               "description": sub.get("description") or target.get("description", ""), "shared": None}
+        rows.append(row)
+        if shared and (target == S.META or target == S.BLOCK):
+            row["shared"] = "meta" if target == S.META else "block"
+            continue
         if depth < 3 and target.get("type") == "object" and "properties" in target:
-            rows += fields(target, f"{full}.", depth + 1)
+            rows += fields(target, f"{full}.", depth + 1, shared)
         elif depth < 3 and target.get("type") == "array" and "properties" in target.get("items", {}):
-            rows += fields(target["items"], f"{full}[].", depth + 1)
+            rows += fields(target["items"], f"{full}[].", depth + 1, shared)
     return rows
 
 
-def _model(ctx: Context) -> dict:
+# ---- the build's own responses -------------------------------------------------------------------
+
+
+def response(ctx: Context, path: str):
+    """The body the build publishes at ``path``, from the endpoint's own render function (rendered
+    here once more because pages sort before the files they show; every input is memoized)."""
+    memo = ctx.cached(_responses)
+    if path not in memo:
+        ep = load_all()[path]
+        memo[path] = next((body for p, body in ep.render(ctx) if p == path), None)
+    return memo[path]
+
+
+def _responses(ctx: Context) -> dict:
+    return {}  # one memo per build, filled by response()
+
+
+def _example(ctx: Context, path: str, params: list[dict]):
+    """A real response of this build for the reference: the endpoint's example, lists trimmed."""
+    ep = load_all()[path]
+    if ep.is_function:
+        p = ctx.cached(parsed_params)  # what the function evaluates: the published params, parsed
+        q = CALCULATOR_EXAMPLE
+        ggp, avax = (int(q[k]) * R.WAD for k in ("ggpStaked", "avaxStaked"))
+        body = {"inputs": {**q, "ggpStakedWei": str(ggp), "avaxStakedWei": str(avax)}, "meta": p.stamp(),
+                "result": R.estimate(p, ggp, avax)}
+        url = f"{path}?ggpStaked={q['ggpStaked']}&avaxStaked={q['avaxStaked']}"
+    else:
+        if path in ("/docs", "/openapi.json") or ep.final:
+            # The document itself, and /status (rendered after the pages, as it digests them): linked.
+            return {"url": path, "json": None}
+        url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
+        if "{" in path:
+            body = next((b for p, b in ep.render(ctx) if p == ep.canonical(url)), None)
+        else:
+            body = response(ctx, path)
+        if body is None:
+            return None
+    # Keys sorted as in the published files, so the page does not depend on how a dict was built.
+    return {"url": url, "json": json.dumps(_trim(body), indent=2, sort_keys=True, ensure_ascii=False)}
+
+
+def _trim(value):
+    if isinstance(value, dict):
+        return {k: _trim(v) for k, v in value.items()}
+    if isinstance(value, list) and len(value) > EXAMPLE_ITEMS:
+        return [_trim(v) for v in value[:EXAMPLE_ITEMS]] + [f"… {len(value) - EXAMPLE_ITEMS} more"]
+    if isinstance(value, list):
+        return [_trim(v) for v in value]
+    return value
+
+
+# ---- models -------------------------------------------------------------------------------------
+
+
+def _site(ctx: Context) -> dict:
+    doc = ctx.cached(document)
+    return {"title": doc["info"]["title"], "description": doc["info"]["description"],
+            "version": doc["info"]["version"], "network": ctx.snap.network, "chain_id": ctx.snap.chain_id}
+
+
+def _reference(ctx: Context) -> dict:
     doc = ctx.cached(document)
     groups: dict[str, list[dict]] = {}
     for path, item in doc["paths"].items():
         op = item["get"]
         params = op.get("parameters", [])
-        examples = {p["name"]: p.get("example") for p in params}
-        link = path if not params else None
-        if all(examples.values()) and params:
-            query = "&".join(f"{p['name']}={p['example']}" for p in params if p["in"] == "query")
-            link = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"}) + (f"?{query}" if query else "")
         ok = op["responses"]["200"]
         groups.setdefault(op["tags"][0] if op["tags"] else "Other", []).append({
             "path": path, "summary": op["summary"], "description": op["description"],
-            "anchor": op["operationId"], "link": link.lstrip("/") if link else None,
-            "example": link.lstrip("/") if link else None,
+            "anchor": op["operationId"],
             "cache": ok["headers"]["Cache-Control"]["description"],
             "params": [{"name": p["name"], "where": p["in"], "type": describe(p["schema"]),
                         "description": p["description"], "example": p.get("example")} for p in params],
             "fields": fields(ok["content"]["application/json"]["schema"]),
+            "example": _example(ctx, path, params),
         })
-    # No block stamp: the pages change only when the API does, so publishing them rarely costs a
-    # CDN invalidation (the current block is in /status).
+    shared = {"description": S.META["description"], "fields": fields(S.META, "meta.", shared=False)}
+    return {**_site(ctx), "groups": sorted(groups.items()), "shared": shared, "example_items": EXAMPLE_ITEMS}
+
+
+def _history_series(points: list[dict]) -> dict[str, svg.Series]:
+    def series(name, key):
+        return svg.Series(name, tuple((p["timestamp"], p[key]) for p in points if p.get(key) is not None))
+
+    share = [(p["ggavaxTime"], p["ggavaxExchangeRate"]) for p in points if p.get("ggavaxExchangeRate") is not None]
+    return {"ggp_avax": series("GGP in AVAX", "ggpInAvax"), "ggp_usd": series("GGP in USD", "ggpInUSD"),
+            "avax_usd": series("AVAX in USD", "avaxInUSD"),
+            "share": svg.Series("AVAX per ggAVAX", tuple(share)),
+            "apy": svg.Series("ggAVAX APY after fees", tuple(trailing_apy(share)))}
+
+
+def trailing_apy(share: list[tuple[int, float]], window_days: int = APY_WINDOW_DAYS) -> list[tuple[int, float]]:
+    """APY at each recorded share price against the latest one at least ``window_days`` older,
+    compounded to a year as /metrics/apy does: ((X_now / X_then)^(365 d / dt) - 1) x 100."""
+    out = []
+    for t, x in share:
+        then = [(t0, x0) for t0, x0 in share if t0 <= t - window_days * 86_400]
+        if then and then[-1][1] > 0:
+            t0, x0 = then[-1]
+            out.append((t, ((x / x0) ** (365 * 86_400 / (t - t0)) - 1) * 100))
+    return out
+
+
+def _endpoint_links(ctx: Context) -> list[dict]:
+    """Every documented endpoint with a link that resolves (path parameters filled with their examples)."""
+    rows = []
+    for path, item in ctx.cached(document)["paths"].items():
+        op = item["get"]
+        params = op.get("parameters", [])
+        url = path.format(**{p["name"]: p.get("example", "") for p in params if p["in"] == "path"})
+        query = "&".join(f"{p['name']}={p['example']}" for p in params if p["in"] == "query" and "example" in p)
+        rows.append({"tag": op["tags"][0] if op["tags"] else "", "path": path, "summary": op["summary"],
+                     "link": url.lstrip("/") + (f"?{query}" if query else ""), "anchor": op["operationId"]})
+    return sorted(rows, key=lambda r: (r["tag"], r["path"]))
+
+
+def _dashboard(ctx: Context) -> dict:
+    m, apy = response(ctx, "/metrics"), response(ctx, "/metrics/apy")
+    prices, ggavax = response(ctx, "/prices"), response(ctx, "/ggAvax")
+    params, grid = response(ctx, "/rewards/params"), response(ctx, "/rewards/grid")
+    pools = response(ctx, "/minipools")
+    history = (response(ctx, "/prices/history") or {"points": []})["points"]
+    block = m["meta"]["block"]
+    hs = _history_series(history)
+    apr = []
+    for avax in APR_CHART_AVAX:
+        pts = tuple((p["collateralizationPct"], p["result"]["aprPct"]) for p in grid["points"] if p["avaxStaked"] == avax)
+        apr.append(svg.Series(f"{int(avax):,} AVAX", pts))
+    counts = pools["countsByStatus"]
+    history_src, grid_src = "prices/history", "rewards/grid"
+    # GGP and AVAX in USD get a chart each: on one scale (about 0.7 and 25) the GGP line would be flat.
+    charts = [
+        (svg.line_chart("chart-ggp-avax", "GGP price in AVAX, daily", [hs["ggp_avax"]], x_label="date (UTC)",
+                        y_label="AVAX per GGP", dates=True), history_src),
+        (svg.line_chart("chart-ggp-usd", "GGP in USD, daily", [hs["ggp_usd"]], x_label="date (UTC)",
+                        y_label="USD per GGP", dates=True), history_src),
+        (svg.line_chart("chart-avax-usd", "AVAX in USD, daily", [hs["avax_usd"]], x_label="date (UTC)",
+                        y_label="USD per AVAX", dates=True), history_src),
+        (svg.line_chart("chart-share", "ggAVAX share price", [hs["share"]], x_label="date (UTC)",
+                        y_label="AVAX per ggAVAX", dates=True), history_src),
+        (svg.line_chart("chart-apy", f"ggAVAX APY after fees, trailing {APY_WINDOW_DAYS} days", [hs["apy"]],
+                        x_label="date (UTC)", y_label="APY, %", dates=True), history_src),
+        (svg.line_chart("chart-apr", "Node-operator APR by collateralization", apr,
+                        x_label="collateralization, % (GGP value / AVAX matched)", y_label="APR, %", y_zero=True),
+         grid_src),
+        (svg.bar_chart("chart-minipools", "Minipools by status", [(n, counts[n]) for n in STATUS_LABELS],
+                       value_label="minipools", label_header="status"), "minipools"),
+    ]
     return {
-        "title": doc["info"]["title"], "description": doc["info"]["description"], "version": doc["info"]["version"],
-        "groups": sorted(groups.items()), "network": ctx.snap.network, "chain_id": ctx.snap.chain_id,
+        **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params,
+        "counts": counts, "pool_count": pools["count"], "block": block, "charts": charts, "apy_window_days": APY_WINDOW_DAYS,
+        "endpoints": _endpoint_links(ctx),
+        "history_days": len(history), "share_points": len(hs["share"].points),
     }
 
 
-@endpoint("/", tag="About", summary="Index page", cache="docs", content_type=HTML, schema=PAGE_SCHEMA,
-          description="A page linking every endpoint, grouped as in the reference.")
+# ---- endpoints ----------------------------------------------------------------------------------
+
+
+@endpoint("/", tag="About", summary="Dashboard", content_type=HTML, schema=PAGE_SCHEMA,
+          description="This build's headline figures and charts, each linking to the endpoint it comes from.")
 def index(ctx: Context):
-    yield "/", _env().get_template("index.html.j2").render(**ctx.cached(_model))
+    yield "/", _env().get_template("index.html.j2").render(**_dashboard(ctx))
 
 
-@endpoint("/docs.html", tag="About", summary="Reference documentation", cache="docs", content_type=HTML,
-          schema=PAGE_SCHEMA, description="Every endpoint, its parameters and response fields, rendered from /docs.")
+@endpoint("/docs.html", tag="About", summary="Reference documentation", content_type=HTML, schema=PAGE_SCHEMA,
+          description="Every endpoint, its parameters, fields and an example response of this build, "
+                      "rendered from /docs.")
 def reference(ctx: Context):
-    yield "/docs.html", _env().get_template("docs.html.j2").render(**ctx.cached(_model))
+    yield "/docs.html", _env().get_template("docs.html.j2").render(**_reference(ctx))
+
+
+@endpoint("/calculator.html", tag="About", summary="Rewards calculator", cache="docs", content_type=HTML,
+          schema=PAGE_SCHEMA, description="A form for /rewards/byStake.")
+def calculator(ctx: Context):
+    yield "/calculator.html", _env().get_template("calculator.html.j2").render(**_site(ctx), example=CALCULATOR_EXAMPLE)

@@ -104,6 +104,8 @@ def file_for(url_path: str) -> str:
 def url_for(file_name: str) -> str:
     if file_name == "index.html":
         return "/"
+    if "/" + file_name in load_all():  # an endpoint named with its extension (/openapi.json, /docs.html)
+        return "/" + file_name
     return "/" + (file_name[: -len(".json")] if file_name.endswith(".json") else file_name)
 
 

@@ -28,53 +28,68 @@ TOKENS = S.NON_NEGATIVE
 WAD = S.described(S.WEI, "exact 1e18-scaled ratio (1e18 = 100 %) as a decimal string")
 AMOUNT = {"type": "string", "pattern": AMOUNT_PATTERN, "description": "whole tokens as an exact decimal string"}
 COUNT = {"type": "integer", "minimum": 0}
-WARNING = S.obj({"code": S.STRING, "message": S.STRING})
+WARNING = S.obj({
+    "code": S.described(S.STRING, "machine-readable warning code, e.g. collateral_below_minimum"),
+    "message": S.described(S.STRING, "the warning in words"),
+})
 USD = S.nullable(S.obj({
-    "ggpPerCycle": TOKENS, "avaxPerCycle": TOKENS, "totalPerCycle": TOKENS, "totalPerYear": TOKENS,
+    "ggpPerCycle": S.described(TOKENS, "GGP rewards per cycle in USD"),
+    "avaxPerCycle": S.described(TOKENS, "AVAX rewards per cycle in USD"),
+    "totalPerCycle": S.described(TOKENS, "both per cycle in USD"),
+    "totalPerYear": S.described(TOKENS, "both per year in USD"),
 }, description="rewards in USD at the feed's AVAX/USD; null without a feed"))
 APR = {"type": "number", "minimum": 0}
 
 RETURNS = {
-    "ggpPerCycle": TOKENS, "ggpPerCycleWei": S.WEI,
-    "ggpPerYear": S.described(TOKENS, "ggpPerCycle x 365 days / cycleSeconds"), "ggpPerYearWei": S.WEI,
+    "ggpPerCycle": S.described(TOKENS, "GGP rewards per reward cycle, whole GGP"),
+    "ggpPerCycleWei": S.described(S.WEI, "ggpPerCycle in wei, exact"),
+    "ggpPerYear": S.described(TOKENS, "ggpPerCycle x 365 days / cycleSeconds"),
+    "ggpPerYearWei": S.described(S.WEI, "ggpPerYear in wei, exact"),
     "ggpPerCycleInAvax": S.described(TOKENS, "ggpPerCycle valued at the Oracle price"),
-    "avaxPerCycle": S.described(TOKENS, "validation rewards: r_v x AVAX x (1 + commission) x cycleSeconds / 365 days"),
-    "avaxPerCycleWei": S.WEI,
-    "avaxPerYear": TOKENS, "avaxPerYearWei": S.WEI,
+    "avaxPerCycle": S.described(TOKENS, "validation rewards per cycle, whole AVAX: validator reward rate x AVAX x (1 + commission) x cycleSeconds / 365 days"),
+    "avaxPerCycleWei": S.described(S.WEI, "avaxPerCycle in wei, exact"),
+    "avaxPerYear": S.described(TOKENS, "validation rewards per year, whole AVAX"),
+    "avaxPerYearWei": S.described(S.WEI, "avaxPerYear in wei, exact"),
     "aprPct": S.described(APR, "(GGP x price + AVAX) per cycle over (AVAX + GGP x price) at stake, "
                                "x 365 days / cycleSeconds, in percent"),
     "ggpAprPct": S.described(APR, "the GGP part of aprPct"),
     "avaxAprPct": S.described(APR, "the AVAX part of aprPct"),
-    "validatorRatePct": S.described(S.PERCENT, "r_v, the validation reward rate used"),
-    "validatorRateSource": {"enum": ["validators", "minipools", "default"]},
-    "cycleSeconds": COUNT,
-    "nextDistributionTime": S.TIMESTAMP,
-    "assumptions": S.described(S.array(S.STRING), "what the estimate takes as given"),
+    "validatorRatePct": S.described(S.PERCENT, "the yearly validation reward rate used, percent"),
+    "validatorRateSource": {"enum": ["validators", "minipools", "default"], "description": "validators: the validator provider's potential rewards of active minipools; minipools: measured from finished minipools; default: the configured rate"},
+    "cycleSeconds": S.described(COUNT, "length of a reward cycle in seconds"),
+    "nextDistributionTime": S.described(S.TIMESTAMP, "when the next GGP distribution can happen, unix seconds"),
+    "assumptions": S.described(S.array(S.STRING), "what the estimate takes as given, in words"),
     "usd": USD,
-    "shareWad": WAD,
+    "shareWad": S.described(WAD, "share of the node-operator pool, exact 1e18-scaled ratio"),
     "sharePct": S.described(S.PERCENT, "share of the node-operator pool"),
 }
 
 RESULT = S.obj({
     **RETURNS,
     "collateralizationRatioPct": S.described(S.nullable(S.PERCENT), "GGP x price / AVAX matched; null when avaxStaked is 0"),
-    "collateralizationRatioWad": S.nullable(WAD),
+    "collateralizationRatioWad": S.described(S.nullable(WAD), "collateralizationRatioPct as an exact 1e18-scaled ratio"),
     "effectiveGGPStaked": S.described(TOKENS, "GGP that earns rewards: 0 under 10 % collateralization, capped at "
                                               "MaxCollateralizationRatio"),
-    "effectiveGGPStakedWei": S.WEI,
+    "effectiveGGPStakedWei": S.described(S.WEI, "effectiveGGPStaked in wei, exact"),
     "warnings": S.described(S.array(WARNING), "what the protocol would do with inputs it does not accept as given"),
-}, description="the estimate (compute/rewards.py: estimate); identical in the grid and the function")
+}, description="the estimate; identical in the grid and the function")
 
 OPERATOR_ESTIMATE = S.obj(RETURNS, description="next-cycle estimate from the staker's own on-chain effective stake")
 
 BY_STAKE = S.obj({
-    "inputs": S.obj({"ggpStaked": AMOUNT, "avaxStaked": AMOUNT, "ggpStakedWei": S.WEI, "avaxStakedWei": S.WEI}),
+    "inputs": S.obj({
+        "ggpStaked": S.described(AMOUNT, "GGP staked as asked, whole tokens as an exact decimal string"),
+        "avaxStaked": S.described(AMOUNT, "own AVAX as asked, whole tokens as an exact decimal string"),
+        "ggpStakedWei": S.described(S.WEI, "ggpStaked in wei"),
+        "avaxStakedWei": S.described(S.WEI, "avaxStaked in wei"),
+    }, description="the query, normalized"),
     "meta": S.META,
     "result": RESULT,
 })
 
 GRID_POINT = S.obj({
-    "avaxStaked": AMOUNT, "ggpStaked": AMOUNT,
+    "avaxStaked": S.described(AMOUNT, "own AVAX of this point, whole tokens as a decimal string"),
+    "ggpStaked": S.described(AMOUNT, "smallest GGP reaching collateralizationPct, whole tokens as a decimal string"),
     "collateralizationPct": S.described(S.PERCENT, "target collateralization the ggpStaked amount reaches"),
     "query": S.described(S.STRING, "query string of /rewards/byStake answering this point"),
     "result": RESULT,
@@ -91,40 +106,89 @@ _INT_FIELDS = (
     "rewardsCycleCount", "rewardsCycleStartTime", "rewardsCycleEndTime", "inflationIntervalStartTime",
     "nextDistributionTime",
 )
+_WEI_TEXT = {
+    "ggpPriceInAvaxWei": "AVAX per GGP from the Oracle, wei (1e18 = 1 AVAX)",
+    "ggpTotalSupplyWei": "GGP in existence, wei",
+    "ggpMaxSupplyWei": "GGP that can ever exist, wei",
+    "inflationIntervalRateWad": "GGP supply growth per inflation interval, 1e18-scaled factor",
+    "claimNodeOpPctWad": "share of each mint that goes to node operators, 1e18 = 100 %",
+    "minCollateralizationRatioWad": "minimum collateralization to create a minipool, 1e18 = 100 %",
+    "maxCollateralizationRatioWad": "collateralization above which GGP earns no more rewards, 1e18 = 100 %",
+    "minipoolNodeCommissionFeePctWad": "commission operators earn on liquid stakers' AVAX rewards, 1e18 = 100 %",
+    "minipoolMinAvaxAssignmentWei": "smallest liquid-staker AVAX matched into one minipool, wei",
+    "minipoolMaxAvaxAssignmentWei": "largest liquid-staker AVAX matched into one minipool, wei",
+    "minipoolMinAvaxStakingAmtWei": "smallest total AVAX a minipool validates with, wei",
+}
+_INT_TEXT = {
+    "ggpPriceTimestamp": "when the Oracle price was set, unix seconds",
+    "inflationIntervalSeconds": "length of an inflation interval, seconds",
+    "rewardsCycleSeconds": "length of a reward cycle, seconds",
+    "rewardsEligibilityMinSeconds": "how long a staker must have validated to be paid, seconds",
+    "rewardsCycleCount": "reward cycles completed",
+    "rewardsCycleStartTime": "start of the current reward cycle, unix seconds",
+    "nextDistributionTime": "when the next distribution can happen, unix seconds",
+    "rewardsCycleEndTime": "when the current reward cycle ends, unix seconds",
+    "inflationIntervalStartTime": "start of the inflation interval count the next cycle mints from, unix seconds",
+}
 PARAMS = S.obj({
-    "formatVersion": {"const": R.PARAMS_FORMAT},
-    "network": S.STRING, "chainId": S.INTEGER, "block": S.BLOCK,
-    **{k: S.WEI for k in _WEI_FIELDS},
-    **{k: COUNT for k in _INT_FIELDS},
-    "avaxUsdFeed": S.nullable(S.obj({"answer": S.WEI, "decimals": COUNT, "updatedAt": S.TIMESTAMP, "address": S.ADDRESS})),
-    "lastCycle": S.obj({"totalWei": S.WEI, "nodeOpTotalWei": S.WEI},
-                       description="last actual cycle: RewardsPool.getRewardsCycleTotalAmt, ClaimNodeOp.getRewardsCycleTotal"),
-    "tegs": S.obj({"wei": S.WEI, "stakers": COUNT, "rule": S.STRING}),
-    "overdue": S.described(S.BOOLEAN, "the rewards cycle has ended and the next has not started"),
-    "overdueReason": S.nullable(S.STRING),
-    "validatorRate": S.obj({"wad": WAD, "source": {"enum": ["validators", "minipools", "default"]}, "samples": COUNT,
-                            "defaultWad": WAD, "rule": S.STRING}),
-    "forecast": S.obj({"cycleIntervals": S.described(COUNT, "inflation intervals from inflationIntervalStartTime "
-                                                          "to nextDistributionTime"),
-                       "cycleMintWei": S.WEI, "nodeOpPoolWei": S.WEI, "assumptions": S.array(S.STRING)},
-                      description="next cycle's mint and node-operator pool, derived from the fields above"),
+    "formatVersion": {"const": R.PARAMS_FORMAT, "description": "version of this document's format"},
+    "network": S.described(S.STRING, "network name: mainnet, fuji or devnet"),
+    "chainId": S.described(S.INTEGER, "EVM chain id"),
+    "block": S.BLOCK,
+    **{k: S.described(S.WEI, _WEI_TEXT[k]) for k in _WEI_FIELDS},
+    **{k: S.described(COUNT, _INT_TEXT[k]) for k in _INT_FIELDS},
+    "avaxUsdFeed": S.described(S.nullable(S.obj({
+        "answer": S.described(S.WEI, "USD per AVAX scaled by 10^decimals"),
+        "decimals": S.described(COUNT, "decimals of answer"),
+        "updatedAt": S.described(S.TIMESTAMP, "when the feed round was written, unix seconds"),
+        "address": S.described(S.ADDRESS, "the feed contract"),
+    })), "the AVAX/USD feed round (null without a feed)"),
+    "lastCycle": S.obj({
+        "totalWei": S.described(S.WEI, "GGP the last cycle distributed in all, wei"),
+        "nodeOpTotalWei": S.described(S.WEI, "GGP the last cycle gave node operators, wei"),
+    }, description="the last cycle that actually happened"),
+    "tegs": S.obj({
+        "wei": S.described(S.WEI, "total effective GGP stake of the stakers eligible at the next distribution, wei"),
+        "stakers": S.described(COUNT, "how many stakers that total counts"),
+        "rule": S.described(S.STRING, "how the total was computed, in words"),
+    }, description="the total effective GGP stake the node-operator pool is shared over"),
+    "overdue": S.described(S.BOOLEAN, "the rewards cycle has ended and the next distribution has not happened yet"),
+    "overdueReason": S.described(S.nullable(S.STRING), "why the forecast differs while overdue, in words (null when on time)"),
+    "validatorRate": S.obj({
+        "wad": S.described(WAD, "yearly validation reward rate used, 1e18-scaled"),
+        "source": {"enum": ["validators", "minipools", "default"], "description": "validators: the validator provider's potential rewards of active minipools; minipools: measured from finished minipools; default: the configured rate"},
+        "samples": S.described(COUNT, "validators or minipools measured"),
+        "defaultWad": S.described(WAD, "the configured rate, 1e18-scaled"),
+        "rule": S.described(S.STRING, "how the rate was chosen, in words"),
+    }, description="the AVAX validation reward rate the estimates use"),
+    "forecast": S.obj({
+        "cycleIntervals": S.described(COUNT, "inflation intervals from inflationIntervalStartTime to nextDistributionTime: the number the next cycle mints for"),
+        "cycleMintWei": S.described(S.WEI, "GGP minted at the next cycle, wei"),
+        "nodeOpPoolWei": S.described(S.WEI, "of that, GGP for node operators, wei"),
+        "assumptions": S.described(S.array(S.STRING), "what the forecast takes as given, in words"),
+    }, description="next cycle's mint and node-operator pool, derived from the fields above"),
 })
 
 ADDRESS_REWARDS = S.obj({
-    "address": S.ADDRESS,
-    "ggpStaked": TOKENS, "ggpStakedWei": S.WEI,
-    "avaxStaked": TOKENS, "avaxAssigned": TOKENS, "avaxValidating": TOKENS, "avaxValidatingHighWater": TOKENS,
+    "address": S.described(S.ADDRESS, "the staker address"),
+    "ggpStaked": S.described(TOKENS, "GGP staked, whole GGP"),
+    "ggpStakedWei": S.described(S.WEI, "ggpStaked in wei"),
+    "avaxStaked": S.described(TOKENS, "own AVAX in minipools, whole AVAX"),
+    "avaxAssigned": S.described(TOKENS, "liquid stakers' AVAX matched to this operator, whole AVAX"),
+    "avaxValidating": S.described(TOKENS, "own AVAX in validating minipools, whole AVAX"),
+    "avaxValidatingHighWater": S.described(TOKENS, "highest avaxValidating this cycle, whole AVAX"),
     "collateralizationRatioPct": S.described(S.nullable(S.PERCENT), "null when nothing is assigned"),
-    "effectiveGGPStaked": S.described(TOKENS, "Staking.getEffectiveGGPStaked at the build block"),
-    "effectiveGGPStakedWei": S.WEI,
-    "ggpRewards": S.described(TOKENS, "unclaimed GGP rewards"), "ggpRewardsWei": S.WEI,
-    "lastRewardsCycleCompleted": COUNT,
-    "rewardsStartTime": S.TIMESTAMP,
-    "eligibleNow": S.described(S.BOOLEAN, "ClaimNodeOp.isEligible at the build block"),
+    "effectiveGGPStaked": S.described(TOKENS, "GGP counted for rewards at the build block, whole GGP"),
+    "effectiveGGPStakedWei": S.described(S.WEI, "effectiveGGPStaked in wei"),
+    "ggpRewards": S.described(TOKENS, "unclaimed GGP rewards"),
+    "ggpRewardsWei": S.described(S.WEI, "ggpRewards in wei"),
+    "lastRewardsCycleCompleted": S.described(COUNT, "the last reward cycle this staker was paid for"),
+    "rewardsStartTime": S.described(S.TIMESTAMP, "when the staker's first minipool started, unix seconds (0: none yet)"),
+    "eligibleNow": S.described(S.BOOLEAN, "whether the staker would be paid at a distribution now"),
     "eligibleNextDistribution": S.described(S.BOOLEAN, "eligible at nextDistributionTime with today's state"),
-    "ineligibleReason": S.nullable(S.STRING),
-    "nextDistributionTime": S.TIMESTAMP,
-    "ggpPriceTimestamp": S.TIMESTAMP,
+    "ineligibleReason": S.described(S.nullable(S.STRING), "why the staker would not be paid next time, in words (null when eligible)"),
+    "nextDistributionTime": S.described(S.TIMESTAMP, "when the next distribution can happen, unix seconds"),
+    "ggpPriceTimestamp": S.described(S.TIMESTAMP, "when the Oracle GGP price used was set, unix seconds"),
     "estimate": OPERATOR_ESTIMATE,
 })
 
@@ -217,8 +281,8 @@ def rewards_path(address: str) -> str:
     "/rewards/params", tag=TAG, summary="Inputs of the rewards formula",
     description="Every input of the node-operator rewards formula, exact (wei and 1e18-scaled ratios as "
                 "decimal strings), with the block they were read at: Oracle price, GGP supply and inflation "
-                "settings, ProtocolDAO settings, AVAX/USD, TEGS (effective GGP of stakers eligible at the next "
-                "distribution) and the validator reward rate with its source. The rewards function "
+                "settings, ProtocolDAO settings, AVAX/USD, the total effective GGP stake of stakers eligible at "
+                "the next distribution (`tegs`) and the validator reward rate with its source. The rewards function "
                 "(/rewards/byStake) evaluates the formula from this document, so anyone can recompute any "
                 "estimate.",
     schema=PARAMS,
@@ -234,8 +298,10 @@ def params_endpoint(ctx: Context):
                 "amount reaching that collateralization at the Oracle price; each point's `result` is "
                 "byte for byte what the function answers for `query`.",
     schema=S.obj({
-        "avaxStaked": S.array(AMOUNT), "collateralizationPct": S.array(S.PERCENT),
-        "points": S.array(GRID_POINT), "meta": S.META,
+        "avaxStaked": S.described(S.array(AMOUNT), "the AVAX sizes of the grid, whole tokens as decimal strings"),
+        "collateralizationPct": S.described(S.array(S.PERCENT), "the collateralization steps of the grid, percent"),
+        "points": S.described(S.array(GRID_POINT), "one per (avaxStaked, collateralizationPct), AVAX size first"),
+        "meta": S.META,
     }),
 )
 def grid(ctx: Context):
@@ -272,7 +338,7 @@ function_endpoint(
     "/rewards/{address}", tag=TAG, summary="Rewards of one staker",
     description="Eligibility now and at the next distribution, effective GGP stake, unclaimed `ggpRewards`, "
                 "last cycle completed, and the estimated GGP next cycle from the staker's own effective stake "
-                "against TEGS (which already counts an eligible staker), with its APR. One file per staker; "
+                "against the total effective GGP stake of eligible stakers (which already counts an eligible staker), with its APR. One file per staker; "
                 "no run timestamp, so the file changes only when its inputs do.",
     schema=ADDRESS_REWARDS,
     params=(Param("address", "path", "Staker address, EIP-55 checksummed or lower-case (both name the same "

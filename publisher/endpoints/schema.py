@@ -39,6 +39,13 @@ def described(schema: dict, text: str) -> dict:
     return {**schema, "description": text}
 
 
-BLOCK = obj({"number": INTEGER, "hash": {"type": "string", "pattern": "^0x[0-9a-f]{64}$"}, "timestamp": TIMESTAMP})
-META = obj({"network": STRING, "chainId": INTEGER, "block": BLOCK},
-           description="where the values come from: every chain value of a run is read at this block")
+BLOCK = obj({
+    "number": described(INTEGER, "block number (height) on the C-Chain"),
+    "hash": {"type": "string", "pattern": "^0x[0-9a-f]{64}$", "description": "block hash, 0x-prefixed hex"},
+    "timestamp": described(TIMESTAMP, "block time, unix seconds"),
+}, description="the block every chain value of this run was read at")
+META = obj({
+    "network": described(STRING, "network name: mainnet, fuji or devnet"),
+    "chainId": described(INTEGER, "EVM chain id (43114 mainnet, 43113 Fuji)"),
+    "block": BLOCK,
+}, description="where the values come from: every chain value of a run is read at this block")

@@ -32,14 +32,28 @@ def tvl_avax(ctx: Context) -> Fraction:
                 "received but not yet streamed (queued for the next sync); `exchangeRate` is AVAX per ggAVAX; "
                 "`availableMinipools` is how many minimum-size minipools the vault can fund now.",
     schema=S.obj({
-        "address": S.ADDRESS, "name": S.STRING, "symbol": S.STRING,
-        "totalAssets": AVAX, "totalReleasedAssets": AVAX, "stakingTotalAssets": AVAX,
-        "amountAvailableForStaking": AVAX, "reserveTarget": AVAX, "liquidAvax": AVAX,
-        "pendingRewards": AVAX, "streamingRewardsRemaining": AVAX, "lastRewardsAmt": AVAX,
-        "lastSync": S.TIMESTAMP, "rewardsCycleEnd": S.TIMESTAMP, "rewardsCycleLength": S.INTEGER,
-        "totalSupply": S.NON_NEGATIVE, "exchangeRate": S.described(S.NON_NEGATIVE, "AVAX per ggAVAX"),
-        "feePct": S.PERCENT, "minipoolLiquidStakerAvax": AVAX, "availableMinipools": {"type": "integer", "minimum": 0},
-        "depositsPaused": S.BOOLEAN, "meta": S.META,
+        "address": S.described(S.ADDRESS, "the ggAVAX token (vault) contract"),
+        "name": S.described(S.STRING, "token name"),
+        "symbol": S.described(S.STRING, "token symbol"),
+        "totalAssets": S.described(AVAX, "AVAX the vault holds for ggAVAX holders, including rewards streamed so far"),
+        "totalReleasedAssets": S.described(AVAX, "AVAX the vault counted at its last sync, before the current reward stream"),
+        "stakingTotalAssets": S.described(AVAX, "AVAX lent out to minipools that are staking"),
+        "amountAvailableForStaking": S.described(AVAX, "AVAX available to fund new minipools now"),
+        "reserveTarget": S.described(AVAX, "AVAX kept liquid for withdrawals (totalAssets x the target reserve rate)"),
+        "liquidAvax": S.described(AVAX, "AVAX held by the vault itself (not in minipools)"),
+        "pendingRewards": S.described(AVAX, "AVAX received but not yet streamed; queued for the next sync"),
+        "streamingRewardsRemaining": S.described(AVAX, "AVAX of the current reward stream not yet released"),
+        "lastRewardsAmt": S.described(AVAX, "AVAX being streamed in the current reward cycle"),
+        "lastSync": S.described(S.TIMESTAMP, "the vault's last sync, unix seconds"),
+        "rewardsCycleEnd": S.described(S.TIMESTAMP, "end of the current reward stream, unix seconds"),
+        "rewardsCycleLength": S.described(S.INTEGER, "length of a reward stream in seconds"),
+        "totalSupply": S.described(S.NON_NEGATIVE, "ggAVAX in circulation, whole tokens"),
+        "exchangeRate": S.described(S.NON_NEGATIVE, "AVAX per ggAVAX"),
+        "feePct": S.described(S.PERCENT, "protocol fee on liquid-staking rewards, percent"),
+        "minipoolLiquidStakerAvax": S.described(AVAX, "liquid stakers' AVAX matched into minipools"),
+        "availableMinipools": {"type": "integer", "minimum": 0, "description": "how many minimum-size minipools the vault can fund now"},
+        "depositsPaused": S.described(S.BOOLEAN, "true while deposits into the vault are paused"),
+        "meta": S.META,
     }),
 )
 def ggavax(ctx: Context):
@@ -66,7 +80,8 @@ def ggavax(ctx: Context):
     }
 
 
-STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0} for n in STATUS_LABELS}
+STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "description": f"minipools in status {n}"}
+               for n in STATUS_LABELS}
 
 
 @endpoint(
@@ -76,17 +91,32 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0} for n
                 "unavailable); `total_assets` is ggAVAX totalAssets in AVAX; `tvl_avax` adds the operators' "
                 "AVAX in staking minipools and staked GGP at the oracle price.",
     schema=S.obj({
-        "ggavax_apy": S.nullable(S.PERCENT), "ggavax_apy_note": S.STRING, "total_assets": AVAX,
-        "ggavax_total_supply": S.NON_NEGATIVE, "ggavax_exchange_rate": S.NON_NEGATIVE,
-        "ggp_price_in_avax": S.NON_NEGATIVE, "ggp_price_usd": S.NON_NEGATIVE, "avax_price_usd": S.NON_NEGATIVE,
-        "total_ggp_staked": S.NON_NEGATIVE, "effective_ggp_staked": S.NON_NEGATIVE,
-        "staker_count": {"type": "integer", "minimum": 0}, "minipool_count": {"type": "integer", "minimum": 0},
-        **STATUS_KEYS, "minipools_active": {"type": "integer", "minimum": 0},
-        "tvl_avax": S.NON_NEGATIVE, "tvl_usd": S.NON_NEGATIVE,
-        "rewards_cycle_count": S.INTEGER, "rewards_cycle_start": S.TIMESTAMP, "rewards_cycle_end": S.TIMESTAMP,
-        "ggp_total_supply": S.NON_NEGATIVE, "ggp_max_supply": S.NON_NEGATIVE, "meta": S.META,
-        "next_cycle_nodeop_ggp": S.NON_NEGATIVE, "last_cycle_nodeop_ggp": S.NON_NEGATIVE,
-        "nodeop_apr_min": S.PERCENT, "nodeop_apr_max": S.PERCENT,
+        "ggavax_apy": S.described(S.nullable(S.PERCENT), "ggAVAX APY after fees, percent (null when the share-price history is too short); read by the Balancer backend (divides by 100) and DefiLlama (as percent)"),
+        "ggavax_apy_note": S.described(S.STRING, "how ggavax_apy was computed, or why it is null"),
+        "total_assets": S.described(AVAX, "ggAVAX totalAssets in whole AVAX; read by DefiLlama for TVL"),
+        "ggavax_total_supply": S.described(S.NON_NEGATIVE, "ggAVAX in circulation, whole tokens"),
+        "ggavax_exchange_rate": S.described(S.NON_NEGATIVE, "AVAX per ggAVAX"),
+        "ggp_price_in_avax": S.described(S.NON_NEGATIVE, "AVAX per GGP (protocol Oracle)"),
+        "ggp_price_usd": S.described(S.NON_NEGATIVE, "USD per GGP"),
+        "avax_price_usd": S.described(S.NON_NEGATIVE, "USD per AVAX (Chainlink feed)"),
+        "total_ggp_staked": S.described(S.NON_NEGATIVE, "GGP staked by all node operators, whole tokens"),
+        "effective_ggp_staked": S.described(S.NON_NEGATIVE, "GGP that counts for rewards (collateralization capped), whole tokens"),
+        "staker_count": {"type": "integer", "minimum": 0, "description": "number of GGP stakers"},
+        "minipool_count": {"type": "integer", "minimum": 0, "description": "number of minipools ever created"},
+        **STATUS_KEYS,
+        "minipools_active": {"type": "integer", "minimum": 0, "description": "minipools in Launched or Staking"},
+        "tvl_avax": S.described(S.NON_NEGATIVE, "total value locked in AVAX: ggAVAX assets + operators' AVAX in staking minipools + staked GGP at the Oracle price"),
+        "tvl_usd": S.described(S.NON_NEGATIVE, "tvl_avax in USD"),
+        "rewards_cycle_count": S.described(S.INTEGER, "GGP reward cycles completed so far"),
+        "rewards_cycle_start": S.described(S.TIMESTAMP, "start of the current GGP reward cycle, unix seconds"),
+        "rewards_cycle_end": S.described(S.TIMESTAMP, "when the current cycle ends and the next distribution can happen, unix seconds"),
+        "ggp_total_supply": S.described(S.NON_NEGATIVE, "GGP in existence, whole tokens"),
+        "ggp_max_supply": S.described(S.NON_NEGATIVE, "GGP that can ever exist, whole tokens"),
+        "meta": S.META,
+        "next_cycle_nodeop_ggp": S.described(S.NON_NEGATIVE, "GGP the next distribution gives node operators, whole tokens"),
+        "last_cycle_nodeop_ggp": S.described(S.NON_NEGATIVE, "GGP the last distribution gave node operators, whole tokens"),
+        "nodeop_apr_min": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 10 % collateralization, percent"),
+        "nodeop_apr_max": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 150 % collateralization, percent"),
     }),
 )
 def metrics(ctx: Context):
@@ -121,10 +151,17 @@ def metrics(ctx: Context):
                 "days back, or the current reward `stream`), `window_days` the span, `note` the formula; "
                 "null figures come with the reason in `note`.",
     schema=S.obj({
-        "total_apy": S.nullable(S.PERCENT), "total_apy_after_fees": S.nullable(S.PERCENT), "fee_pct": S.PERCENT,
-        "window_days": S.nullable(S.NON_NEGATIVE), "from_block": S.nullable(S.INTEGER), "to_block": S.INTEGER,
-        "stream_apr": S.PERCENT, "method": S.nullable({"enum": ["archive", "history", "stream"]}),
-        "note": S.STRING, "meta": S.META,
+        "total_apy": S.described(S.nullable(S.PERCENT), "APY before the protocol fee, percent; read by DeltaPrime"),
+        "total_apy_after_fees": S.described(S.nullable(S.PERCENT), "APY ggAVAX holders earned, percent; read by the Balancer yield worker (x 100 to basis points)"),
+        "fee_pct": S.described(S.PERCENT, "protocol fee on liquid-staking rewards, percent"),
+        "window_days": S.described(S.nullable(S.NON_NEGATIVE), "days between the two share prices compared"),
+        "from_block": S.described(S.nullable(S.INTEGER), "block of the earlier share price (null when none is available)"),
+        "to_block": S.described(S.INTEGER, "block of the current share price"),
+        "stream_apr": S.described(S.PERCENT, "the current reward stream annualized, percent"),
+        "method": S.described(S.nullable({"enum": ["archive", "history", "stream"]}),
+                              "archive: share prices read from the node's state a window apart; history: share prices this API recorded; stream: the current reward stream compounded; null: no APY"),
+        "note": S.described(S.STRING, "how the APY was computed, or why it is null, in words"),
+        "meta": S.META,
     }),
 )
 def metrics_apy(ctx: Context):

@@ -1,0 +1,200 @@
+"""Charts as inline SVG, drawn at build time so the pages show them without script.
+
+A small module of our own rather than a plotting library: the pages need three shapes (lines over
+dates, lines over numbers, horizontal bars), the output must be small, deterministic text styled by
+the page's CSS (so dark and light mode follow ``prefers-color-scheme``), and each plotted point must
+carry its data value so tests can check the drawing against the published numbers. Libraries that
+emit SVG (matplotlib, pygal) bring large dependencies, inline styles or script.
+
+Every chart is a ``<figure>``: the SVG (``role="img"``, titled) plus a visually hidden data table for
+screen readers. Plot geometry is recorded on the plot group (``data-domain``: x0 x1 y0 y1 in data
+units; ``data-range``: the pixel box left right bottom top), and each point carries ``data-x`` and
+``data-y``, so ``cx = left + (x - x0) / (x1 - x0) * (right - left)`` and likewise for y.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from markupsafe import Markup, escape
+
+WIDTH, HEIGHT = 560, 280
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 52  # margins: tick labels left, axis label and legend below
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    points: tuple[tuple[float, float], ...]  # (x, y) in data units, x ascending
+
+
+def nice_step(span: float, count: int = 5) -> float:
+    """A 1-2-5 step giving about ``count`` intervals over ``span``."""
+    if span <= 0 or not math.isfinite(span):
+        return 1.0
+    raw = span / count
+    mag = 10 ** math.floor(math.log10(raw))
+    return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+
+
+def ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi] (which is widened to them)."""
+    if hi == lo:
+        lo, hi = (lo - 1, hi + 1) if lo == 0 else (lo - abs(lo) * 0.05, hi + abs(hi) * 0.05)
+    step = nice_step(hi - lo, count)
+    start, end = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return [round(i * step, 12) for i in range(start, end + 1)]
+
+
+def number(value: float, step: float | None = None) -> str:
+    """A label with thousands separated: with ``step``, the decimals that step needs (ticks,
+    fixed precision); without, up to six significant digits, trailing zeros dropped."""
+    if step is None:
+        whole = len(str(int(abs(value)))) if abs(value) >= 1 else 0
+        text = f"{value:,.{max(0, 6 - whole)}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    decimals = next((d for d in range(10) if abs(round(step, d) - step) < 1e-12 * max(1.0, abs(step))), 10)
+    return f"{value:,.{decimals}f}"
+
+
+def day(ts: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(ts))
+
+
+def _date_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    days = max(1, math.ceil((hi - lo) / 86_400 / count))
+    first = math.ceil(lo / 86_400) * 86_400
+    out = list(range(int(first), int(hi) + 1, days * 86_400))
+    return [float(t) for t in out] or [lo]
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.2f}".rstrip("0").rstrip(".")
+
+
+class _Frame:
+    def __init__(self, x0, x1, y0, y1, width=WIDTH, height=HEIGHT):
+        self.x0, self.x1, self.y0, self.y1 = x0, x1, y0, y1
+        self.left, self.right, self.top, self.bottom = LEFT, width - RIGHT, TOP, height - BOTTOM
+
+    def x(self, v: float) -> float:
+        if self.x1 == self.x0:
+            return (self.left + self.right) / 2
+        return self.left + (v - self.x0) / (self.x1 - self.x0) * (self.right - self.left)
+
+    def y(self, v: float) -> float:
+        return self.bottom - (v - self.y0) / (self.y1 - self.y0) * (self.bottom - self.top)
+
+    def attrs(self) -> str:
+        return (f'data-domain="{self.x0!r} {self.x1!r} {self.y0!r} {self.y1!r}" '
+                f'data-range="{_fmt(self.left)} {_fmt(self.right)} {_fmt(self.bottom)} {_fmt(self.top)}"')
+
+
+def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str, y_label: str,
+               dates: bool = False, y_zero: bool = False, x_format=None, y_format=None) -> Markup:
+    """Lines with a marker per point; x in unix seconds when ``dates``."""
+    drawn = [s for s in series if s.points]
+    if not drawn:
+        return Markup(f'<figure class="chart" id="{escape(chart_id)}"><figcaption>{escape(title)}</figcaption>'
+                      '<p class="muted">No data yet.</p></figure>')
+    xs = [x for s in drawn for x, _ in s.points]
+    ys = [y for s in drawn for _, y in s.points]
+    x0, x1 = min(xs), max(xs)
+    yt = ticks(0 if y_zero else min(ys), max(ys))
+    xt = _date_ticks(x0, x1) if dates else ticks(x0, x1)
+    if not dates:
+        x0, x1 = min(x0, xt[0]), max(x1, xt[-1])
+    f = _Frame(x0, x1, yt[0], yt[-1])
+    ystep = yt[1] - yt[0] if len(yt) > 1 else None
+    yf = y_format or (lambda v: number(v, ystep))
+    xf = x_format or ((lambda v: time.strftime("%b %d", time.gmtime(v))) if dates
+                      else (lambda v: number(v, xt[1] - xt[0] if len(xt) > 1 else None)))
+    out = [_open(chart_id, title)]
+    out.append(_axes(f, [(f.y(v), yf(v)) for v in yt], [(f.x(v), xf(v)) for v in xt if x0 <= v <= x1],
+                     x_label, y_label))
+    out.append(f'<g class="plot" {f.attrs()}>')
+    for i, s in enumerate(drawn):
+        pts = " ".join(f"{_fmt(f.x(x))},{_fmt(f.y(y))}" for x, y in s.points)
+        out.append(f'<g class="series s{i}" data-series="{escape(s.name)}">')
+        if len(s.points) > 1:
+            out.append(f'<polyline points="{pts}"/>')
+        for x, y in s.points:
+            label = f"{day(x) if dates else xf(x)}: {yf(y) if y_format else number(y)} {s.name}"
+            out.append(f'<circle cx="{_fmt(f.x(x))}" cy="{_fmt(f.y(y))}" r="{2.5 if len(s.points) > 40 else 3.5}" '
+                       f'data-x="{x!r}" data-y="{y!r}"><title>{escape(label)}</title></circle>')
+        out.append("</g>")
+    out.append("</g></svg>")
+    if len(drawn) > 1:
+        out.append(_legend([s.name for s in drawn]))
+    rows = sorted({x for s in drawn for x, _ in s.points})
+    values = [{x: y for x, y in s.points} for s in drawn]
+    out.append(_table(title, [x_label] + [s.name for s in drawn],
+                      [[day(x) if dates else number(x)] + [number(v[x]) if x in v else "–" for v in values] for x in rows]))
+    out.append("</figure>")
+    return Markup("".join(out))
+
+
+def bar_chart(chart_id: str, title: str, bars: list[tuple[str, int]], *, value_label: str, label_header: str = "") -> Markup:
+    """Horizontal bars of counts, one per label, value axis from zero."""
+    height = TOP + 26 * len(bars) + BOTTOM
+    vt = ticks(0, max([v for _, v in bars] + [1]))
+    f = _Frame(vt[0], vt[-1], 0, len(bars), height=height)
+    f.left, f.right = 124, WIDTH - 40  # room for the value printed after the longest bar
+    step = vt[1] - vt[0]
+    out = [_open(chart_id, title, height)]
+    out.append(_axes(f, [], [(f.x(v), number(v, step)) for v in vt], value_label, ""))
+    out.append(f'<g class="plot bars" {f.attrs()}>')
+    for i, (label, value) in enumerate(bars):
+        top = f.top + 26 * i + 4
+        out.append(f'<text class="label" x="{f.left - 8}" y="{top + 13}" text-anchor="end">{escape(label)}</text>'
+                   f'<rect class="s0" x="{f.left}" y="{top}" width="{_fmt(f.x(value) - f.left)}" height="18" '
+                   f'data-label="{escape(label)}" data-value="{value!r}"><title>{escape(label)}: {number(value, 1)}</title></rect>'
+                   f'<text class="value" x="{_fmt(f.x(value) + 4)}" y="{top + 13}">{number(value, 1)}</text>')
+    out.append("</g></svg>")
+    out.append(_table(title, [label_header, value_label], [[label, number(value, 1)] for label, value in bars]))
+    out.append("</figure>")
+    return Markup("".join(out))
+
+
+def _open(chart_id: str, title: str, height: int = HEIGHT) -> str:
+    cid = escape(chart_id)
+    return (f'<figure class="chart" id="{cid}"><figcaption id="{cid}-title">{escape(title)}</figcaption>'
+            f'<svg viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="{cid}-title" '
+            f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>')
+
+
+def _axes(f: _Frame, yticks, xticks, x_label: str, y_label: str) -> str:
+    out = ['<g class="axis">']
+    for y, text in yticks:
+        out.append(f'<line class="grid" x1="{f.left}" x2="{f.right}" y1="{_fmt(y)}" y2="{_fmt(y)}"/>'
+                   f'<text x="{f.left - 6}" y="{_fmt(y + 4)}" text-anchor="end">{escape(text)}</text>')
+    for x, text in xticks:
+        out.append(f'<line class="tick" x1="{_fmt(x)}" x2="{_fmt(x)}" y1="{f.bottom}" y2="{f.bottom + 4}"/>'
+                   f'<text x="{_fmt(x)}" y="{f.bottom + 17}" text-anchor="middle">{escape(text)}</text>')
+    out.append(f'<line class="base" x1="{f.left}" x2="{f.right}" y1="{f.bottom}" y2="{f.bottom}"/>')
+    out.append(f'<text class="axis-label" x="{_fmt((f.left + f.right) / 2)}" y="{f.bottom + 36}" '
+               f'text-anchor="middle">{escape(x_label)}</text>')
+    if y_label:
+        mid = _fmt((f.top + f.bottom) / 2)
+        out.append(f'<text class="axis-label" x="14" y="{mid}" text-anchor="middle" '
+                   f'transform="rotate(-90 14 {mid})">{escape(y_label)}</text>')
+    out.append("</g>")
+    return "".join(out)
+
+
+def _legend(names: list[str]) -> str:
+    # HTML, not SVG: it wraps on narrow screens. The table below is what screen readers get.
+    items = "".join(f'<li class="s{i}">{escape(name)}</li>' for i, name in enumerate(names))
+    return f'<ul class="legend" aria-hidden="true">{items}</ul>'
+
+
+def _table(caption: str, head: list[str], rows: list[list[str]]) -> str:
+    # Wrapped: a caption can escape a clipped table box and widen the page.
+    out = [f'<div class="sr-only"><table><caption>{escape(caption)}</caption><tr>']
+    out += [f"<th>{escape(h)}</th>" for h in head]
+    out.append("</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>")
+    out.append("</table></div>")
+    return "".join(out)

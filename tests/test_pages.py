@@ -1,0 +1,167 @@
+"""The human pages and the OpenAPI document they are rendered from: descriptions, examples, the
+dashboard's figures against the published files, and no internal names."""
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import pytest
+
+from publisher.build import build
+from publisher.endpoints.pages import EXAMPLE_ITEMS, _trim, trailing_apy
+from publisher.endpoints.registry import load_all
+from publisher.serve import Site
+
+# DESIGN §6 compatibility contract: (endpoint, field) -> words its description must contain.
+CONTRACT = {
+    ("/metrics", "ggavax_apy"): ("percent", "Balancer", "DefiLlama"),
+    ("/metrics", "total_assets"): ("AVAX", "DefiLlama"),
+    ("/metrics/apy", "total_apy"): ("percent", "DeltaPrime"),
+    ("/metrics/apy", "total_apy_after_fees"): ("percent", "Balancer"),
+    ("/prices", "ggpInUSD"): ("USD", "DeltaPrime", "calculator"),
+    ("/prices", "avaxInUSD"): ("USD", "DeltaPrime", "calculator"),
+    ("/stakers", "stakers"): ("CLI tutorials", "analysts"),
+}
+INTERNAL = ("compute/", ".py", "r_v", "TEGS", "snapshot.", "ctx.", "registry", "struct")
+
+
+@pytest.fixture(scope="module")
+def out(demo_snapshot, demo_profile, tmp_path_factory):
+    return build(demo_snapshot, demo_profile, tmp_path_factory.mktemp("pages") / "out").out_dir
+
+
+def pub(out, name):
+    return json.loads((out / name).read_text())
+
+
+def properties(schema: dict, where: str):
+    """(dotted name, property schema) for every property, however deeply nested."""
+    if not isinstance(schema, dict):
+        return
+    for name, sub in schema.get("properties", {}).items():
+        yield f"{where}.{name}", sub
+        for alt in [sub, *sub.get("anyOf", [])]:
+            yield from properties(alt, f"{where}.{name}")
+            if alt.get("type") == "array":
+                yield from properties(alt.get("items", {}), f"{where}.{name}[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from properties(schema["additionalProperties"], f"{where}.*")
+
+
+def description(sub: dict) -> str:
+    return sub.get("description") or next((a.get("description", "") for a in sub.get("anyOf", []) if a.get("description")), "")
+
+
+def test_every_property_of_the_openapi_document_is_described(out):
+    doc = pub(out, "openapi.json")
+    found = []
+    for path, item in doc["paths"].items():
+        op = item["get"]
+        for p in op.get("parameters", []):
+            assert p["description"], (path, p["name"])
+        for status, resp in op["responses"].items():
+            for content in resp.get("content", {}).values():
+                found += list(properties(content["schema"], f"{path} {status}"))
+    found += list(properties(doc["components"]["schemas"]["Error"], "Error"))
+    assert len(found) > 600
+    missing = [name for name, sub in found if not description(sub)]
+    assert missing == []
+
+
+def test_the_compatibility_contract_fields_say_who_reads_them(out):
+    doc = pub(out, "openapi.json")
+    for (path, field), words in CONTRACT.items():
+        schema = doc["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        text = description(schema["properties"][field])
+        for word in words:
+            assert word in text, (path, field, word, text)
+
+
+def test_openapi_json_is_the_docs_document(out):
+    assert (out / "openapi.json").read_bytes() == (out / "docs.json").read_bytes()
+    assert "/openapi.json" in pub(out, "openapi.json")["paths"]
+    assert load_all()["/openapi.json"].cache == load_all()["/docs"].cache == "docs"
+
+
+def visible_text(page: str) -> str:
+    page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+@pytest.mark.parametrize("page", ["index.html", "docs.html", "calculator.html"])
+def test_pages_use_no_internal_names_and_no_remote_assets(out, page):
+    text = (out / page).read_text()
+    shown = visible_text(text)
+    for word in INTERNAL:
+        assert word not in shown, (page, word)
+    assert not re.search(r'(src|href)="(https?:)?//', text), "pages must work offline"
+
+
+def test_the_reference_has_a_section_and_a_real_example_per_endpoint(out):
+    page = (out / "docs.html").read_text()
+    doc = pub(out, "openapi.json")
+    for path, item in doc["paths"].items():
+        anchor = item["get"]["operationId"]
+        section = re.search(rf'<section class="endpoint" id="{anchor}">(.*?)</section>', page, re.S)
+        assert section, path
+        if path in ("/docs", "/openapi.json", "/status"):  # linked, not copied: /status digests the pages
+            assert f'Current response: <a href="{path[1:]}">' in section.group(1)
+            continue
+        example = re.search(r"<summary>Example response: <code>([^<]+)</code></summary>.*?<pre><code>(.*?)</code></pre>",
+                            section.group(1), re.S)
+        assert example, path
+        url, body = html.unescape(example.group(1)), json.loads(html.unescape(example.group(2)))
+        if path == "/rewards/byStake":  # the function's own answer to the example query
+            status, _, answer = Site(out).get(path, url.split("?", 1)[1], "GET")
+            assert status == 200 and body == _trim(json.loads(answer)) and body["result"]["aprPct"] > 0
+            continue
+        published = pub(out, load_all()[path].canonical(url).lstrip("/") + ".json")
+        assert body == _trim(published), path
+    # Lists are cut: /stakers shows two stakers and says how many more there are.
+    stakers = pub(out, "stakers.json")["stakers"]
+    assert f"… {len(stakers) - EXAMPLE_ITEMS} more" in page
+
+
+def test_shared_objects_are_described_once(out):
+    page = (out / "docs.html").read_text()
+    assert page.count("<code>meta.block.number</code>") == 1
+    assert page.count("<code>meta.network</code>") == 1
+    assert page.count("see <a href=\"#shared\">shared objects</a>") >= 15
+
+
+def card(page: str, ident: str) -> tuple[str, str]:
+    m = re.search(rf'<a class="card" href="([^"]+)" id="{ident}">(.*?)</a>', page, re.S)
+    assert m, ident
+    return m.group(1), " ".join(visible_text(m.group(2)).split())
+
+
+def test_the_dashboard_shows_the_published_figures_and_links_them(out):
+    page = (out / "index.html").read_text()
+    m, prices, ggavax = pub(out, "metrics.json"), pub(out, "prices.json"), pub(out, "ggAvax.json")
+    params, pools = pub(out, "rewards/params.json"), pub(out, "minipools.json")
+    assert card(page, "fig-apy") == ("metrics/apy", card(page, "fig-apy")[1])
+    assert f"{m['ggavax_apy']:.2f} %" in card(page, "fig-apy")[1]
+    assert card(page, "fig-assets")[0] == "ggAvax" and f"{ggavax['totalAssets']:,.0f} AVAX" in card(page, "fig-assets")[1]
+    assert card(page, "fig-tvl")[0] == "metrics" and f"{m['tvl_avax']:,.0f} AVAX" in card(page, "fig-tvl")[1]
+    assert card(page, "fig-ggp")[0] == "prices" and f"{prices['ggpInAvax']:.5f} AVAX" in card(page, "fig-ggp")[1]
+    assert f"${prices['avaxInUSD']:,.2f}" in card(page, "fig-avax")[1]
+    assert card(page, "fig-stakers")[0] == "stakers" and card(page, "fig-stakers")[1].split()[2] == str(m["staker_count"])
+    assert card(page, "fig-minipools")[0] == "minipools" and f" {pools['count']} " in card(page, "fig-minipools")[1]
+    import time
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(params["nextDistributionTime"]))
+    assert card(page, "fig-distribution")[0] == "rewards/params" and when in card(page, "fig-distribution")[1]
+    assert str(m["meta"]["block"]["number"]) in card(page, "fig-block")[1]
+    # Every figure links to an endpoint the build published.
+    for href in re.findall(r'<a class="card" href="([^"]+)"', page):
+        assert (out / (href + ".json")).is_file(), href
+
+
+def test_the_trailing_apy_compounds_the_share_price_over_the_window():
+    day = 86_400
+    share = [(d * day, 1 + 0.0005 * d) for d in range(0, 61)]
+    apy = trailing_apy(share, 30)
+    assert [t for t, _ in apy] == [d * day for d in range(30, 61)]
+    t, value = apy[-1]
+    assert value == pytest.approx(((1.03 / 1.015) ** (365 / 30) - 1) * 100)
+    assert trailing_apy(share[:30], 30) == []  # less than a window: nothing to plot, nothing made up
