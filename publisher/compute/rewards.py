@@ -212,10 +212,10 @@ def parse_params(doc) -> Params:
     p.assumptions = [
         f"the distribution runs at nextDistributionTime ({p.next_distribution}), minting for the "
         f"{p.intervals} inflation intervals elapsed since inflationIntervalStartTime ({p.inflation_start})",
-        "the Oracle GGP price, every stake and TEGS stay as they are at the params block until then",
-        "every eligible staker shares one pool pro rata: no investor weighting (Rialto's off-chain "
-        "down-weighting of listed addresses is not modelled)",
-        f"AVAX rewards accrue at the validator rate r_v = {_dec(p.validator_rate, 16, 4)} % "
+        "the Oracle GGP price, every stake and the total eligible GGP stake stay as they are at the params block until then",
+        "every eligible staker shares one pool pro rata: no investor weighting (the protocol operator's "
+        "off-chain down-weighting of listed addresses is not modelled)",
+        f"AVAX rewards accrue at the validation reward rate of {_dec(p.validator_rate, 16, 4)} % a year "
         f"(source: {p.validator_rate_source})",
     ]
     return p
