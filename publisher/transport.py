@@ -1,5 +1,6 @@
-"""HTTP plumbing shared by the chain RPC client and the third-party API clients: masked URLs,
-which statuses are worth retrying, backoff with jitter that honours Retry-After, bounded bodies."""
+"""HTTP plumbing shared by the chain RPC client and the third-party API clients: URL checks and
+masking, which statuses are worth retrying, backoff with jitter that honours Retry-After, and one
+attempt of a request under a total deadline with a bounded body."""
 from __future__ import annotations
 
 import random
@@ -10,16 +11,37 @@ from urllib.parse import urlsplit
 
 import requests
 
+from .deadline import DeadlineExceeded, deadline
+from .errors import PublisherError
+
 RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
 def mask_url(url: str) -> str:
     """Keep scheme, host and port; hide path, query and credentials (where providers put keys)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a malformed port may be where the key was pasted: show nothing of it
+        return "(malformed URL)"
     host = parts.hostname or "?"
-    port = f":{parts.port}" if parts.port else ""
     hidden = "/***" if (parts.path.strip("/") or parts.query or parts.username) else ""
     return f"{parts.scheme}://{host}{port}{hidden}"
+
+
+def check_url(url: str, kind: str) -> str:
+    """``url`` if it is an absolute http(s) URL with a host and a valid port; otherwise a one-line
+    error naming ``kind`` and the problem, never the URL (it may hold a key)."""
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        raise PublisherError(f"{kind} URL is malformed (bad port or brackets)") from None
+    if parts.scheme not in ("http", "https"):
+        raise PublisherError(f"{kind} URL must start with http:// or https://")
+    if not parts.hostname:
+        raise PublisherError(f"{kind} URL has no host")
+    return url.strip()
 
 
 def retry_after_seconds(value: str | None) -> float:
@@ -61,17 +83,54 @@ class BodyTooLarge(Exception):
     pass
 
 
-def read_bounded(resp: requests.Response, limit: int) -> bytes:
-    """The body of a streamed response, refusing more than ``limit`` bytes (declared or actual)."""
+class DeadlineTimeout(requests.Timeout):
+    """One attempt outlived its total deadline (headers and body together)."""
+
+
+def read_bounded(resp: requests.Response, limit: int, until: float | None = None) -> bytes:
+    """The body of a streamed response, refusing more than ``limit`` bytes (declared or actual),
+    and giving up at monotonic time ``until`` even while bytes keep trickling in."""
     declared = resp.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > limit:
         resp.close()
         raise BodyTooLarge(limit)
     chunks, size = [], 0
-    for chunk in resp.iter_content(1 << 16):
+    while True:
+        # read1 returns what has arrived instead of waiting for a full chunk, so the deadline is
+        # checked between drips even where no alarm can interrupt the read (off the main thread).
+        chunk = resp.raw.read1(1 << 16, decode_content=True)
+        if not chunk:
+            break
         size += len(chunk)
         if size > limit:
             resp.close()
             raise BodyTooLarge(limit)
+        if until is not None and time.monotonic() > until:
+            resp.close()
+            raise DeadlineTimeout("body still arriving at the deadline")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def attempt(session: requests.Session, method: str, url: str, *, timeout: float, total: float, limit: int,
+            what: str, **kwargs) -> tuple[requests.Response, bytes]:
+    """One request and its whole body within ``total`` seconds of wall time.
+
+    ``timeout`` bounds each socket operation as usual; ``total`` bounds the attempt however slowly
+    the server drips its headers or body. Expiry raises DeadlineTimeout (a requests.Timeout), so
+    the caller's retry loop treats it like any other timeout.
+    """
+    until = time.monotonic() + total
+    with deadline(total, what) as token:
+        try:
+            resp = session.request(method, url, timeout=(min(timeout, total), min(timeout, total)), stream=True, **kwargs)
+            try:
+                body = read_bounded(resp, limit, until)
+            except BaseException:
+                resp.close()
+                raise
+        except DeadlineExceeded as exc:
+            if not exc.mine(token):
+                raise
+            raise DeadlineTimeout(f"no complete answer within {total:g}s") from None
+    return resp, body

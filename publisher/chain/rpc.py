@@ -14,7 +14,7 @@ import requests
 from urllib3.exceptions import NewConnectionError
 
 from ..errors import PublisherError
-from ..transport import RETRY_STATUS, Backoff, BodyTooLarge, mask_url, read_bounded
+from ..transport import RETRY_STATUS, Backoff, BodyTooLarge, attempt as send_attempt, check_url, mask_url  # noqa: F401 (mask_url: re-export)
 
 # JSON-RPC error codes that mean "try again later" rather than "your call is wrong".
 RETRY_RPC_CODES = {-32005, -32603}
@@ -62,6 +62,8 @@ class Counters:
 class RpcClient:
     urls: list[str]
     timeout: float = 30.0
+    # Total seconds for one attempt, however slowly the node drips its answer (timeout is per read).
+    deadline: float = 45.0
     max_attempts: int = 6
     backoff: float = 0.25
     max_backoff: float = 8.0
@@ -72,6 +74,8 @@ class RpcClient:
     def __post_init__(self) -> None:
         if not self.urls:
             raise PublisherError("no RPC URL configured")
+        many = len(self.urls) > 1
+        self.urls = [check_url(u, f"RPC #{i + 1}" if many else "RPC") for i, u in enumerate(self.urls)]
         self._ids = itertools.count(1)
         self._url_index = 0
         self._backoff = Backoff(self.backoff, self.max_backoff)
@@ -81,7 +85,9 @@ class RpcClient:
         return self.urls[self._url_index]
 
     def describe(self) -> str:
-        return ", ".join(mask_url(u) for u in self.urls)
+        """How messages name the node: by kind (and position among fallbacks), never by URL, so
+        that no message, log or published warning carries a host or a key."""
+        return "RPC" if len(self.urls) == 1 else f"RPC ({len(self.urls)} URLs)"
 
     # -- public API -------------------------------------------------------------------------
 
@@ -108,7 +114,7 @@ class RpcClient:
         for i, (method, _) in zip(ids, calls):
             item = by_id.get(i)
             if item is None:
-                raise RpcUnavailable(f"RPC {self._where()} returned no answer for {method}")
+                raise RpcUnavailable(f"{self._where()} returned no answer for {method}")
             if "error" in item and item["error"] is not None:
                 err = item["error"] if isinstance(item["error"], dict) else {"message": str(item["error"])}
                 exc = RpcError(method, err.get("code"), str(err.get("message", "unknown error"))[:300], err.get("data"))
@@ -122,7 +128,7 @@ class RpcClient:
     # -- transport --------------------------------------------------------------------------
 
     def _where(self) -> str:
-        return mask_url(self.url)
+        return "RPC" if len(self.urls) == 1 else f"RPC #{self._url_index + 1}"
 
     def _post(self, payload: bytes, what: str):
         last = "no attempt made"
@@ -135,11 +141,12 @@ class RpcClient:
             try:
                 self.counters.http_requests += 1
                 self.counters.bytes_sent += len(payload)
-                resp = self.session.post(
-                    self.url, data=payload, timeout=self.timeout, stream=True,
-                    headers={"Content-Type": "application/json"},
-                )
-                body = self._read(resp)
+                resp, body = send_attempt(self.session, "POST", self.url, timeout=self.timeout, total=self.deadline,
+                                          limit=self.max_response_bytes, what=self._where(), data=payload,
+                                          headers={"Content-Type": "application/json"})
+                self.counters.bytes_received += len(body)
+            except BodyTooLarge:
+                raise RpcUnavailable(f"{self._where()} response exceeds {self.max_response_bytes} bytes", heavy=True) from None
             except requests.Timeout as exc:
                 last = "timed out"
                 refused += isinstance(exc, requests.ConnectTimeout)
@@ -151,16 +158,16 @@ class RpcClient:
                 self._backoff.sleep(attempt, self.max_attempts)
                 continue
             if resp.status_code == 413:
-                raise PayloadTooLarge(f"RPC {self._where()} refused {what}: request too large (HTTP 413)")
+                raise PayloadTooLarge(f"{self._where()} refused {what}: request too large (HTTP 413)")
             if resp.status_code in RETRY_STATUS:
                 last = f"HTTP {resp.status_code}"
                 self._backoff.sleep(attempt, self.max_attempts, resp.headers.get("Retry-After"))
                 continue
             if resp.status_code != 200:
-                raise RpcUnavailable(f"RPC {self._where()} answered HTTP {resp.status_code} to {what}")
+                raise RpcUnavailable(f"{self._where()} answered HTTP {resp.status_code} to {what}")
             try:
                 answer = json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: hostile nesting such as 50 MB of "["
                 last = "malformed JSON"
                 self._backoff.sleep(attempt, self.max_attempts)
                 continue
@@ -169,16 +176,8 @@ class RpcClient:
                 self._backoff.sleep(attempt, self.max_attempts)
                 continue
             return answer
-        raise RpcUnavailable(f"RPC {self.describe()} failed for {what} after {self.max_attempts} attempts: {last}",
+        raise RpcUnavailable(f"{self.describe()} failed for {what} after {self.max_attempts} attempts: {last}",
                              unreachable=refused == self.max_attempts, heavy=last == "timed out")
-
-    def _read(self, resp: requests.Response) -> bytes:
-        try:
-            body = read_bounded(resp, self.max_response_bytes)
-        except BodyTooLarge:
-            raise RpcUnavailable(f"RPC {self._where()} response exceeds {self.max_response_bytes} bytes", heavy=True) from None
-        self.counters.bytes_received += len(body)
-        return body
 
     @staticmethod
     def _retryable_error(answer) -> bool:

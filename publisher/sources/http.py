@@ -1,8 +1,8 @@
 """GET/POST of JSON to third-party APIs: timeouts, bounded bodies, retries with backoff and jitter,
 and errors that name the source with its URL masked.
 
-Request headers may carry API keys: they are sent, never printed. Messages show only
-``mask_url`` of the request URL (transport.py), so keys in paths or query strings stay hidden too.
+Request headers may carry API keys: they are sent, never printed. Messages name the source by its
+kind ("price API"), never by URL, so neither keys nor internal hosts reach a log or ``out/``.
 """
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from decimal import Decimal
 
 import requests
 
-from ..transport import RETRY_STATUS, Backoff, BodyTooLarge, mask_url, read_bounded
+from ..transport import RETRY_STATUS, Backoff, BodyTooLarge, check_url
+from ..transport import attempt as send_attempt
 from ..errors import PublisherError
 
 
@@ -43,6 +44,7 @@ class HttpClient:
     base_url: str
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     timeout: float = 15.0
+    deadline: float = 20.0  # total seconds per attempt, however slowly the answer drips
     max_attempts: int = 5
     backoff: float = 0.2
     max_backoff: float = 5.0
@@ -52,11 +54,11 @@ class HttpClient:
     session: requests.Session = field(default_factory=requests.Session, repr=False)
 
     def __post_init__(self) -> None:
-        self.base_url = self.base_url.rstrip("/")
+        self.base_url = check_url(self.base_url, self.label).rstrip("/")
         self._backoff = Backoff(self.backoff, self.max_backoff, self.max_retry_after)
 
     def where(self, path: str = "") -> str:
-        return f"{self.label} {mask_url(self.base_url + path)}"
+        return self.label
 
     def get_json(self, path: str, params: dict[str, str] | None = None):
         return self._request("GET", path, params=params)
@@ -81,9 +83,12 @@ class HttpClient:
             self.counters.requests += 1
             try:
                 # No redirects: they could carry the API key header to another host.
-                resp = self.session.request(method, url, params=params, data=data, headers=headers,
-                                            timeout=self.timeout, stream=True, allow_redirects=False)
-                body = self._read(resp, path)
+                resp, body = send_attempt(self.session, method, url, timeout=self.timeout, total=self.deadline,
+                                     limit=self.max_bytes, what=self.label, params=params, data=data,
+                                     headers=headers, allow_redirects=False)
+                self.counters.bytes_received += len(body)
+            except BodyTooLarge:
+                raise self.malformed(path, f"body exceeds {self.max_bytes} bytes") from None
             except requests.Timeout:
                 last = "timed out"
                 self._backoff.sleep(attempt, self.max_attempts)
@@ -105,14 +110,6 @@ class HttpClient:
             except (ValueError, RecursionError):
                 raise self.malformed(path, "not JSON") from None
         raise SourceUnavailable(f"{self.where(path)} failed: {last} after {self.max_attempts} attempts")
-
-    def _read(self, resp: requests.Response, path: str) -> bytes:
-        try:
-            body = read_bounded(resp, self.max_bytes)
-        except BodyTooLarge:
-            raise self.malformed(path, f"body exceeds {self.max_bytes} bytes") from None
-        self.counters.bytes_received += len(body)
-        return body
 
 
 def one_line(text: str, limit: int = 200) -> str:
