@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 import time
 
@@ -29,7 +30,12 @@ def fail_cleanly(fn):
         except PublisherError as exc:
             _fail(str(exc))
         except DeadlineExceeded as exc:
-            _fail(f"{exc}: the run was stopped; nothing was written")
+            click.echo("error: " + f"{exc}: the run was stopped; nothing was written", err=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            # A worker thread stuck on a stalled upload would hold the interpreter's exit (it
+            # joins them): the deadline is the run's whole life, so leave now.
+            os._exit(1)
         except OSError as exc:
             _fail(f"{exc.strerror or type(exc).__name__}: {exc.filename or ''}".rstrip(": "))
         except Exception as exc:
@@ -152,17 +158,22 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> N
 @main.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False), default="out")
 @NETWORK
+@click.option("--previous", type=click.Path(exists=True, file_okay=False),
+              help="Also apply the change bounds against this earlier run (block, prices, accumulated files).")
 @fail_cleanly
-def check(directory: str, network: str) -> None:
+def check(directory: str, network: str, previous: str | None) -> None:
     """Validate a built directory: schemas and invariants, as build does."""
     from .config import load_profile
-    from .validate import load_dir, validate
+    from .validate import compare_previous, load_dir, validate
 
     files = load_dir(directory)
     if not files:
         raise PublisherError(f"{directory} holds no files")
     profile = load_profile(network)
     problems = validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
+    if previous:
+        problems += compare_previous(load_dir(previous), files, max_price_move_pct=profile.max_price_move_pct,
+                                     max_staker_drop_pct=profile.max_staker_drop_pct)
     for p in problems:
         click.echo(f"problem   {p}", err=True)
     if problems:

@@ -26,8 +26,9 @@ class DeadlineExceeded(BaseException):
     """A deadline expired. BaseException, like KeyboardInterrupt, so that no ``except Exception``
     between the alarm and the owner of the deadline can swallow it."""
 
-    def __init__(self, what: str, seconds: float, token: object = None):
-        super().__init__(f"{what} exceeded its {seconds:g}s deadline")
+    def __init__(self, what: str, seconds: float, token: object = None, during: str | None = None):
+        waiting = f" while waiting for the {during}" if during and during != what else ""
+        super().__init__(f"{what} exceeded its {seconds:g}s deadline{waiting}")
         self.what, self.seconds, self.token = what, seconds, token
 
     def mine(self, token: object) -> bool:
@@ -54,7 +55,8 @@ def _on_alarm(signum, frame) -> None:
         return
     # The outermost expired deadline wins: its owner is the one that has to give up.
     at, what, seconds, token = due[0]
-    raise DeadlineExceeded(what, seconds, token)
+    # Name what the run was stuck on (the innermost deadline: a request to a source).
+    raise DeadlineExceeded(what, seconds, token, during=_stack[-1][1])
 
 
 def _usable() -> bool:

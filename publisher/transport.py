@@ -10,6 +10,7 @@ from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 
 from .deadline import DeadlineExceeded, deadline
 from .errors import PublisherError
@@ -98,7 +99,7 @@ def read_bounded(resp: requests.Response, limit: int, until: float | None = None
     while True:
         # read1 returns what has arrived instead of waiting for a full chunk, so the deadline is
         # checked between drips even where no alarm can interrupt the read (off the main thread).
-        chunk = resp.raw.read1(1 << 16, decode_content=True)
+        chunk = _read1(resp)
         if not chunk:
             break
         size += len(chunk)
@@ -110,6 +111,21 @@ def read_bounded(resp: requests.Response, limit: int, until: float | None = None
             raise DeadlineTimeout("body still arriving at the deadline")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _read1(resp: requests.Response) -> bytes:
+    """One read of what has arrived, with urllib3's errors mapped to requests' as iter_content
+    maps them, so callers handle a cut or garbled body like any other failed attempt."""
+    try:
+        return resp.raw.read1(1 << 16, decode_content=True)
+    except urllib3.exceptions.ReadTimeoutError as exc:
+        raise requests.ReadTimeout(str(exc)) from None
+    except urllib3.exceptions.ProtocolError as exc:
+        raise requests.exceptions.ChunkedEncodingError(str(exc)) from None
+    except urllib3.exceptions.DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(str(exc)) from None
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise requests.ConnectionError(str(exc)) from None
 
 
 def attempt(session: requests.Session, method: str, url: str, *, timeout: float, total: float, limit: int,

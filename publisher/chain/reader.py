@@ -97,6 +97,17 @@ class Reader:
         p = self.profile
         head = pin_block(self.client, block, p.chain_id)
         self.head = head
+        try:
+            return self._read(head)
+        except Reorged:
+            raise
+        except PublisherError:
+            # Reads by hash fail once the block is replaced: report the reorg, not its symptom.
+            verify_canonical(self.client, head)
+            raise
+
+    def _read(self, head: BlockRef) -> Snapshot:
+        p = self.profile
         self.mc = Multicall(self.client, p.multicall, at_hash(head), on_chunk=self._tick, label=str(head.number))
         self._require_code({"Multicall3": p.multicall, "Storage": p.storage})
         warnings: list[str] = []

@@ -184,6 +184,23 @@ class FlakyProxy:
                 except OSError:  # the client gave up, as it should
                     pass
 
+            def do_GET(self) -> None:
+                """Third-party REST APIs: forwarded with the path and query; status, drip and
+                slow faults apply as for JSON-RPC."""
+                fault = proxy._next_fault(b"")
+                if isinstance(fault, int):
+                    self._send(fault, b'{"error":"injected"}', {"Retry-After": "0"} if fault == 429 else {})
+                    return
+                if fault == "slow":
+                    proxy._stop.wait(proxy.hang_seconds)
+                resp = proxy._upstream.get(proxy.upstream.rstrip("/") + self.path, timeout=120,
+                                           headers={k: v for k, v in self.headers.items() if k.lower().startswith("x-")})
+                if fault == "drip":
+                    return self._drip(resp.content)
+                if fault == "garbage":
+                    return self._send(200, b"<html>bad gateway</html>")
+                self._send(resp.status_code, resp.content)
+
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 fault = proxy._next_fault(body)
