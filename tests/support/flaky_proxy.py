@@ -67,6 +67,8 @@ class FlakyProxy:
         self._upstream = requests.Session()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
+        # A client that gave up (a deadline) closes its end: nothing to report.
+        self._server.handle_error = lambda request, address: None
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
