@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
@@ -16,6 +17,7 @@ from .deadline import DeadlineExceeded, deadline
 from .errors import PublisherError
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
+T = TypeVar("T")
 
 
 def mask_url(url: str) -> str:
@@ -150,3 +152,59 @@ def attempt(session: requests.Session, method: str, url: str, *, timeout: float,
                 raise
             raise DeadlineTimeout(f"no complete answer within {total:g}s") from None
     return resp, body
+
+
+class Retry(Exception):
+    """Raised by a ``judge`` to have the loop try again; the message becomes the last cause."""
+
+
+@dataclass
+class Exhausted(Exception):
+    """Every attempt failed; ``last`` is the last cause, ``refused`` how many could not connect."""
+
+    last: str
+    attempts: int
+    refused: int
+    timed_out: bool
+
+
+def with_retries(send: Callable[[int], tuple[requests.Response, bytes]], judge: Callable[[requests.Response, bytes], T],
+                 *, attempts: int, backoff: Backoff, on_retry: Callable[[int], None] | None = None) -> T:
+    """The one retrying loop of the project, for the chain RPC and the third-party APIs alike.
+
+    ``send(attempt)`` makes one attempt (``attempt()`` above: deadline, bounded body). Timeouts,
+    broken connections and RETRY_STATUS answers are retried with backoff (Retry-After honoured);
+    any other answer goes to ``judge(resp, body)``, which returns the result, raises ``Retry`` to
+    try again, or raises its own error to stop. After the last attempt: ``Exhausted``.
+    """
+    last, refused = "no attempt made", 0
+    for n in range(attempts):
+        if n and on_retry:
+            on_retry(n)
+        retry_after = None
+        try:
+            resp, body = send(n)
+        except requests.Timeout as exc:
+            last = "timed out"
+            refused += isinstance(exc, requests.ConnectTimeout)
+        except requests.RequestException as exc:
+            # Only the type: the text of a connection error can quote the URL with its key.
+            last = f"connection error ({type(exc).__name__})"
+            refused += _could_not_connect(exc)
+        else:
+            if resp.status_code in RETRY_STATUS:
+                last = f"HTTP {resp.status_code}"
+                retry_after = resp.headers.get("Retry-After")
+            else:
+                try:
+                    return judge(resp, body)
+                except Retry as exc:
+                    last = str(exc)
+        backoff.sleep(n, attempts, retry_after)
+    raise Exhausted(last, attempts, refused, last == "timed out")
+
+
+def _could_not_connect(exc: requests.RequestException) -> bool:
+    """Refused or unroutable, as opposed to a connection that broke during the request."""
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(exc, requests.ConnectionError) and isinstance(reason, urllib3.exceptions.NewConnectionError)

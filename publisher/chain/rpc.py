@@ -11,10 +11,11 @@ import json
 from dataclasses import dataclass, field
 
 import requests
-from urllib3.exceptions import NewConnectionError
+
 
 from ..errors import PublisherError
-from ..transport import RETRY_STATUS, Backoff, BodyTooLarge, attempt as send_attempt, check_url, mask_url  # noqa: F401 (mask_url: re-export)
+from ..transport import Backoff, BodyTooLarge, Exhausted, Retry, check_url, mask_url, with_retries  # noqa: F401 (mask_url: re-export)
+from ..transport import attempt as send_attempt
 
 # JSON-RPC error codes that mean "try again later" rather than "your call is wrong".
 RETRY_RPC_CODES = {-32005, -32603}
@@ -131,53 +132,41 @@ class RpcClient:
         return "RPC" if len(self.urls) == 1 else f"RPC #{self._url_index + 1}"
 
     def _post(self, payload: bytes, what: str):
-        last = "no attempt made"
-        refused = 0
-        for attempt in range(self.max_attempts):
-            if attempt:
-                self.counters.retries += 1
-                # Move to the next URL after a failure: the fallback order of the profile.
-                self._url_index = (self._url_index + 1) % len(self.urls)
+        def send(n: int):
+            self.counters.http_requests += 1
+            self.counters.bytes_sent += len(payload)
             try:
-                self.counters.http_requests += 1
-                self.counters.bytes_sent += len(payload)
                 resp, body = send_attempt(self.session, "POST", self.url, timeout=self.timeout, total=self.deadline,
                                           limit=self.max_response_bytes, what=self._where(), data=payload,
                                           headers={"Content-Type": "application/json"})
-                self.counters.bytes_received += len(body)
             except BodyTooLarge:
                 raise RpcUnavailable(f"{self._where()} response exceeds {self.max_response_bytes} bytes", heavy=True) from None
-            except requests.Timeout as exc:
-                last = "timed out"
-                refused += isinstance(exc, requests.ConnectTimeout)
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
-            except requests.RequestException as exc:
-                last = f"connection error ({type(exc).__name__})"
-                refused += _could_not_connect(exc)
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
+            self.counters.bytes_received += len(body)
+            return resp, body
+
+        def judge(resp, body):
             if resp.status_code == 413:
                 raise PayloadTooLarge(f"{self._where()} refused {what}: request too large (HTTP 413)")
-            if resp.status_code in RETRY_STATUS:
-                last = f"HTTP {resp.status_code}"
-                self._backoff.sleep(attempt, self.max_attempts, resp.headers.get("Retry-After"))
-                continue
             if resp.status_code != 200:
                 raise RpcUnavailable(f"{self._where()} answered HTTP {resp.status_code} to {what}")
             try:
                 answer = json.loads(body)
             except (ValueError, RecursionError):  # RecursionError: hostile nesting such as 50 MB of "["
-                last = "malformed JSON"
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
+                raise Retry("malformed JSON") from None
             if self._retryable_error(answer):
-                last = "node busy (JSON-RPC error)"
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
+                raise Retry("node busy (JSON-RPC error)")
             return answer
-        raise RpcUnavailable(f"{self.describe()} failed for {what} after {self.max_attempts} attempts: {last}",
-                             unreachable=refused == self.max_attempts, heavy=last == "timed out")
+
+        def on_retry(n: int) -> None:
+            self.counters.retries += 1
+            # Move to the next URL after a failure: the fallback order of the profile.
+            self._url_index = (self._url_index + 1) % len(self.urls)
+
+        try:
+            return with_retries(send, judge, attempts=self.max_attempts, backoff=self._backoff, on_retry=on_retry)
+        except Exhausted as exc:
+            raise RpcUnavailable(f"{self.describe()} failed for {what} after {exc.attempts} attempts: {exc.last}",
+                                 unreachable=exc.refused == exc.attempts, heavy=exc.timed_out) from None
 
     @staticmethod
     def _retryable_error(answer) -> bool:
@@ -205,9 +194,3 @@ def _transient(err) -> bool:
     if "rate limit" in text or "too many requests" in text:
         return True
     return err.get("code") in RETRY_RPC_CODES and not any(w in text for w in _REQUEST_TOO_BIG)
-
-
-def _could_not_connect(exc: requests.RequestException) -> bool:
-    """Refused or unroutable, as opposed to a connection that broke during the request."""
-    reason = getattr(exc.args[0], "reason", None) if exc.args else None
-    return isinstance(exc, requests.ConnectionError) and isinstance(reason, NewConnectionError)

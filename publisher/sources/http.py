@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import requests
 
-from ..transport import RETRY_STATUS, Backoff, BodyTooLarge, check_url
+from ..transport import Backoff, BodyTooLarge, Exhausted, check_url, with_retries
 from ..transport import attempt as send_attempt
 from ..errors import PublisherError
 
@@ -76,32 +76,20 @@ class HttpClient:
         headers = {"Accept": "application/json", **self.headers}
         if data is not None:
             headers["Content-Type"] = "application/json"
-        last = "no attempt made"
-        for attempt in range(self.max_attempts):
-            if attempt:
-                self.counters.retries += 1
+
+        def send(n: int):
             self.counters.requests += 1
             try:
                 # No redirects: they could carry the API key header to another host.
                 resp, body = send_attempt(self.session, method, url, timeout=self.timeout, total=self.deadline,
-                                     limit=self.max_bytes, what=self.label, params=params, data=data,
-                                     headers=headers, allow_redirects=False)
-                self.counters.bytes_received += len(body)
+                                          limit=self.max_bytes, what=self.label, params=params, data=data,
+                                          headers=headers, allow_redirects=False)
             except BodyTooLarge:
                 raise self.malformed(path, f"body exceeds {self.max_bytes} bytes") from None
-            except requests.Timeout:
-                last = "timed out"
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
-            except requests.RequestException as exc:
-                # The exception text can quote the URL with its query: only the type is shown.
-                last = f"connection error ({type(exc).__name__})"
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
-            if resp.status_code in RETRY_STATUS:
-                last = f"HTTP {resp.status_code}"
-                self._backoff.sleep(attempt, self.max_attempts, resp.headers.get("Retry-After"))
-                continue
+            self.counters.bytes_received += len(body)
+            return resp, body
+
+        def judge(resp, body):
             if resp.status_code != 200:
                 raise SourceUnavailable(f"{self.where(path)} failed: HTTP {resp.status_code}")
             try:
@@ -109,7 +97,14 @@ class HttpClient:
                 return json.loads(body, parse_float=Decimal)
             except (ValueError, RecursionError):
                 raise self.malformed(path, "not JSON") from None
-        raise SourceUnavailable(f"{self.where(path)} failed: {last} after {self.max_attempts} attempts")
+
+        def on_retry(n: int) -> None:
+            self.counters.retries += 1
+
+        try:
+            return with_retries(send, judge, attempts=self.max_attempts, backoff=self._backoff, on_retry=on_retry)
+        except Exhausted as exc:
+            raise SourceUnavailable(f"{self.where(path)} failed: {exc.last} after {exc.attempts} attempts") from None
 
 
 def one_line(text: str, limit: int = 200) -> str:
