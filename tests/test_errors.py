@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import requests
