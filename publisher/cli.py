@@ -199,7 +199,7 @@ def serve(directory: str, host: str, port: int) -> None:
     except OSError as exc:
         raise PublisherError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound_host, bound_port = server.server_address[:2]
-    click.echo(f"serving {directory} at http://{bound_host}:{bound_port}/  (Ctrl-C to stop)", nl=True)
+    click.echo(f"serving {directory} at http://{bound_host}:{bound_port}/  (Ctrl-C to stop)")
     sys.stdout.flush()
     try:
         server.serve_forever()
