@@ -76,6 +76,21 @@ def check_snapshot(snap: Snapshot) -> None:
             break
     if problems:
         raise PublisherError(f"snapshot invariant violated: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""))
+    check_formula_inputs(snap)
+
+
+def check_formula_inputs(snap: Snapshot) -> None:
+    """The rewards formula refuses some chain values (an inflation rate above 2x per interval, an
+    implausible cycle): name the value here, not as an error deep in rendering."""
+    import json
+
+    from .compute import params as P
+    from .compute import rewards as R
+
+    try:
+        R.parse_params(json.loads(R.canonical_json(P.rewards_params(snap))))
+    except R.ParamsError as exc:
+        raise PublisherError(f"chain value outside the rewards formula's range at block {snap.block.number}: {exc}") from None
 
 
 def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool = False) -> Built:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 import time
 
@@ -11,6 +12,7 @@ import click
 
 from . import __version__
 from .config import NETWORKS
+from .deadline import DeadlineExceeded, deadline, run_seconds
 from .errors import PublisherError
 
 
@@ -38,23 +40,46 @@ BLOCK = click.option("--block", type=int, help="Pin the run to this block (defau
 
 
 def fail_cleanly(fn):
+    """The one error boundary: every failure ends as one line naming its cause, and exit 1.
+    "unexpected <type>" is reserved for bugs; its message is never shown (it could quote a URL with
+    a key), and -v adds the traceback's frames, not its text."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except PublisherError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+            _fail(str(exc))
+        except DeadlineExceeded as exc:
+            click.echo("error: " + f"{exc}: the run was stopped; nothing was written", err=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            # A worker thread stuck on a stalled upload would hold the interpreter's exit (it
+            # joins them): the deadline is the run's whole life, so leave now.
+            os._exit(1)
         except OSError as exc:
-            click.echo(f"error: {exc.strerror or type(exc).__name__}: {exc.filename or ''}".rstrip(": "), err=True)
-            sys.exit(1)
+            _fail(f"{exc.strerror or type(exc).__name__}: {exc.filename or ''}".rstrip(": "))
         except Exception as exc:
-            # Still one line and nothing published; the message of an unexpected error could quote
-            # a URL with a key, so only its type is shown unless -v asks for the traceback.
             if logging.getLogger().isEnabledFor(logging.INFO):
-                raise
-            click.echo(f"error: unexpected {type(exc).__name__} (run with -v for details); nothing was written", err=True)
-            sys.exit(2)
+                import traceback
+
+                frames = "".join(traceback.format_tb(exc.__traceback__))
+                click.echo(f"traceback (message withheld):\n{frames}", err=True)
+            _fail(f"unexpected {type(exc).__name__} (a bug; run with -v for the traceback); nothing was written")
+    return wrapper
+
+
+def _fail(message: str) -> None:
+    click.echo("error: " + " ".join(message.split()), err=True)
+    sys.exit(1)
+
+
+def within_run_deadline(fn):
+    """Bound a whole run (PUBLISHER_RUN_DEADLINE seconds) so a stalled source cannot hold the
+    scheduled job past its next turn."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with deadline(run_seconds(), "the run"):
+            return fn(*args, **kwargs)
     return wrapper
 
 
@@ -117,6 +142,7 @@ def devnet(scenario: str, port: int | None, as_network: str | None, live: bool, 
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="Where to save the snapshot JSON.")
 @click.option("--scenario", type=SCENARIOS, default="demo", help="Devnet scenario when no RPC is given.")
 @fail_cleanly
+@within_run_deadline
 def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str, scenario: str) -> None:
     """Read the whole protocol at one block and save it."""
     from .collect import collect, open_network
@@ -138,6 +164,7 @@ def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str
 @click.option("--scenario", type=SCENARIOS, default="demo", help="Devnet scenario when no RPC is given.")
 @click.option("--force", is_flag=True, help="Publish even beyond the change bounds against the previous run.")
 @fail_cleanly
+@within_run_deadline
 def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> None:
     """Build every endpoint into OUT (default out/), validated, swapped in atomically."""
     from pathlib import Path
@@ -166,17 +193,22 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> N
 
 @main.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False), default="out")
+@click.option("--previous", type=click.Path(exists=True, file_okay=False),
+              help="Also apply the change bounds against this earlier run (block, prices, accumulated files).")
 @fail_cleanly
-def check(directory: str) -> None:
+def check(directory: str, previous: str | None) -> None:
     """Validate a built directory: schemas and invariants, as build does, with the bounds of the
     network its status.json names."""
-    from .validate import load_dir, network_profile, validate
+    from .validate import compare_previous, load_dir, network_profile, validate
 
     files = load_dir(directory)
     if not files:
         raise PublisherError(f"{directory} holds no files")
     profile = network_profile(files, directory)
     problems = validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
+    if previous:
+        problems += compare_previous(load_dir(previous), files, max_price_move_pct=profile.max_price_move_pct,
+                                     max_staker_drop_pct=profile.max_staker_drop_pct)
     for p in problems:
         click.echo(f"problem   {p}", err=True)
     if problems:
@@ -187,7 +219,7 @@ def check(directory: str) -> None:
 @main.command()
 @click.option("--dir", "directory", type=click.Path(exists=True, file_okay=False), default="out", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--port", type=int, default=8000, show_default=True, help="0 picks a free port.")
 @fail_cleanly
 def serve(directory: str, host: str, port: int) -> None:
     """Serve a built directory as the CDN would (plus the rewards function)."""
@@ -195,11 +227,15 @@ def serve(directory: str, host: str, port: int) -> None:
 
     from .serve import make_server
 
+    if not 0 <= port <= 65535:
+        raise PublisherError(f"port {port} is not a TCP port (0-65535; 0 picks a free one)")
     try:
         server = make_server(Path(directory), host, port)
     except OSError as exc:
         raise PublisherError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    click.echo(f"serving {directory} at http://{host}:{port}/  (Ctrl-C to stop)")
+    bound_host, bound_port = server.server_address[:2]
+    click.echo(f"serving {directory} at http://{bound_host}:{bound_port}/  (Ctrl-C to stop)")
+    sys.stdout.flush()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -219,6 +255,7 @@ def serve(directory: str, host: str, port: int) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("--force", is_flag=True, help="Publish even beyond the change bounds or with an older block than the live data.")
 @fail_cleanly
+@within_run_deadline
 def publish(directory, bucket, prefix, endpoint_url, region, distribution_id, max_age, dry_run, force) -> None:
     """Upload a built directory to S3: changed objects only, manifest and /status last."""
     from .publish import publish as publish_dir

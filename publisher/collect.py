@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from . import sources
-from .chain.reader import DAY, Reader, find_block_at
+from .chain.reader import DAY, Reader, Reorged, find_block_at, verify_canonical
 from .chain.rpc import Counters, RpcClient
 from .config import Profile, load_profile
 from .errors import PublisherError
@@ -59,11 +59,31 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
 
     ``history_prior`` (e.g. ``history.load_published(out/prices/history.json)``) lets the history
     read only the blocks after the previous run.
+
+    Every chain read addresses the pinned block by hash and the run ends by checking that the
+    block is still canonical. A reorg of the latest block is retried once at the new head; a
+    second reorg, or one under an explicit ``block``, ends the run.
     """
     client = RpcClient(list(profile.rpc_urls))
     http = HttpCounters()
     t0 = time.monotonic()
+    for tries_left in (1, 0):
+        try:
+            return _collect(client, http, t0, profile, block, progress, history_prior)
+        except Reorged:
+            if block is not None or not tries_left:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile, block: int | None,
+             progress: Progress | None, history_prior: history.PriorHistory | None) -> Collected:
+    from .build import check_snapshot
+
     snap = Reader(client, profile, progress).read(block)
+    # The chain's own invariants first: nothing may derive from values that break them (a zero
+    # oracle price would otherwise reach the price cross-check's division).
+    check_snapshot(snap)
     warnings = list(snap.warnings)
 
     price_check = None
@@ -80,6 +100,7 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
                             sources.pchain(profile, http), warnings)
 
     points = _history(client, snap, profile, history_prior, warnings, progress)
+    verify_canonical(client, snap.block)  # after the last chain read: the values are this block's
 
     snap = dataclasses.replace(
         snap, validators=vals.validators, missing_validators=vals.missing, validator_source=vals.source,

@@ -87,6 +87,7 @@ ENV_VARS = (
     EnvVar("PUBLISHER_PCHAIN_RPC_URL", "pchain_rpc_url", "P-Chain JSON-RPC, the validator API's fallback", secret=True),
     EnvVar("PUBLISHER_FEED_MAX_AGE", "feed_max_age", "oldest AVAX/USD feed answer accepted, seconds"),
     EnvVar("PUBLISHER_APY_WINDOW_DAYS", "apy_window_days", "ggAVAX APY look-back window, days"),
+    EnvVar("PUBLISHER_RUN_DEADLINE", None, "seconds a whole build, snapshot or publish may take (default 240; 0: none)"),
     EnvVar("PUBLISHER_PROFILE_DIR", None, "folder of profile files to use instead of the shipped `publisher/profiles/`"),
     EnvVar("PUBLISHER_ANVIL", None, "anvil binary for the embedded devnet (default: the pinned one under node_modules)"),
 )

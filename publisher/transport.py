@@ -1,25 +1,50 @@
-"""HTTP plumbing shared by the chain RPC client and the third-party API clients: masked URLs,
-which statuses are worth retrying, backoff with jitter that honours Retry-After, bounded bodies."""
+"""HTTP plumbing shared by the chain RPC client and the third-party API clients: URL checks and
+masking, which statuses are worth retrying, backoff with jitter that honours Retry-After, and one
+attempt of a request under a total deadline with a bounded body."""
 from __future__ import annotations
 
 import random
 import time
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
+
+from .deadline import DeadlineExceeded, deadline
+from .errors import PublisherError
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
+T = TypeVar("T")
 
 
 def mask_url(url: str) -> str:
     """Keep scheme, host and port; hide path, query and credentials (where providers put keys)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a malformed port may be where the key was pasted: show nothing of it
+        return "(malformed URL)"
     host = parts.hostname or "?"
-    port = f":{parts.port}" if parts.port else ""
     hidden = "/***" if (parts.path.strip("/") or parts.query or parts.username) else ""
     return f"{parts.scheme}://{host}{port}{hidden}"
+
+
+def check_url(url: str, kind: str) -> str:
+    """``url`` if it is an absolute http(s) URL with a host and a valid port; otherwise a one-line
+    error naming ``kind`` and the problem, never the URL (it may hold a key)."""
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        raise PublisherError(f"{kind} URL is malformed (bad port or brackets)") from None
+    if parts.scheme not in ("http", "https"):
+        raise PublisherError(f"{kind} URL must start with http:// or https://")
+    if not parts.hostname:
+        raise PublisherError(f"{kind} URL has no host")
+    return url.strip()
 
 
 def retry_after_seconds(value: str | None) -> float:
@@ -61,17 +86,125 @@ class BodyTooLarge(Exception):
     pass
 
 
-def read_bounded(resp: requests.Response, limit: int) -> bytes:
-    """The body of a streamed response, refusing more than ``limit`` bytes (declared or actual)."""
+class DeadlineTimeout(requests.Timeout):
+    """One attempt outlived its total deadline (headers and body together)."""
+
+
+def read_bounded(resp: requests.Response, limit: int, until: float | None = None) -> bytes:
+    """The body of a streamed response, refusing more than ``limit`` bytes (declared or actual),
+    and giving up at monotonic time ``until`` even while bytes keep trickling in."""
     declared = resp.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > limit:
         resp.close()
         raise BodyTooLarge(limit)
     chunks, size = [], 0
-    for chunk in resp.iter_content(1 << 16):
+    while True:
+        # read1 returns what has arrived instead of waiting for a full chunk, so the deadline is
+        # checked between drips even where no alarm can interrupt the read (off the main thread).
+        chunk = _read1(resp)
+        if not chunk:
+            break
         size += len(chunk)
         if size > limit:
             resp.close()
             raise BodyTooLarge(limit)
+        if until is not None and time.monotonic() > until:
+            resp.close()
+            raise DeadlineTimeout("body still arriving at the deadline")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _read1(resp: requests.Response) -> bytes:
+    """One read of what has arrived, with urllib3's errors mapped to requests' as iter_content
+    maps them, so callers handle a cut or garbled body like any other failed attempt."""
+    try:
+        return resp.raw.read1(1 << 16, decode_content=True)
+    except urllib3.exceptions.ReadTimeoutError as exc:
+        raise requests.ReadTimeout(str(exc)) from None
+    except urllib3.exceptions.ProtocolError as exc:
+        raise requests.exceptions.ChunkedEncodingError(str(exc)) from None
+    except urllib3.exceptions.DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(str(exc)) from None
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise requests.ConnectionError(str(exc)) from None
+
+
+def attempt(session: requests.Session, method: str, url: str, *, timeout: float, total: float, limit: int,
+            what: str, **kwargs) -> tuple[requests.Response, bytes]:
+    """One request and its whole body within ``total`` seconds of wall time.
+
+    ``timeout`` bounds each socket operation as usual; ``total`` bounds the attempt however slowly
+    the server drips its headers or body. Expiry raises DeadlineTimeout (a requests.Timeout), so
+    the caller's retry loop treats it like any other timeout.
+    """
+    until = time.monotonic() + total
+    with deadline(total, what) as token:
+        try:
+            resp = session.request(method, url, timeout=(min(timeout, total), min(timeout, total)), stream=True, **kwargs)
+            try:
+                body = read_bounded(resp, limit, until)
+            except BaseException:
+                resp.close()
+                raise
+        except DeadlineExceeded as exc:
+            if not exc.mine(token):
+                raise
+            raise DeadlineTimeout(f"no complete answer within {total:g}s") from None
+    return resp, body
+
+
+class Retry(Exception):
+    """Raised by a ``judge`` to have the loop try again; the message becomes the last cause."""
+
+
+@dataclass
+class Exhausted(Exception):
+    """Every attempt failed; ``last`` is the last cause, ``refused`` how many could not connect."""
+
+    last: str
+    attempts: int
+    refused: int
+    timed_out: bool
+
+
+def with_retries(send: Callable[[int], tuple[requests.Response, bytes]], judge: Callable[[requests.Response, bytes], T],
+                 *, attempts: int, backoff: Backoff, on_retry: Callable[[int], None] | None = None) -> T:
+    """The one retrying loop of the project, for the chain RPC and the third-party APIs alike.
+
+    ``send(attempt)`` makes one attempt (``attempt()`` above: deadline, bounded body). Timeouts,
+    broken connections and RETRY_STATUS answers are retried with backoff (Retry-After honoured);
+    any other answer goes to ``judge(resp, body)``, which returns the result, raises ``Retry`` to
+    try again, or raises its own error to stop. After the last attempt: ``Exhausted``.
+    """
+    last, refused = "no attempt made", 0
+    for n in range(attempts):
+        if n and on_retry:
+            on_retry(n)
+        retry_after = None
+        try:
+            resp, body = send(n)
+        except requests.Timeout as exc:
+            last = "timed out"
+            refused += isinstance(exc, requests.ConnectTimeout)
+        except requests.RequestException as exc:
+            # Only the type: the text of a connection error can quote the URL with its key.
+            last = f"connection error ({type(exc).__name__})"
+            refused += _could_not_connect(exc)
+        else:
+            if resp.status_code in RETRY_STATUS:
+                last = f"HTTP {resp.status_code}"
+                retry_after = resp.headers.get("Retry-After")
+            else:
+                try:
+                    return judge(resp, body)
+                except Retry as exc:
+                    last = str(exc)
+        backoff.sleep(n, attempts, retry_after)
+    raise Exhausted(last, attempts, refused, last == "timed out")
+
+
+def _could_not_connect(exc: requests.RequestException) -> bool:
+    """Refused or unroutable, as opposed to a connection that broke during the request."""
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(exc, requests.ConnectionError) and isinstance(reason, urllib3.exceptions.NewConnectionError)

@@ -160,6 +160,44 @@ def compare_previous(old: dict[str, bytes], new: dict[str, bytes], *, max_price_
             out.append(f"staker count dropped from {os_} to {ns} (bound {max_staker_drop_pct}%)")
     except (KeyError, ValueError, TypeError, ZeroDivisionError):
         pass  # a previous run we cannot read bounds nothing
+    return out + compare_accumulated(old, new)
+
+
+# Files that accumulate across runs: path -> (list field, key field of an entry). Their entries are
+# recorded once and cannot be read again later (share prices a run saw), so a run may add entries
+# and advance the newest one, never drop or rewrite older ones.
+ACCUMULATED = {"/prices/history": ("points", "date")}
+
+
+def compare_accumulated(old: dict[str, bytes], new: dict[str, bytes]) -> list[str]:
+    out = []
+    for path, (field, key) in ACCUMULATED.items():
+        if path not in old:
+            continue
+        try:
+            before = strict_loads(old[path])[field]
+            if not isinstance(before, list) or not all(isinstance(e, dict) and key in e for e in before):
+                continue
+        except (ValueError, KeyError, TypeError):
+            continue  # a previous file we cannot read protects nothing
+        try:
+            after = strict_loads(new[path])[field] if path in new else []
+            after_by_key = {e[key]: e for e in after}
+        except (ValueError, KeyError, TypeError):
+            out.append(f"{path} is unreadable where the last run had {len(before)} entries")
+            continue
+        if len(after) < len(before):
+            out.append(f"{path} would shrink from {len(before)} to {len(after)} entries")
+            continue
+        missing = [e[key] for e in before if e[key] not in after_by_key]
+        if missing:
+            out.append(f"{path} would drop {len(missing)} entries recorded by earlier runs (first {missing[0]})")
+            continue
+        # The newest entry of the last run may still advance (today's point, a later block);
+        # every older one is final.
+        changed = [e[key] for e in before[:-1] if after_by_key[e[key]] != e]
+        if changed:
+            out.append(f"{path} would rewrite {len(changed)} entries recorded by earlier runs (first {changed[0]})")
     return out
 
 

@@ -75,8 +75,8 @@ def test_every_failed_sub_call_is_counted_and_reasons_are_decoded(demo, rpc):
     assert "(and 1 more)" in text
     with pytest.raises(CallFailed) as err:
         mc.run(calls[1:])
-    selector = keccak(text="StakerNotFound()")[:4].hex()
-    assert f"Staking.getGGPStake({stranger}) reverted with error data 0x{selector}" in str(err.value)
+    # The custom error is named from the compiled ABIs, not shown as a raw selector.
+    assert f"Staking.getGGPStake({stranger}) reverted with StakerNotFound()" in str(err.value)
 
 
 def test_an_optional_sub_call_that_reverts_gives_none(demo, rpc):
@@ -112,7 +112,7 @@ def test_retries_are_bounded_and_the_error_names_the_last_cause(demo):
         with pytest.raises(RpcUnavailable) as err:
             client.request("eth_chainId")
     assert proxy.requests == 4 and client.counters.retries == 3
-    assert str(err.value) == f"RPC {proxy.url} failed for eth_chainId after 4 attempts: HTTP 503"
+    assert str(err.value) == "RPC failed for eth_chainId after 4 attempts: HTTP 503"
 
 
 def test_a_batch_rate_limited_item_by_item_is_retried(demo):
@@ -156,7 +156,8 @@ def test_the_wrong_chain_id_fails_with_a_clear_message(demo_profile):
     profile = dataclasses.replace(demo_profile, chain_id=1)
     with pytest.raises(PublisherError) as err:
         collect(profile)
-    assert str(err.value) == f"RPC {demo_profile.rpc_urls[0]} serves chain id 43112, expected 1"
+    # Sources are named by kind: a URL could carry a key or an internal host.
+    assert str(err.value) == "RPC serves chain id 43112, expected 1"
 
 
 # ---- secrets in URLs ---------------------------------------------------------------------------
@@ -172,19 +173,19 @@ def test_mask_url_keeps_only_scheme_host_and_port(url, shown):
     assert mask_url(url) == shown
 
 
-def test_rpc_urls_are_masked_in_error_messages(demo, demo_profile):
+def test_rpc_urls_never_reach_error_messages(demo, demo_profile):
     # A dead URL carrying a key in its path.
     client = fast_client(["http://127.0.0.1:9/secret-key"], max_attempts=2)
     with pytest.raises(PublisherError) as err:
         Reader(client, demo_profile).read()
-    assert "secret-key" not in str(err.value) and "http://127.0.0.1:9/***" in str(err.value)
+    assert "secret-key" not in str(err.value) and "127.0.0.1" not in str(err.value)
+    assert str(err.value).startswith("RPC failed for batch of 2 after 2 attempts: connection error")
     # A live node behind a keyed URL that serves the wrong chain.
     with FlakyProxy(demo.url) as proxy:
         keyed = f"{proxy.url}/v1/secret-key?token=hunter2"
         with pytest.raises(PublisherError) as err:
             Reader(fast_client([keyed]), dataclasses.replace(demo_profile, chain_id=1)).read()
-    assert "secret-key" not in str(err.value) and "hunter2" not in str(err.value)
-    assert f"{proxy.url}/***" in str(err.value)
+    assert str(err.value) == "RPC serves chain id 43112, expected 1"
 
 
 def test_the_cli_never_prints_a_keyed_rpc_url(demo, tmp_path):
@@ -194,7 +195,7 @@ def test_the_cli_never_prints_a_keyed_rpc_url(demo, tmp_path):
         result = CliRunner().invoke(cli, ["snapshot", "--network", "fuji", "--rpc-url", keyed, "--out", str(tmp_path / "s.json")])
     assert result.exit_code == 1
     assert "secret-key" not in result.output
-    assert result.output.strip() == f"error: RPC {proxy.url}/*** serves chain id 43112, expected 43113"
+    assert result.output.strip() == "error: RPC serves chain id 43112, expected 43113"
 
 
 # ---- nodes that refuse big requests ------------------------------------------------------------

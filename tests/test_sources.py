@@ -194,10 +194,9 @@ def test_both_validator_sources_down_fail_the_cli(demo, services, tmp_path):
         "PUBLISHER_PCHAIN_RPC_URL": services.pchain.url, "PUBLISHER_PRICE_API_URL": services.prices.url,
     })
     assert got.returncode == 1
-    g, p = services.glacier.url, services.pchain.url.removesuffix("/ext/bc/P")
     assert got.stderr.strip().splitlines()[-1] == (
-        f"error: validator data unavailable: validator API {g}/*** failed: HTTP 500 after 5 attempts; "
-        f"P-Chain RPC {p}/*** failed: HTTP 503 after 5 attempts"
+        "error: validator data unavailable: validator API failed: HTTP 500 after 5 attempts; "
+        "P-Chain RPC failed: HTTP 503 after 5 attempts"
     )
     assert not out.exists()
     assert {h.api_key for h in services.glacier.hits} == {KEY}  # sent on every request
@@ -220,7 +219,7 @@ def test_malformed_glacier_body_is_a_one_line_error(profile, services):
     services.glacier.fault = Fault(malformed=True)
     with pytest.raises(PublisherError) as err:
         collect(profile)
-    assert str(err.value) == f"validator API {services.glacier.url}/*** returned a malformed body: not JSON"
+    assert str(err.value) == "validator API returned a malformed body: not JSON"
     assert services.pchain.hits == []  # a changed API is not papered over by the fallback
 
 
@@ -261,8 +260,7 @@ def test_stale_feed_fails_the_cli(feednet, set_round, tmp_path):
 
 def test_divergent_price_api_stops_the_run(profile, services):
     services.prices.fault = Fault(divergence_pct=10)
-    host = services.prices.url.removesuffix("/api/v3")
-    with pytest.raises(PublisherError, match=rf"^price API {host}/\*\*\*: AVAX/USD [\d.]+ diverges 10\.00% "):
+    with pytest.raises(PublisherError, match=r"^price API: AVAX/USD [\d.]+ diverges 10\.00% "):
         collect(profile)
 
 

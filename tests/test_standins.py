@@ -163,7 +163,7 @@ def test_delay_fault_times_out_the_client(services):
     t0 = time.monotonic()
     with pytest.raises(SourceUnavailable) as err:
         client.post_json("", {"jsonrpc": "2.0", "id": 1, "method": "platform.getCurrentValidators", "params": {}})
-    assert "P-Chain RPC http://127.0.0.1:" in str(err.value) and "timed out after 2 attempts" in str(err.value)
+    assert str(err.value) == "P-Chain RPC failed: timed out after 2 attempts"
     assert time.monotonic() - t0 < 2.0
     assert len(services.pchain.hits) == 2
 
@@ -201,7 +201,7 @@ def test_glacier_client_rejects_friendlier_shapes(services, scenario, change, fi
     client = Glacier(HttpClient("validator API", services.glacier.url), st.NETWORK)
     with pytest.raises(SourceMalformed) as err:
         client.fetch([record["nodeId"]])
-    assert str(err.value) == f"validator API {services.glacier.url}/*** returned a malformed body: {field}"
+    assert str(err.value) == f"validator API returned a malformed body: {field}"
 
 
 def test_devnet_starts_the_standins(demo, demo_profile):

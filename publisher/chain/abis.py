@@ -5,6 +5,12 @@ tests check that every signature here exists in the devnet's compiled ABI.
 """
 from __future__ import annotations
 
+import functools
+import json
+
+from eth_abi import decode
+from eth_utils import keccak
+
 from .abi import Fn
 
 STAKER_FIELDS = (
@@ -120,3 +126,44 @@ REGISTRY_NAMES = (
 # Contracts whose paused flag lives in Storage ("contract.paused", name), set by the protocol's
 # pauser; contracts with their own paused() (WithdrawQueue) are not among them.
 PAUSABLE = ("TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp", "Oracle")
+
+
+# Custom errors (Solidity `error X(...)`): a revert carries only the 4-byte selector and the
+# arguments, so messages name the error from the compiled ABIs of the contracts, whose errors
+# mirror mainnet's.
+@functools.lru_cache(maxsize=1)
+def _errors() -> dict[bytes, tuple[str, tuple[str, ...]]]:
+    from pathlib import Path
+
+    out: dict[bytes, tuple[str, tuple[str, ...]]] = {}
+    try:
+        artifacts = json.loads((Path(__file__).parent.parent / "devnet" / "artifacts.json").read_text())["contracts"]
+    except (OSError, ValueError, KeyError):
+        return out
+    for contract in artifacts.values():
+        for item in contract.get("abi", ()):
+            if item.get("type") != "error":
+                continue
+            types = tuple(_abi_type(i) for i in item.get("inputs", ()))
+            out[keccak(f"{item['name']}({','.join(types)})".encode())[:4]] = (item["name"], types)
+    return out
+
+
+def _abi_type(param: dict) -> str:
+    if param["type"].startswith("tuple"):
+        return "(" + ",".join(_abi_type(c) for c in param.get("components", ())) + ")" + param["type"][5:]
+    return param["type"]
+
+
+def custom_error(data: bytes) -> str | None:
+    """``Name(args)`` for revert data that is a known custom error, else None."""
+    known = _errors().get(bytes(data[:4]))
+    if known is None:
+        return None
+    name, types = known
+    try:
+        args = decode(list(types), bytes(data[4:])) if types else ()
+    except Exception:  # arguments that do not decode: the name alone still says what happened
+        return f"{name}(…)"
+    shown = ", ".join(("0x" + a.hex()) if isinstance(a, bytes) else repr(a) for a in args)
+    return f"{name}({shown})"

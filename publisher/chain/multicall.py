@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from eth_abi import decode
+from eth_abi.exceptions import DecodingError
 
 from . import abis
 from .abi import Fn
@@ -50,13 +51,19 @@ def revert_reason(data: bytes) -> str:
             return f"panicked (code {decode(['uint256'], data[4:])[0]:#x})"
         except Exception:
             pass
-    return f"reverted with error data 0x{data[:4].hex()}"
+    named = abis.custom_error(data)
+    if named:
+        return f"reverted with {named}"
+    return f"reverted with unknown error 0x{data[:4].hex()}"
 
 
 class Multicall:
-    def __init__(self, client: RpcClient, address: str, block: str, *, batch_size: int = 10,
+    def __init__(self, client: RpcClient, address: str, block: str | dict, *, batch_size: int = 10,
                  chunk_gas: int = CHUNK_GAS, chunk_bytes: int = CHUNK_BYTES,
-                 on_chunk: Callable[[int], None] | None = None):
+                 on_chunk: Callable[[int], None] | None = None, label: str = ""):
+        # ``block``: a tag or hex number, or an EIP-1898 {"blockHash": …, "requireCanonical": True};
+        # ``label`` names it in messages (e.g. the block number when addressed by hash).
+        self.label = label
         self.client = client
         self.address = address
         self.block = block
@@ -95,9 +102,14 @@ class Multicall:
                     failures.append(f"{call.describe()} returned undecodable data ({len(data)} bytes)")
         if failures:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-            where = int(self.block, 16) if self.block.startswith("0x") else self.block
-            raise CallFailed(f"call failed at block {where}: {failures[0]}{more}")
+            raise CallFailed(f"call failed at block {self._where()}: {failures[0]}{more}")
         return out
+
+    def _where(self) -> str:
+        b = self.block
+        if isinstance(b, dict):  # EIP-1898 block hash
+            return self.label or str(b.get("blockHash", "?"))[:18]
+        return str(int(b, 16)) if b.startswith("0x") else b
 
     def _chunks(self, calls: list[Call], encoded: list[bytes]) -> list[list[int]]:
         chunks, current, gas, size = [], [], 0, 0
@@ -143,7 +155,7 @@ class Multicall:
                     raise CallFailed(f"multicall of {len(chunk)} calls from {first.describe()} failed: {answer.rpc_message}")
                 try:
                     results = abis.aggregate3.decode(bytes.fromhex(answer[2:]))
-                except (TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+                except (TypeError, ValueError, AttributeError, ArithmeticError, DecodingError) as exc:
                     first = calls[chunk[0]]
                     raise CallFailed(f"multicall of {len(chunk)} calls from {first.describe()} returned a malformed "
                                      f"result ({type(exc).__name__})") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from eth_abi.exceptions import DecodingError
 from eth_utils import keccak, to_checksum_address
 
 from . import abis
@@ -39,15 +40,36 @@ def registry_key(prefix: str, name: str) -> bytes:
     return keccak(prefix.encode() + name.encode())
 
 
+class Reorged(PublisherError):
+    """The pinned block left the canonical chain while the run was reading it."""
+
+
+def at_hash(ref: BlockRef) -> dict:
+    """EIP-1898 block parameter: the node answers for exactly this block, or fails if it has been
+    replaced, so a reorg during the run cannot mix two chains' values under one stamp."""
+    return {"blockHash": ref.hash, "requireCanonical": True}
+
+
+def verify_canonical(client: RpcClient, ref: BlockRef) -> None:
+    """After the last read: the pinned number still carries the pinned hash."""
+    header = client.request("eth_getBlockByNumber", [hex(ref.number), False])
+    now = _ref(header, client) if header is not None else None
+    if now is None or now.hash != ref.hash:
+        raise Reorged(f"block {ref.number} was replaced during the run (reorg: {ref.hash[:10]}… is no longer "
+                      f"canonical{', now ' + now.hash[:10] + '…' if now else ''}): nothing was written")
+
+
 def pin_block(client: RpcClient, block: int | None, expected_chain_id: int) -> BlockRef:
     """Chain id check and the run's block, in one request."""
+    if block is not None and block < 0:
+        raise PublisherError(f"block {block} is negative: give a block number ≥ 0 or omit --block for the latest")
     tag = hex(block) if block is not None else "latest"
     chain_id, header = client.batch([("eth_chainId", []), ("eth_getBlockByNumber", [tag, False])])
     served = _quantity(chain_id, "eth_chainId", client)
     if served != expected_chain_id:
-        raise PublisherError(f"RPC {client.describe()} serves chain id {served}, expected {expected_chain_id}")
+        raise PublisherError(f"{client.describe()} serves chain id {served}, expected {expected_chain_id}")
     if header is None:
-        raise PublisherError(f"block {block} does not exist on RPC {client.describe()}")
+        raise PublisherError(f"block {block} does not exist on {client.describe()}")
     return _ref(header, client)
 
 
@@ -55,13 +77,13 @@ def _quantity(value, what: str, client: RpcClient) -> int:
     try:
         return int(value, 16)
     except (TypeError, ValueError):
-        raise PublisherError(f"RPC {client.describe()} answered {what} with a malformed value") from None
+        raise PublisherError(f"{client.describe()} answered {what} with a malformed value") from None
 
 
 def _ref(header, client: RpcClient) -> BlockRef:
     """A block header's number, hash and time, checked: nodes are untrusted input too."""
     if not isinstance(header, dict) or not isinstance(header.get("hash"), str):
-        raise PublisherError(f"RPC {client.describe()} returned a malformed block header")
+        raise PublisherError(f"{client.describe()} returned a malformed block header")
     return BlockRef(_quantity(header.get("number"), "a block number", client), header["hash"],
                     _quantity(header.get("timestamp"), "a block timestamp", client))
 
@@ -75,10 +97,27 @@ class Reader:
     def read(self, block: int | None = None) -> Snapshot:
         p = self.profile
         head = pin_block(self.client, block, p.chain_id)
+        self.head = head
+        try:
+            return self._read(head)
+        except Reorged:
+            raise
+        except PublisherError:
+            # Reads by hash fail once the block is replaced: report the reorg, not its symptom.
+            verify_canonical(self.client, head)
+            raise
+
+    def _read(self, head: BlockRef) -> Snapshot:
+        p = self.profile
+        self.mc = Multicall(self.client, p.multicall, at_hash(head), on_chunk=self._tick, label=str(head.number))
+        fixed = {"Multicall3": p.multicall, "Storage": p.storage}
+        if p.avax_usd_feed:
+            fixed["AVAX/USD feed"] = p.avax_usd_feed
+        # A DEX pair without code only costs /prices/tj its quote.
+        dex_error = self._require_code(fixed, soft={"DEX pair": p.dex_pair} if p.dex_pair else {}).get("DEX pair")
         warnings: list[str] = []
-        dex_error = self._check_code(head)
-        self.mc = Multicall(self.client, p.multicall, hex(head.number), on_chunk=self._tick)
         addresses, paused = self._registry(warnings)
+        self._require_code({k: v for k, v in addresses.items() if k not in ("Multicall3", "Storage")})
         scalars = self._scalars(addresses, read_dex=p.dex_pair is not None and dex_error is None)
         addresses["WAVAX"] = to_checksum_address(scalars["wavax"])  # ggAVAX's asset; the DEX pair's other side
         stakers_raw, minipools_raw, liquid = self._collections(addresses, scalars)
@@ -141,6 +180,25 @@ class Reader:
 
     # -- rounds ---------------------------------------------------------------------------------
 
+    def _require_code(self, contracts: dict[str, str], soft: dict[str, str] | None = None) -> dict[str, str]:
+        """A call to an address without code "succeeds" with no data; say plainly which contract is
+        missing instead of failing later on undecodable results. Contracts in ``soft`` only report
+        their problem (returned by name)."""
+        wanted = {**contracts, **(soft or {})}
+        names = sorted(wanted)
+        codes = self.client.batch([("eth_getCode", [wanted[n], at_hash(self.head)]) for n in names])
+        problems = {}
+        for name, code in zip(names, codes, strict=True):
+            if not isinstance(code, str):
+                raise PublisherError(f"{self.client.describe()} answered eth_getCode for {name} with a malformed value")
+            if code in ("0x", "0x0", ""):
+                problems[name] = (f"no contract code for {name} at {to_checksum_address(wanted[name])} "
+                                  f"at block {self.head.number} (wrong network or address?)")
+        hard = [problems[n] for n in names if n in problems and n in contracts]
+        if hard:
+            raise PublisherError(hard[0])
+        return problems
+
     def _tick(self, n: int) -> None:
         if self.progress:
             self.progress.advance(n)
@@ -153,26 +211,6 @@ class Reader:
         finally:
             if self.progress:
                 self.progress.finish()
-
-    def _check_code(self, head: BlockRef) -> str | None:
-        """The profile's fixed addresses must hold contracts at the block: a stale or mistyped one
-        fails here, naming it, rather than as an undecodable result later. Returns the DEX pair's
-        problem, which only costs /prices/tj its quote."""
-        p = self.profile
-        named = [("Multicall3", p.multicall), ("Storage", p.storage)]
-        if p.avax_usd_feed:
-            named.append(("AVAX/USD feed", p.avax_usd_feed))
-        if p.dex_pair:
-            named.append(("DEX pair", p.dex_pair))
-        codes = self.client.batch([("eth_getCode", [addr, hex(head.number)]) for _, addr in named])
-        for (what, addr), code in zip(named, codes):
-            if isinstance(code, str) and code not in ("0x", ""):
-                continue
-            msg = f"no contract at the profile's {what} address {addr} (chain {p.chain_id}, block {head.number})"
-            if what == "DEX pair":
-                return msg
-            raise PublisherError(msg)
-        return None
 
     def _registry(self, warnings: list[str]) -> tuple[dict[str, str], dict[str, bool]]:
         storage = self.profile.storage
@@ -282,9 +320,9 @@ class Reader:
             warnings.append(f"no block at or before {target} (APY window start): APY history unavailable")
             return None
         try:
-            data = self.client.request("eth_call", [{"to": vault, "data": "0x" + abis.convertToAssets.encode(WAD).hex()}, hex(ref.number)])
+            data = self.client.request("eth_call", [{"to": vault, "data": "0x" + abis.convertToAssets.encode(WAD).hex()}, at_hash(ref)])
             value = abis.convertToAssets.decode(bytes.fromhex(data[2:]))
-        except (RpcError, RpcUnavailable, ValueError, TypeError) as exc:  # e.g. a node without archive state
+        except (RpcError, RpcUnavailable, ValueError, TypeError, DecodingError) as exc:  # e.g. a node without archive state
             warnings.append(f"ggAVAX share price at block {ref.number} unavailable ({type(exc).__name__}): APY history unavailable")
             return None
         return VaultPoint(ref, value)

@@ -11,10 +11,11 @@ import json
 from dataclasses import dataclass, field
 
 import requests
-from urllib3.exceptions import NewConnectionError
+
 
 from ..errors import PublisherError
-from ..transport import RETRY_STATUS, Backoff, BodyTooLarge, mask_url, read_bounded
+from ..transport import Backoff, BodyTooLarge, Exhausted, Retry, check_url, mask_url, with_retries  # noqa: F401 (mask_url: re-export)
+from ..transport import attempt as send_attempt
 
 # JSON-RPC error codes that mean "try again later" rather than "your call is wrong".
 RETRY_RPC_CODES = {-32005, -32603}
@@ -62,6 +63,8 @@ class Counters:
 class RpcClient:
     urls: list[str]
     timeout: float = 30.0
+    # Total seconds for one attempt, however slowly the node drips its answer (timeout is per read).
+    deadline: float = 45.0
     max_attempts: int = 6
     backoff: float = 0.25
     max_backoff: float = 8.0
@@ -72,6 +75,8 @@ class RpcClient:
     def __post_init__(self) -> None:
         if not self.urls:
             raise PublisherError("no RPC URL configured")
+        many = len(self.urls) > 1
+        self.urls = [check_url(u, f"RPC #{i + 1}" if many else "RPC") for i, u in enumerate(self.urls)]
         self._ids = itertools.count(1)
         self._url_index = 0
         self._backoff = Backoff(self.backoff, self.max_backoff)
@@ -81,7 +86,9 @@ class RpcClient:
         return self.urls[self._url_index]
 
     def describe(self) -> str:
-        return ", ".join(mask_url(u) for u in self.urls)
+        """How messages name the node: by kind (and position among fallbacks), never by URL, so
+        that no message, log or published warning carries a host or a key."""
+        return "RPC" if len(self.urls) == 1 else f"RPC ({len(self.urls)} URLs)"
 
     # -- public API -------------------------------------------------------------------------
 
@@ -108,7 +115,7 @@ class RpcClient:
         for i, (method, _) in zip(ids, calls):
             item = by_id.get(i)
             if item is None:
-                raise RpcUnavailable(f"RPC {self._where()} returned no answer for {method}")
+                raise RpcUnavailable(f"{self._where()} returned no answer for {method}")
             if "error" in item and item["error"] is not None:
                 err = item["error"] if isinstance(item["error"], dict) else {"message": str(item["error"])}
                 exc = RpcError(method, err.get("code"), str(err.get("message", "unknown error"))[:300], err.get("data"))
@@ -122,63 +129,44 @@ class RpcClient:
     # -- transport --------------------------------------------------------------------------
 
     def _where(self) -> str:
-        return mask_url(self.url)
+        return "RPC" if len(self.urls) == 1 else f"RPC #{self._url_index + 1}"
 
     def _post(self, payload: bytes, what: str):
-        last = "no attempt made"
-        refused = 0
-        for attempt in range(self.max_attempts):
-            if attempt:
-                self.counters.retries += 1
-                # Move to the next URL after a failure: the fallback order of the profile.
-                self._url_index = (self._url_index + 1) % len(self.urls)
+        def send(n: int):
+            self.counters.http_requests += 1
+            self.counters.bytes_sent += len(payload)
             try:
-                self.counters.http_requests += 1
-                self.counters.bytes_sent += len(payload)
-                resp = self.session.post(
-                    self.url, data=payload, timeout=self.timeout, stream=True,
-                    headers={"Content-Type": "application/json"},
-                )
-                body = self._read(resp)
-            except requests.Timeout as exc:
-                last = "timed out"
-                refused += isinstance(exc, requests.ConnectTimeout)
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
-            except requests.RequestException as exc:
-                last = f"connection error ({type(exc).__name__})"
-                refused += _could_not_connect(exc)
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
+                resp, body = send_attempt(self.session, "POST", self.url, timeout=self.timeout, total=self.deadline,
+                                          limit=self.max_response_bytes, what=self._where(), data=payload,
+                                          headers={"Content-Type": "application/json"})
+            except BodyTooLarge:
+                raise RpcUnavailable(f"{self._where()} response exceeds {self.max_response_bytes} bytes", heavy=True) from None
+            self.counters.bytes_received += len(body)
+            return resp, body
+
+        def judge(resp, body):
             if resp.status_code == 413:
-                raise PayloadTooLarge(f"RPC {self._where()} refused {what}: request too large (HTTP 413)")
-            if resp.status_code in RETRY_STATUS:
-                last = f"HTTP {resp.status_code}"
-                self._backoff.sleep(attempt, self.max_attempts, resp.headers.get("Retry-After"))
-                continue
+                raise PayloadTooLarge(f"{self._where()} refused {what}: request too large (HTTP 413)")
             if resp.status_code != 200:
-                raise RpcUnavailable(f"RPC {self._where()} answered HTTP {resp.status_code} to {what}")
+                raise RpcUnavailable(f"{self._where()} answered HTTP {resp.status_code} to {what}")
             try:
                 answer = json.loads(body)
-            except ValueError:
-                last = "malformed JSON"
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
+            except (ValueError, RecursionError):  # RecursionError: hostile nesting such as 50 MB of "["
+                raise Retry("malformed JSON") from None
             if self._retryable_error(answer):
-                last = "node busy (JSON-RPC error)"
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
+                raise Retry("node busy (JSON-RPC error)")
             return answer
-        raise RpcUnavailable(f"RPC {self.describe()} failed for {what} after {self.max_attempts} attempts: {last}",
-                             unreachable=refused == self.max_attempts, heavy=last == "timed out")
 
-    def _read(self, resp: requests.Response) -> bytes:
+        def on_retry(n: int) -> None:
+            self.counters.retries += 1
+            # Move to the next URL after a failure: the fallback order of the profile.
+            self._url_index = (self._url_index + 1) % len(self.urls)
+
         try:
-            body = read_bounded(resp, self.max_response_bytes)
-        except BodyTooLarge:
-            raise RpcUnavailable(f"RPC {self._where()} response exceeds {self.max_response_bytes} bytes", heavy=True) from None
-        self.counters.bytes_received += len(body)
-        return body
+            return with_retries(send, judge, attempts=self.max_attempts, backoff=self._backoff, on_retry=on_retry)
+        except Exhausted as exc:
+            raise RpcUnavailable(f"{self.describe()} failed for {what} after {exc.attempts} attempts: {exc.last}",
+                                 unreachable=exc.refused == exc.attempts, heavy=exc.timed_out) from None
 
     @staticmethod
     def _retryable_error(answer) -> bool:
@@ -206,9 +194,3 @@ def _transient(err) -> bool:
     if "rate limit" in text or "too many requests" in text:
         return True
     return err.get("code") in RETRY_RPC_CODES and not any(w in text for w in _REQUEST_TOO_BIG)
-
-
-def _could_not_connect(exc: requests.RequestException) -> bool:
-    """Refused or unroutable, as opposed to a connection that broke during the request."""
-    reason = getattr(exc.args[0], "reason", None) if exc.args else None
-    return isinstance(exc, requests.ConnectionError) and isinstance(reason, NewConnectionError)

@@ -29,7 +29,10 @@ MAX_QUERY_CHARS = 1024
 MAX_AMOUNT_CHARS = rewards.MAX_AMOUNT_CHARS
 PARAMS_MAX_DEPTH = 16
 PARAMS_MAX_BYTES = 1 << 20  # the document is a few KB; refuse anything absurd
-FETCH_TIMEOUT = 3.0
+FETCH_TIMEOUT = 2.0  # per socket operation
+# Total for one params fetch, headers and body, however slowly the server drips them; below the
+# function's 5 s timeout so a stalled origin costs one slow answer, not a killed container.
+FETCH_DEADLINE = 3.0
 DEFAULT_TTL = 60.0
 RETRY_SECONDS = 5.0  # after a failed refresh, wait this long (at most the TTL) before trying again
 STALE_IF_ERROR = 86_400
@@ -292,11 +295,46 @@ def _read_file(url: str) -> bytes:
 
 
 def _read_http(url: str) -> bytes:
-    import urllib.request  # only when used: keeps cold starts short for file:// and warm requests
+    """The document within FETCH_DEADLINE. Socket timeouts bound each read, not a server that
+    drips a byte at a time: the body is read in what-has-arrived pieces against the deadline, and
+    the whole fetch runs in a helper thread that is abandoned (as a daemon) should the headers
+    themselves be dripped."""
+    import threading  # only when used: keeps cold starts short for file:// and warm requests
+
+    until = time.monotonic() + FETCH_DEADLINE
+    done: dict = {}
+
+    def fetch() -> None:
+        try:
+            done["data"] = _fetch_http(url, until)
+        except BaseException as exc:  # handed to the caller
+            done["error"] = exc
+
+    worker = threading.Thread(target=fetch, name="params-fetch", daemon=True)
+    worker.start()
+    worker.join(FETCH_DEADLINE + 0.2)
+    if "error" in done:
+        raise done["error"]
+    if "data" not in done:
+        raise TimeoutError(f"params fetch exceeded its {FETCH_DEADLINE:g}s deadline")
+    return done["data"]
+
+
+def _fetch_http(url: str, until: float) -> bytes:
+    import urllib.request
 
     req = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "ggp-rewards-function"})
+    chunks, size = [], 0
     with urllib.request.urlopen(req, timeout=FETCH_TIMEOUT) as resp:
-        return resp.read(PARAMS_MAX_BYTES + 1)
+        while size <= PARAMS_MAX_BYTES:
+            chunk = resp.read1(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if time.monotonic() > until:
+                raise TimeoutError(f"params fetch exceeded its {FETCH_DEADLINE:g}s deadline")
+    return b"".join(chunks)
 
 
 def _reason(exc: Exception) -> str:
@@ -305,7 +343,7 @@ def _reason(exc: Exception) -> str:
     if isinstance(code, int) and hasattr(exc, "headers"):
         text = f"HTTP {code} from the params URL"
     elif isinstance(exc, OSError):
-        reason = getattr(exc, "reason", None) or exc.strerror or "I/O error"
+        reason = getattr(exc, "reason", None) or exc.strerror or (exc.args[0] if exc.args and isinstance(exc, TimeoutError) else "I/O error")
         text = f"{type(exc).__name__}: {reason}"
     elif isinstance(exc, (ValueError, RecursionError)):
         text = f"invalid params document: {exc}"

@@ -19,7 +19,8 @@ from .s3 import S3Sink
 
 __all__ = ["publish", "Result", "Plan"]
 
-GUARDED = ("/status", "/prices", "/metrics")  # the live objects the change bounds read
+# The live objects the change bounds read (accumulated files: they may only grow).
+GUARDED = ("/status", "/prices", "/metrics", "/prices/history")
 DEFAULT_MAX_AGE = 60
 
 

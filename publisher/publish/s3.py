@@ -23,9 +23,10 @@ class S3Sink:
         self.endpoint_url = endpoint_url
         session = session or boto3.Session()
         # Standard retry mode (backoff with jitter on throttling and 5xx); attempts follow the AWS
-        # configuration (AWS_MAX_ATTEMPTS), 3 by default.
+        # configuration (AWS_MAX_ATTEMPTS), 3 by default. Objects are at most a few MB: 5 s to
+        # connect and 20 s per read bound each attempt; the run deadline bounds the whole publish.
         config = Config(retries={"mode": "standard"}, max_pool_connections=workers,
-                        connect_timeout=10, read_timeout=60)
+                        connect_timeout=5, read_timeout=20)
         # Signing needs a region even against a local S3-compatible server.
         region = region or session.region_name or "us-east-1"
         try:

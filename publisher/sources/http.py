@@ -1,8 +1,8 @@
 """GET/POST of JSON to third-party APIs: timeouts, bounded bodies, retries with backoff and jitter,
 and errors that name the source with its URL masked.
 
-Request headers may carry API keys: they are sent, never printed. Messages show only
-``mask_url`` of the request URL (transport.py), so keys in paths or query strings stay hidden too.
+Request headers may carry API keys: they are sent, never printed. Messages name the source by its
+kind ("price API"), never by URL, so neither keys nor internal hosts reach a log or ``out/``.
 """
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from decimal import Decimal
 
 import requests
 
-from ..transport import RETRY_STATUS, Backoff, BodyTooLarge, mask_url, read_bounded
+from ..transport import Backoff, BodyTooLarge, Exhausted, check_url, with_retries
+from ..transport import attempt as send_attempt
 from ..errors import PublisherError
 
 
@@ -43,6 +44,7 @@ class HttpClient:
     base_url: str
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     timeout: float = 15.0
+    deadline: float = 20.0  # total seconds per attempt, however slowly the answer drips
     max_attempts: int = 5
     backoff: float = 0.2
     max_backoff: float = 5.0
@@ -52,11 +54,11 @@ class HttpClient:
     session: requests.Session = field(default_factory=requests.Session, repr=False)
 
     def __post_init__(self) -> None:
-        self.base_url = self.base_url.rstrip("/")
+        self.base_url = check_url(self.base_url, self.label).rstrip("/")
         self._backoff = Backoff(self.backoff, self.max_backoff, self.max_retry_after)
 
     def where(self, path: str = "") -> str:
-        return f"{self.label} {mask_url(self.base_url + path)}"
+        return self.label
 
     def get_json(self, path: str, params: dict[str, str] | None = None):
         return self._request("GET", path, params=params)
@@ -74,29 +76,20 @@ class HttpClient:
         headers = {"Accept": "application/json", **self.headers}
         if data is not None:
             headers["Content-Type"] = "application/json"
-        last = "no attempt made"
-        for attempt in range(self.max_attempts):
-            if attempt:
-                self.counters.retries += 1
+
+        def send(n: int):
             self.counters.requests += 1
             try:
                 # No redirects: they could carry the API key header to another host.
-                resp = self.session.request(method, url, params=params, data=data, headers=headers,
-                                            timeout=self.timeout, stream=True, allow_redirects=False)
-                body = self._read(resp, path)
-            except requests.Timeout:
-                last = "timed out"
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
-            except requests.RequestException as exc:
-                # The exception text can quote the URL with its query: only the type is shown.
-                last = f"connection error ({type(exc).__name__})"
-                self._backoff.sleep(attempt, self.max_attempts)
-                continue
-            if resp.status_code in RETRY_STATUS:
-                last = f"HTTP {resp.status_code}"
-                self._backoff.sleep(attempt, self.max_attempts, resp.headers.get("Retry-After"))
-                continue
+                resp, body = send_attempt(self.session, method, url, timeout=self.timeout, total=self.deadline,
+                                          limit=self.max_bytes, what=self.label, params=params, data=data,
+                                          headers=headers, allow_redirects=False)
+            except BodyTooLarge:
+                raise self.malformed(path, f"body exceeds {self.max_bytes} bytes") from None
+            self.counters.bytes_received += len(body)
+            return resp, body
+
+        def judge(resp, body):
             if resp.status_code != 200:
                 raise SourceUnavailable(f"{self.where(path)} failed: HTTP {resp.status_code}")
             try:
@@ -104,15 +97,14 @@ class HttpClient:
                 return json.loads(body, parse_float=Decimal)
             except (ValueError, RecursionError):
                 raise self.malformed(path, "not JSON") from None
-        raise SourceUnavailable(f"{self.where(path)} failed: {last} after {self.max_attempts} attempts")
 
-    def _read(self, resp: requests.Response, path: str) -> bytes:
+        def on_retry(n: int) -> None:
+            self.counters.retries += 1
+
         try:
-            body = read_bounded(resp, self.max_bytes)
-        except BodyTooLarge:
-            raise self.malformed(path, f"body exceeds {self.max_bytes} bytes") from None
-        self.counters.bytes_received += len(body)
-        return body
+            return with_retries(send, judge, attempts=self.max_attempts, backoff=self._backoff, on_retry=on_retry)
+        except Exhausted as exc:
+            raise SourceUnavailable(f"{self.where(path)} failed: {exc.last} after {exc.attempts} attempts") from None
 
 
 def one_line(text: str, limit: int = 200) -> str:

@@ -15,6 +15,9 @@ log = logging.getLogger(__name__)
 
 WAD = 10**18
 COINGECKO_IDS = {"avax": "avalanche-2", "ggp": "gogopool"}
+# No token of this protocol is worth a billion dollars: a larger quote is a broken API, and
+# refusing it keeps absurd exponents (1e400) out of the arithmetic.
+MAX_USD = Decimal(10) ** 9
 
 
 def validate_feed(feed: FeedRound, block: BlockRef, max_age: int) -> None:
@@ -52,6 +55,8 @@ def cross_check(http: HttpClient, snap: Snapshot, bounds: dict[str, float], warn
     notes = []
     for key, label in (("avax", "AVAX/USD"), ("ggp", "GGP/USD")):
         mine = ours[f"{key}_usd"]
+        if mine <= 0:  # check_snapshot refuses this before the cross-check; never divide by it
+            raise PublisherError(f"{label} from the chain is not positive")
         bound_pct = bounds[key]
         diff = abs(Fraction(quoted[key]) - mine) / mine * 100
         if diff > Fraction(str(bound_pct)):
@@ -76,5 +81,7 @@ def fetch_usd(http: HttpClient) -> dict[str, Decimal]:
         value = entry.get("usd") if isinstance(entry, dict) else None
         if isinstance(value, bool) or not isinstance(value, (int, Decimal)) or not value > 0:
             raise http.malformed(path, f"{coin}.usd is not a positive number")
+        if value > MAX_USD:
+            raise http.malformed(path, f"{coin}.usd is implausibly large")
         out[key] = Decimal(value)
     return out

@@ -27,17 +27,34 @@ import requests
 #   "busy items"             HTTP 200 with that error for every item of a batch, as providers do
 #   "too wide"               HTTP 200 with a -32005 "query exceeds max block range" error: same code,
 #                            but about the request itself, so it must not be retried unchanged
-FAULTS = (429, 500, 502, 503, 504, "hang", "reset", "garbage", "busy", "busy items", "too wide")
+#   "drip"                   the real answer, its body sent one byte every ``drip_seconds``
+#   "slow"                   the real answer after ``hang_seconds``
+#   "random"                 the real answer with every eth_call result replaced by random bytes
+#   "nested"                 HTTP 200 with 50 MB of "[" (a JSON parser's recursion bomb)
+#   "huge"                   HTTP 200 with a 60 MB body that is not JSON
+#   "truncated"              the real answer cut in half, with the full Content-Length declared
+#   "chain 1"                the real answer, with eth_chainId rewritten to 0x1
+#
+# ``always`` applies one fault to every request after the scripted ones, and ``only`` restricts
+# faults to requests that contain that JSON-RPC method (e.g. "eth_call": everything else passes).
+# ``on_request(n, body)`` runs before request n (1-based) is handled, e.g. to reorg the upstream.
+FAULTS = (429, 500, 502, 503, 504, "hang", "reset", "garbage", "busy", "busy items", "too wide",
+          "drip", "slow", "random", "nested", "huge", "truncated", "chain 1")
 
 
 class FlakyProxy:
     def __init__(self, upstream: str, faults=(), *, hang_seconds: float = 2.0,
-                 max_body: int | None = None, max_call_data: int | None = None):
-        for f in faults:
+                 max_body: int | None = None, max_call_data: int | None = None, always=None,
+                 only: str | None = None, drip_seconds: float = 0.5, on_request=None):
+        for f in (*faults, always):
             if f is not None and f not in FAULTS:
                 raise ValueError(f"unknown fault {f!r}")
         self.upstream = upstream
         self.faults = list(faults)
+        self.always = always
+        self.only = only
+        self.drip_seconds = drip_seconds
+        self.on_request = on_request
         self.hang_seconds = hang_seconds
         self.max_body = max_body
         self.max_call_data = max_call_data
@@ -50,6 +67,8 @@ class FlakyProxy:
         self._upstream = requests.Session()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
+        # A client that gave up (a deadline) closes its end: nothing to report.
+        self._server.handle_error = lambda request, address: None
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -72,10 +91,16 @@ class FlakyProxy:
 
     # -- behaviour ------------------------------------------------------------------------------
 
-    def _next_fault(self):
+    def _next_fault(self, body: bytes):
         with self._lock:
             self.requests += 1
-            fault = self.faults.pop(0) if self.faults else None
+            n = self.requests
+        if self.on_request is not None:
+            self.on_request(n, body)
+        if self.only is not None and f'"{self.only}"'.encode() not in body:
+            return None
+        with self._lock:
+            fault = self.faults.pop(0) if self.faults else self.always
             if fault is not None:
                 self.injected.append(fault)
             return fault
@@ -83,6 +108,20 @@ class FlakyProxy:
     def _forward(self, body: bytes) -> tuple[int, bytes]:
         resp = self._upstream.post(self.upstream, data=body, headers={"Content-Type": "application/json"}, timeout=120)
         return resp.status_code, resp.content
+
+    def _rewrite(self, body: bytes, raw: bytes, fault: str) -> bytes:
+        import os
+
+        sent = json.loads(body)
+        methods = {i.get("id"): i.get("method") for i in (sent if isinstance(sent, list) else [sent])}
+        got = json.loads(raw)
+        for item in got if isinstance(got, list) else [got]:
+            method = methods.get(item.get("id"))
+            if fault == "random" and method == "eth_call" and "result" in item:
+                item["result"] = "0x" + os.urandom(64 + (len(item["result"]) // 4)).hex()
+            if fault == "chain 1" and method == "eth_chainId":
+                item["result"] = "0x1"
+        return json.dumps(got).encode()
 
     def _refuse_big_calls(self, body: bytes) -> tuple[int, bytes]:
         """Answer oversized eth_calls with an error; forward the rest as one request."""
@@ -132,9 +171,65 @@ class FlakyProxy:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _drip(self, raw: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for i in range(len(raw)):
+                        if proxy._stop.wait(proxy.drip_seconds):
+                            return
+                        self.wfile.write(raw[i:i + 1])
+                        self.wfile.flush()
+                except OSError:  # the client gave up, as it should
+                    pass
+
+            def do_GET(self) -> None:
+                """Third-party REST APIs: forwarded with the path and query; status, drip and
+                slow faults apply as for JSON-RPC."""
+                fault = proxy._next_fault(b"")
+                if isinstance(fault, int):
+                    self._send(fault, b'{"error":"injected"}', {"Retry-After": "0"} if fault == 429 else {})
+                    return
+                if fault == "slow":
+                    proxy._stop.wait(proxy.hang_seconds)
+                resp = proxy._upstream.get(proxy.upstream.rstrip("/") + self.path, timeout=120,
+                                           headers={k: v for k, v in self.headers.items() if k.lower().startswith("x-")})
+                if fault == "drip":
+                    return self._drip(resp.content)
+                if fault == "garbage":
+                    return self._send(200, b"<html>bad gateway</html>")
+                self._send(resp.status_code, resp.content)
+
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                fault = proxy._next_fault()
+                fault = proxy._next_fault(body)
+                if fault == "nested":
+                    self._send(200, b"[" * (50 << 20))
+                    return
+                if fault == "huge":
+                    self._send(200, b"x" * (60 << 20))
+                    return
+                if fault in ("drip", "slow", "random", "truncated", "chain 1"):
+                    if fault == "slow":
+                        proxy._stop.wait(proxy.hang_seconds)
+                    status, raw = proxy._forward(body)
+                    if fault == "drip":
+                        return self._drip(raw)
+                    if fault == "truncated":
+                        self.send_response(status)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(raw)))
+                        self.end_headers()
+                        self.wfile.write(raw[: len(raw) // 2])
+                        self.close_connection = True
+                        return
+                    if fault in ("random", "chain 1"):
+                        raw = proxy._rewrite(body, raw, fault)
+                    self._send(status, raw)
+                    return
                 if isinstance(fault, int):
                     extra = {"Retry-After": "0"} if fault == 429 else {}
                     self._send(fault, b'{"error":"injected"}', extra)

@@ -1,0 +1,117 @@
+"""Wall-clock deadlines that a slow source cannot stretch.
+
+Socket timeouts bound each ``recv``, so a server that drips one byte every few seconds keeps a
+request alive forever. A deadline here is a real-time alarm (``SIGALRM``): when it expires, the
+exception is raised inside whatever blocking call the main thread is in, headers or body. Deadlines
+nest (a request's inside the run's); the innermost earliest one fires first and the outer ones keep
+counting. Off the main thread (where signals cannot be delivered) only the cooperative checks
+(``remaining``/``check``) apply.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+# A publish every 5 minutes (the mainnet cadence), one run at a time: a run that cannot finish in
+# 4 minutes is stuck, and ending it leaves room for the next scheduled run.
+RUN_DEADLINE = 240.0
+ENV_RUN_DEADLINE = "PUBLISHER_RUN_DEADLINE"
+
+
+class DeadlineExceeded(BaseException):
+    """A deadline expired. BaseException, like KeyboardInterrupt, so that no ``except Exception``
+    between the alarm and the owner of the deadline can swallow it."""
+
+    def __init__(self, what: str, seconds: float, token: object = None, during: str | None = None):
+        waiting = f" while waiting for the {during}" if during and during != what else ""
+        super().__init__(f"{what} exceeded its {seconds:g}s deadline{waiting}")
+        self.what, self.seconds, self.token = what, seconds, token
+
+    def mine(self, token: object) -> bool:
+        """Whether this is the deadline opened as ``token`` (and not an outer one)."""
+        return token is not None and self.token is token
+
+
+_stack: list[tuple[float, str, float, object]] = []  # (expires at, what, seconds, token)
+
+
+def _arm() -> None:
+    if not _stack:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        return
+    first = min(e[0] for e in _stack)
+    signal.setitimer(signal.ITIMER_REAL, max(first - time.monotonic(), 1e-4))
+
+
+def _on_alarm(signum, frame) -> None:
+    now = time.monotonic()
+    due = [e for e in _stack if e[0] <= now + 1e-3]
+    if not due:  # woke early (timer granularity): wait for the rest
+        _arm()
+        return
+    # The outermost expired deadline wins: its owner is the one that has to give up.
+    at, what, seconds, token = due[0]
+    # Name what the run was stuck on (the innermost deadline: a request to a source).
+    raise DeadlineExceeded(what, seconds, token, during=_stack[-1][1])
+
+
+def _usable() -> bool:
+    return threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+
+
+@contextmanager
+def deadline(seconds: float | None, what: str) -> Iterator[object]:
+    """Raise ``DeadlineExceeded(what)`` in the body once ``seconds`` of wall time have passed.
+    Yields a token that ``DeadlineExceeded.mine`` recognizes (None when no alarm could be set)."""
+    if seconds is None or seconds <= 0 or not _usable():
+        yield None
+        return
+    token = object()
+    entry = (time.monotonic() + seconds, what, seconds, token)
+    previous = signal.getsignal(signal.SIGALRM)
+    if not _stack and previous not in (signal.SIG_DFL, signal.SIG_IGN, None, _on_alarm):
+        # Someone else owns SIGALRM (a test runner's timeout): leave it alone.
+        yield None
+        return
+    signal.signal(signal.SIGALRM, _on_alarm)
+    _stack.append(entry)
+    try:
+        _arm()
+        yield token
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # nothing may fire while the stack changes
+        finally:
+            _stack.remove(entry)
+            if not _stack:
+                signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+            _arm()
+
+
+def remaining(default: float) -> float:
+    """Seconds left before the earliest active deadline (``default`` when none is active)."""
+    if not _stack:
+        return default
+    return max(0.0, min(min(e[0] for e in _stack) - time.monotonic(), default))
+
+
+def run_seconds() -> float:
+    """The run deadline: ``PUBLISHER_RUN_DEADLINE`` seconds, else RUN_DEADLINE; 0 disables it."""
+    raw = os.environ.get(ENV_RUN_DEADLINE, "").strip()
+    if not raw:
+        return RUN_DEADLINE
+    try:
+        value = float(raw)
+    except ValueError:
+        from .errors import PublisherError
+
+        raise PublisherError(f"{ENV_RUN_DEADLINE} must be a number of seconds") from None
+    if not 0 <= value <= 86_400:
+        from .errors import PublisherError
+
+        raise PublisherError(f"{ENV_RUN_DEADLINE} must be between 0 and 86400 seconds")
+    return value

@@ -1,0 +1,107 @@
+"""A local HTTP proxy in front of moto's S3 server that fails on purpose, for publish fault tests.
+
+Every request is forwarded unchanged (moto does not check signatures) unless a rule hits:
+
+    S3FaultProxy(moto_url, fail_puts_after=3)        PUTs after the 3rd answer 500 InternalError
+    S3FaultProxy(moto_url, drop_puts_after=3)        PUTs after the 3rd lose their connection
+    S3FaultProxy(moto_url, fail_keys=("status",))    PUTs of these keys answer 500
+    S3FaultProxy(moto_url, bad_key="AKIABAD")        requests signed with that key id answer 403
+
+``puts`` lists the keys of the PUTs that went through, in order.
+"""
+from __future__ import annotations
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote, urlsplit
+
+import requests
+
+ERROR = '<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>{message}</Message></Error>'
+HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+
+
+class S3FaultProxy:
+    def __init__(self, upstream: str, *, fail_puts_after: int | None = None, drop_puts_after: int | None = None,
+                 fail_keys: tuple[str, ...] = (), bad_key: str | None = None):
+        self.upstream = upstream.rstrip("/")
+        self.fail_puts_after = fail_puts_after
+        self.drop_puts_after = drop_puts_after
+        self.fail_keys = fail_keys
+        self.bad_key = bad_key
+        self.puts: list[str] = []
+        self.put_count = 0
+        self._lock = threading.Lock()
+        self._session = requests.Session()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> "S3FaultProxy":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._session.close()
+
+    def _handler(self):
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def _error(self, status: int, code: str, message: str) -> None:
+                body = ERROR.format(code=code, message=message).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _any(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                if proxy.bad_key and f"Credential={proxy.bad_key}/" in (self.headers.get("Authorization") or ""):
+                    return self._error(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
+                key = unquote(urlsplit(self.path).path).split("/", 2)[-1]
+                if self.command == "PUT" and "?" not in self.path:
+                    with proxy._lock:
+                        proxy.put_count += 1
+                        n = proxy.put_count
+                    if key in proxy.fail_keys or (proxy.fail_puts_after is not None and n > proxy.fail_puts_after):
+                        return self._error(500, "InternalError", "We encountered an internal error. Please try again.")
+                    if proxy.drop_puts_after is not None and n > proxy.drop_puts_after:
+                        self.close_connection = True
+                        try:
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                        return
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
+                resp = proxy._session.request(self.command, proxy.upstream + self.path, data=body, headers=headers,
+                                              timeout=60, allow_redirects=False)
+                if self.command == "PUT" and resp.status_code == 200 and "?" not in self.path:
+                    with proxy._lock:
+                        proxy.puts.append(key)
+                self.send_response(resp.status_code)
+                for k, v in resp.headers.items():
+                    if k.lower() not in HOP:
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(resp.content)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(resp.content)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _any
+
+        return Handler

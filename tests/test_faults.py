@@ -1,0 +1,346 @@
+"""The fault matrix over the real pipeline: the CLI in a subprocess, the session's anvil devnet, the
+third-party stand-ins with their fault switches, and a misbehaving proxy in front of the node or
+an API. Every failing case ends with exit 1, one line naming the cause, and out/ byte-identical to
+before; degraded cases (a second-opinion source down) publish with a warning.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from publisher.chain.rpc import RpcClient, RpcUnavailable
+from publisher.devnet.standins import Fault
+from publisher.sources.http import HttpClient, SourceUnavailable
+from support.chain import checkpoint, header
+from support.flaky_proxy import FlakyProxy
+
+EPOCH = "1800000000"
+SECRET = "sk-live-7f3a9c"
+RUN_DEADLINE = "8"  # seconds: a stalled source must end the run well before the test's timeout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tree(directory: Path) -> dict[str, str]:
+    """Every file under ``directory`` by relative path -> sha256 (names and bytes)."""
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def sources_env(demo, **override) -> dict[str, str]:
+    env = {
+        "PUBLISHER_VALIDATOR_API_URL": demo.services["validator_api"],
+        "PUBLISHER_PCHAIN_RPC_URL": demo.services["pchain_rpc"],
+        "PUBLISHER_PRICE_API_URL": demo.services["price_api"],
+        "PUBLISHER_VALIDATOR_API_KEY": SECRET,
+        "SOURCE_DATE_EPOCH": EPOCH,
+    }
+    env.update(override)
+    return env
+
+
+def run_cli(args, env_extra=None, timeout=180, **kw) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PUBLISHER_")}
+    env.update(env_extra or {})
+    got = subprocess.run([sys.executable, "-m", "publisher.cli", *map(str, args)], env=env, capture_output=True,
+                         text=True, timeout=timeout, **kw)
+    assert SECRET not in got.stdout + got.stderr
+    return got
+
+
+def failed(got: subprocess.CompletedProcess) -> str:
+    lines = got.stderr.strip().splitlines()
+    assert got.returncode == 1, (got.returncode, got.stderr[-2000:])
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "unexpected" not in lines[0], got.stderr[-2000:]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def base(demo, tmp_path_factory) -> Path:
+    """A good build of the demo devnet with every source configured: the "previous run"."""
+    out = tmp_path_factory.mktemp("base") / "out"
+    got = run_cli(["build", "--rpc-url", demo.url, "--out", out], sources_env(demo), timeout=300)
+    assert got.returncode == 0, got.stderr
+    return out
+
+
+@pytest.fixture
+def previous(base, tmp_path) -> Path:
+    out = tmp_path / "out"
+    shutil.copytree(base, out)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def healthy_standins(demo):
+    demo.standins.reset()
+    yield
+    demo.standins.reset()
+
+
+# ---- the chain ----------------------------------------------------------------------------------
+
+# (id, FlakyProxy arguments, extra env, the cause the one line must contain)
+RPC_FAULTS = [
+    ("429 with Retry-After", {"always": 429}, {}, r"RPC failed for batch of 2 after 6 attempts: HTTP 429"),
+    ("5xx beyond the budget", {"always": 503}, {}, r"RPC failed for batch of 2 after 6 attempts: HTTP 503"),
+    ("garbage", {"always": "garbage"}, {}, r"RPC failed for batch of 2 after 6 attempts: malformed JSON"),
+    ("truncated", {"always": "truncated"}, {}, r"RPC failed for batch of 2 after 6 attempts: connection error"),
+    ("huge", {"always": "huge"}, {}, r"RPC failed for batch of 2 after 6 attempts: malformed JSON"),
+    ("wrong chain id", {"always": "chain 1"}, {}, r"RPC serves chain id 1, expected 43112"),
+    ("slow eth_call", {"always": "slow", "only": "eth_call", "hang_seconds": 60},
+     {"PUBLISHER_RUN_DEADLINE": RUN_DEADLINE}, r"the run exceeded its 8s deadline while waiting for the RPC"),
+    ("dripping", {"always": "drip", "drip_seconds": 0.5},
+     {"PUBLISHER_RUN_DEADLINE": RUN_DEADLINE}, r"the run exceeded its 8s deadline while waiting for the RPC"),
+]
+
+
+@pytest.mark.parametrize("proxy_args,env,cause", [c[1:] for c in RPC_FAULTS], ids=[c[0] for c in RPC_FAULTS])
+def test_rpc_faults_fail_closed(demo, previous, proxy_args, env, cause):
+    before = tree(previous)
+    t0 = time.monotonic()
+    with FlakyProxy(demo.url, **proxy_args) as proxy:
+        got = run_cli(["build", "--rpc-url", proxy.url, "--out", previous], sources_env(demo, **env))
+    assert re.search(cause, failed(got)), got.stderr
+    assert tree(previous) == before
+    if "PUBLISHER_RUN_DEADLINE" in env:
+        assert time.monotonic() - t0 < float(RUN_DEADLINE) + 20  # interpreter start and devnet-free exit
+
+
+def test_rpc_down(demo, previous):
+    before = tree(previous)
+    got = run_cli(["build", "--rpc-url", f"http://127.0.0.1:{free_port()}", "--out", previous], sources_env(demo))
+    assert re.fullmatch(r"error: RPC failed for batch of 2 after 6 attempts: connection error \(ConnectionError\)", failed(got))
+    assert tree(previous) == before
+
+
+def test_one_dripping_attempt_is_cut_at_its_deadline(demo):
+    """The per-attempt deadline holds where no alarm can fire (off the main thread): a node that
+    drips its answer costs ``deadline`` seconds per attempt, not forever."""
+    import threading
+
+    box = {}
+
+    def call():
+        client = RpcClient([proxy.url], deadline=1.0, max_attempts=2, backoff=0.01)
+        t0 = time.monotonic()
+        try:
+            client.request("eth_chainId")
+        except RpcUnavailable as exc:
+            box["error"] = str(exc)
+        box["seconds"] = time.monotonic() - t0
+
+    with FlakyProxy(demo.url, always="drip", drip_seconds=0.3) as proxy:
+        worker = threading.Thread(target=call)
+        worker.start()
+        worker.join(30)
+    assert box["error"] == "RPC failed for eth_chainId after 2 attempts: timed out"
+    assert box["seconds"] < 4
+
+
+def test_a_dripping_api_is_cut_at_its_deadline(demo):
+    with FlakyProxy(demo.services["price_api"], always="drip", drip_seconds=0.3) as proxy:
+        client = HttpClient("price API", proxy.url, deadline=1.0, max_attempts=2, backoff=0.01)
+        t0 = time.monotonic()
+        with pytest.raises(SourceUnavailable) as err:
+            client.get_json("/simple/price", {"ids": "avalanche-2", "vs_currencies": "usd"})
+    assert str(err.value) == "price API failed: timed out after 2 attempts"
+    assert time.monotonic() - t0 < 4
+
+
+def test_head_moving_during_the_run_keeps_one_block(demo, tmp_path):
+    """A block is mined before every request: the run still reads one block, and the published
+    hash is that block's canonical hash."""
+    rpc = RpcClient([demo.url])
+    out = tmp_path / "out"
+    with checkpoint(rpc):
+        with FlakyProxy(demo.url, on_request=lambda n, body: rpc.request("evm_mine", [])) as proxy:
+            got = run_cli(["build", "--rpc-url", proxy.url, "--out", out], {"SOURCE_DATE_EPOCH": EPOCH})
+            assert got.returncode == 0, got.stderr
+            status = json.loads((out / "status.json").read_text())
+            number = status["block"]["number"]
+            assert header(rpc, number)["hash"] == status["block"]["hash"]
+            assert int(header(rpc)["number"], 16) > number + 10  # the head really moved
+    for path in ("metrics.json", "ggAvax.json", "prices.json", "stakers.json"):
+        assert json.loads((out / path).read_text())["meta"]["block"]["hash"] == status["block"]["hash"], path
+
+
+def _reorg_hook(rpc: RpcClient, at_request: int):
+    """Before request ``at_request``: replace the head block by one with another timestamp (same
+    number, new hash), as a one-block reorg does."""
+    snap_id = rpc.request("evm_snapshot", [])
+    head = header(rpc)
+    rpc.request("evm_mine", [])  # the block the run will pin
+    state = {"done": False, "replaced": None}
+
+    def hook(n, body):
+        if n == at_request and not state["done"]:
+            state["done"] = True
+            assert rpc.request("evm_revert", [snap_id]) is True
+            rpc.request("evm_setNextBlockTimestamp", [hex(int(head["timestamp"], 16) + 7)])
+            rpc.request("evm_mine", [])
+            state["replaced"] = header(rpc)["hash"]
+    return hook, state
+
+
+def test_a_reorg_of_the_latest_block_is_retried_once_at_the_new_head(demo, tmp_path):
+    rpc = RpcClient([demo.url])
+    out = tmp_path / "out"
+    with checkpoint(rpc):
+        hook, state = _reorg_hook(rpc, at_request=3)
+        with FlakyProxy(demo.url, on_request=hook) as proxy:
+            got = run_cli(["build", "--rpc-url", proxy.url, "--out", out], {"SOURCE_DATE_EPOCH": EPOCH})
+        assert got.returncode == 0, got.stderr
+        status = json.loads((out / "status.json").read_text())
+        # Published under the replacing block's hash, which is canonical.
+        assert state["replaced"] and status["block"]["hash"] == state["replaced"]
+        assert header(rpc, status["block"]["number"])["hash"] == state["replaced"]
+
+
+def test_a_reorg_of_an_explicit_block_ends_the_run(demo, previous):
+    rpc = RpcClient([demo.url])
+    before = tree(previous)
+    with checkpoint(rpc):
+        hook, state = _reorg_hook(rpc, at_request=3)
+        pinned = int(header(rpc)["number"], 16)
+        with FlakyProxy(demo.url, on_request=hook) as proxy:
+            got = run_cli(["build", "--rpc-url", proxy.url, "--block", pinned, "--out", previous, "--force"],
+                          sources_env(demo))
+    line = failed(got)
+    assert re.fullmatch(rf"error: block {pinned} was replaced during the run \(reorg: 0x[0-9a-f]{{8}}… is no longer "
+                        rf"canonical, now 0x[0-9a-f]{{8}}…\): nothing was written", line), line
+    assert tree(previous) == before
+
+
+# ---- third-party sources --------------------------------------------------------------------------
+
+# (id, {service: Fault}, expected: "ok" + a warning, or the failure's cause)
+SOURCE_FAULTS = [
+    ("validator API 500, P-Chain up", {"glacier": Fault(status=500)}, ("ok", "using P-Chain RPC instead")),
+    ("validator API 429 twice", {"glacier": Fault(status=429, times=2, retry_after="0")}, ("ok", None)),
+    ("validator API and P-Chain down", {"glacier": Fault(status=500), "pchain": Fault(status=503)},
+     ("fail", "validator data unavailable: validator API failed: HTTP 500 after 5 attempts; P-Chain RPC failed: HTTP 503")),
+    ("validator API malformed", {"glacier": Fault(malformed=True)}, ("fail", "validator API returned a malformed body")),
+    ("validator API endless pages", {"glacier": Fault(page_loop=True)}, ("fail", "pagination")),
+    ("price API down", {"prices": Fault(status=503)}, ("ok", "price cross-check skipped: price API failed: HTTP 503")),
+    ("price API malformed", {"prices": Fault(body='{"avalanche-2":{"usd":"x"}}')}, ("ok", "price cross-check skipped")),
+    ("price API divergent", {"prices": Fault(divergence_pct=40)}, ("fail", "price API: AVAX/USD")),
+]
+
+
+@pytest.mark.parametrize("faults,expect", [c[1:] for c in SOURCE_FAULTS], ids=[c[0] for c in SOURCE_FAULTS])
+def test_source_faults(demo, previous, faults, expect):
+    for name, fault in faults.items():
+        setattr(getattr(demo.standins, name), "fault", fault)
+    before = tree(previous)
+    got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
+    outcome, text = expect
+    if outcome == "fail":
+        assert text in failed(got)
+        assert tree(previous) == before
+    else:
+        assert got.returncode == 0, got.stderr
+        if text:
+            warnings = json.loads((previous / "status.json").read_text())["warnings"]
+            assert any(text in w for w in warnings), warnings
+
+
+def test_a_dripping_price_api_ends_the_run_naming_it(demo, previous):
+    before = tree(previous)
+    with FlakyProxy(demo.services["price_api"], always="drip", drip_seconds=0.5) as proxy:
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous],
+                      sources_env(demo, PUBLISHER_PRICE_API_URL=proxy.url, PUBLISHER_RUN_DEADLINE=RUN_DEADLINE))
+    assert "the run exceeded its 8s deadline while waiting for the price API" in failed(got)
+    assert tree(previous) == before
+
+
+# ---- out/ ---------------------------------------------------------------------------------------
+
+
+def test_out_on_a_read_only_file_system(demo, base):
+    got = run_cli(["build", "--from-snapshot", _snapshot(demo, base.parent), "--out", "/proc/ggp-out"])
+    assert "/proc" in failed(got)
+
+
+def test_out_on_a_full_disk_leaves_the_previous_out(demo, previous):
+    """A file-size limit stands in for a full disk: writes fail with EFBIG midway through."""
+    before = tree(previous)
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+    snap = _snapshot(demo, previous.parent)
+    got = run_cli(["build", "--from-snapshot", snap, "--out", previous, "--force"], preexec_fn=limit)
+    assert "File too large" in failed(got)
+    assert tree(previous) == before
+    assert not [p for p in previous.parent.iterdir() if p.name.startswith(".out.")]  # no temp dir left
+
+
+def _snapshot(demo, where: Path) -> Path:
+    path = where / "snap.json"
+    if not path.exists():
+        got = run_cli(["snapshot", "--rpc-url", demo.url, "--out", path], {"SOURCE_DATE_EPOCH": EPOCH})
+        assert got.returncode == 0, got.stderr
+    return path
+
+
+# ---- accumulated data ---------------------------------------------------------------------------
+
+
+def _with_history(directory: Path, edit, foreign: bool = False) -> None:
+    path = directory / "prices" / "history.json"
+    doc = json.loads(path.read_text())
+    doc["points"] = edit(doc["points"])
+    if foreign:  # a cursor hash this chain does not have: the next build cannot resume from it
+        doc["meta"]["block"]["hash"] = "0x" + "ab" * 32
+    path.write_text(json.dumps(doc))
+
+
+def test_check_refuses_a_history_that_shrank_or_changed_against_the_previous_run(base, tmp_path):
+    shrunk, changed = tmp_path / "shrunk", tmp_path / "changed"
+    shutil.copytree(base, shrunk)
+    shutil.copytree(base, changed)
+    n = len(json.loads((base / "prices" / "history.json").read_text())["points"])
+    _with_history(shrunk, lambda pts: pts[5:])
+    _with_history(changed, lambda pts: [dict(pts[0], ggpInAvaxWei=str(int(pts[0]["ggpInAvaxWei"]) + 1)), *pts[1:]])
+    got = run_cli(["check", shrunk, "--previous", base])
+    assert f"/prices/history would shrink from {n} to {n - 5} entries" in got.stderr and got.returncode == 1
+    got = run_cli(["check", changed, "--previous", base])
+    assert "/prices/history would rewrite 1 entries recorded by earlier runs" in got.stderr and got.returncode == 1
+    assert run_cli(["check", base, "--previous", base]).returncode == 0
+
+
+def test_build_refuses_to_shrink_the_history_unless_forced(demo, previous):
+    """The previous run's history holds an older point that a rebuild from events cannot produce
+    (as when the build cannot resume from it): the build would drop it, and is refused; --force
+    accepts it."""
+    def add_older(points):
+        first = dict(points[0])
+        first["date"] = "2000-01-01"
+        return [first, *points]
+
+    _with_history(previous, add_older, foreign=True)
+    before = tree(previous)
+    got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
+    line = failed(got)
+    assert "/prices/history" in line and ("shrink" in line or "drop" in line), line
+    assert tree(previous) == before
+    got = run_cli(["build", "--rpc-url", demo.url, "--out", previous, "--force"], sources_env(demo))
+    assert got.returncode == 0, got.stderr
