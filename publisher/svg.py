@@ -160,8 +160,9 @@ def bar_chart(chart_id: str, title: str, bars: list[tuple[str, int]], *, value_l
 def _open(chart_id: str, title: str, height: int = HEIGHT) -> str:
     cid = escape(chart_id)
     return (f'<figure class="chart" id="{cid}"><figcaption id="{cid}-title">{escape(title)}</figcaption>'
-            f'<svg viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="{cid}-title" '
-            f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>')
+            # Inline in HTML, the parser puts <svg> in the SVG namespace itself: no xmlns needed.
+            f'<svg viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="{cid}-title">'
+            f'<title>{escape(title)}</title>')
 
 
 def _axes(f: _Frame, yticks, xticks, x_label: str, y_label: str) -> str:

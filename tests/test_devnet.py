@@ -324,7 +324,7 @@ def test_publisher_devnet_serves_until_interrupted():
         assert proc.poll() is None, "keeps serving"
 
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=90) == 0  # a bound, not a timing: teardown is slow on a loaded machine
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -362,7 +362,7 @@ def test_publisher_devnet_live_keeps_the_protocol_moving():
         days = [int(d) for d in re.findall(r"^day (\d+) ", text, re.M)]
         assert days[:3] == [1, 2, 3] and len(days) >= 10
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=90) == 0  # a bound, not a timing: teardown is slow on a loaded machine
     finally:
         if proc.poll() is None:
             proc.kill()

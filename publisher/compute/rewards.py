@@ -117,6 +117,45 @@ class Params:
         "meta", "validator_rate_pct", "avax_rate_num", "avax_cycle_den", "usd_den",
     )
 
+    # The slots' types (a class of slots rather than a dataclass: it is built field by field as
+    # each is checked, and attribute access stays cheap on the function's hot path).
+    doc: dict
+    network: str
+    validator_rate_source: str
+    block: dict
+    meta: dict
+    avax_usd: int | None
+    validator_rate_pct: float
+    assumptions: list[str]
+    chain_id: int
+    price: int
+    price_timestamp: int
+    avax_usd_decimals: int
+    ggp_supply: int
+    ggp_max_supply: int
+    inflation_rate: int
+    inflation_interval_seconds: int
+    cycle_seconds: int
+    eligibility_min_seconds: int
+    cycle_start: int
+    next_distribution: int
+    nodeop_pct: int
+    min_ratio: int
+    max_ratio: int
+    commission: int
+    min_assignment: int
+    max_assignment: int
+    min_staking_amt: int
+    tegs: int
+    validator_rate: int
+    inflation_start: int
+    intervals: int
+    cycle_mint: int
+    nodeop_pool: int
+    avax_rate_num: int
+    avax_cycle_den: int
+    usd_den: int
+
     def stamp(self) -> dict:
         """Where the params come from: the same shape as every endpoint's ``meta``."""
         return self.meta
