@@ -146,8 +146,11 @@ def test_a_dripping_params_origin_costs_one_bounded_503(demo_snapshot, monkeypat
 def test_extreme_accepted_params_are_answered_quickly(demo_snapshot, tmp_path, monkeypatch, rate_wad):
     """The largest inflation rate and interval count the params accept: 2x per interval over
     100 000 intervals compounded numbers of 30 000 digits (3 s); the cap now ends it early."""
-    doc = dict(P.rewards_params(demo_snapshot), inflationIntervalRateWad=str(rate_wad),
-               inflationIntervalSeconds=1, rewardsCycleSeconds=R.MAX_INTERVALS)
+    base = P.rewards_params(demo_snapshot)
+    # The next cycle mints for every interval since inflationIntervalStartTime: make that the most
+    # the params accept.
+    doc = dict(base, inflationIntervalRateWad=str(rate_wad), inflationIntervalSeconds=1, rewardsCycleSeconds=R.MAX_INTERVALS,
+               inflationIntervalStartTime=base["nextDistributionTime"] - R.MAX_INTERVALS)
     path = tmp_path / "params.json"
     path.write_bytes(R.canonical_json(doc))
     monkeypatch.setenv("REWARDS_PARAMS_URL", path.as_uri())

@@ -9,7 +9,6 @@ import pytest
 
 from publisher import svg
 
-NS = {"s": "http://www.w3.org/2000/svg"}
 
 
 def parse(markup) -> ET.Element:
@@ -17,7 +16,7 @@ def parse(markup) -> ET.Element:
 
 
 def plotted(fig: ET.Element):
-    plot = fig.find(".//s:g[@class='plot']", NS) or fig.find(".//s:g[@class='plot bars']", NS)
+    plot = fig.find(".//g[@class='plot']") or fig.find(".//g[@class='plot bars']")
     x0, x1, y0, y1 = map(float, plot.get("data-domain").split())
     left, right, bottom, top = map(float, plot.get("data-range").split())
     return plot, (x0, x1, y0, y1), (left, right, bottom, top)
@@ -39,17 +38,17 @@ def test_every_point_is_drawn_where_the_recorded_scale_puts_it():
     b = svg.Series("other", ((1767225600, 0.028), (1767398400, 0.033)))
     fig = parse(svg.line_chart("c1", "Prices", [a, b], x_label="date", y_label="AVAX", dates=True))
     plot, (x0, x1, y0, y1), (left, right, bottom, top) = plotted(fig)
-    groups = plot.findall("s:g", NS)
+    groups = plot.findall("g")
     assert [g.get("data-series") for g in groups] == ["GGP in AVAX", "other"]
     for g, series in zip(groups, (a, b)):
-        circles = g.findall("s:circle", NS)
+        circles = g.findall("circle")
         assert [(float(c.get("data-x")), float(c.get("data-y"))) for c in circles] == list(series.points)
         for c in circles:
             x, y = float(c.get("data-x")), float(c.get("data-y"))
             assert float(c.get("cx")) == pytest.approx(left + (x - x0) / (x1 - x0) * (right - left), abs=0.01)
             assert float(c.get("cy")) == pytest.approx(bottom - (y - y0) / (y1 - y0) * (bottom - top), abs=0.01)
             assert top - 0.01 <= float(c.get("cy")) <= bottom + 0.01
-        line = g.find("s:polyline", NS).get("points").split()
+        line = g.find("polyline").get("points").split()
         assert line == [f"{c.get('cx')},{c.get('cy')}" for c in circles]
     assert y0 <= 0.028 and y1 >= 0.033
 
@@ -73,7 +72,7 @@ def test_numbers_are_labelled_with_the_precision_they_need(value, step, text):
 def test_screen_readers_get_a_table_of_the_same_data():
     s = svg.Series("APR", ((0, 5.5), (10, 13.25), (150, 45.75)))
     fig = parse(svg.line_chart("c3", "APR by collateralization", [s], x_label="collateralization, %", y_label="APR, %"))
-    svg_el = fig.find("s:svg", NS) if fig.find("s:svg", NS) is not None else fig.find("svg")
+    svg_el = fig.find("svg") if fig.find("svg") is not None else fig.find("svg")
     assert svg_el.get("role") == "img" and svg_el.get("aria-labelledby") == "c3-title"
     table = fig.find(".//table")
     assert table.find("caption").text == "APR by collateralization"
@@ -85,7 +84,7 @@ def test_bars_record_their_values_and_lengths():
     bars = [("Prelaunch", 5), ("Staking", 30), ("Error", 0)]
     fig = parse(svg.bar_chart("c4", "Minipools by status", bars, value_label="minipools", label_header="status"))
     plot, (x0, x1, _, _), (left, right, _, _) = plotted(fig)
-    rects = plot.findall("s:rect", NS)
+    rects = plot.findall("rect")
     assert [(r.get("data-label"), int(r.get("data-value"))) for r in rects] == bars
     for r in rects:
         assert float(r.get("width")) == pytest.approx((int(r.get("data-value")) - x0) / (x1 - x0) * (right - left), abs=0.01)
@@ -103,6 +102,6 @@ def test_names_are_escaped_and_empty_series_say_so():
 def test_a_single_point_is_drawn_inside_the_plot():
     fig = parse(svg.line_chart("c7", "One", [svg.Series("s", ((1773727200, 1.0095),))], x_label="d", y_label="v", dates=True))
     plot, _, (left, right, bottom, top) = plotted(fig)
-    c = plot.find(".//s:circle", NS)
+    c = plot.find(".//circle")
     assert left <= float(c.get("cx")) <= right and top <= float(c.get("cy")) <= bottom
-    assert plot.find(".//s:polyline", NS) is None
+    assert plot.find(".//polyline") is None
