@@ -121,13 +121,14 @@ def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="out", show_default=True)
 @click.option("--scenario", type=SCENARIOS, default="demo", help="Devnet scenario when no RPC is given.")
 @click.option("--force", is_flag=True, help="Publish even beyond the change bounds against the previous run.")
+@click.option("--full", is_flag=True, help="Render and validate every file, not only those whose inputs changed.")
 @fail_cleanly
-def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> None:
+def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full) -> None:
     """Build every endpoint into OUT (default out/), validated, swapped in atomically."""
     from pathlib import Path
 
-    from .build import build as build_api
     from .collect import collect, open_network
+    from .pipeline import build as build_api
     from .config import load_profile
     from .progress import Progress
     from .snapshot import Snapshot
@@ -136,16 +137,18 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> N
     t0 = time.monotonic()
     if from_snapshot:
         snap = Snapshot.load(from_snapshot)
-        built = build_api(snap, load_profile(snap.network), out_dir, force=force)
+        built = build_api(snap, load_profile(snap.network), out_dir, force=force, full=full)
     else:
         with open_network(network, rpc_url, scenario) as profile:
             prior = history.load_published(Path(out_dir) / "prices" / "history.json")
             got = collect(profile, block, Progress(), history_prior=prior)
-            built = build_api(got.snapshot, profile, out_dir, force=force)
+            built = build_api(got.snapshot, profile, out_dir, force=force, full=full)
         _summary(got)
         snap = got.snapshot
-    click.echo(f"built     {built.endpoints} endpoints, {len(built.files)} files, {built.bytes:,} bytes "
+    click.echo(f"built     {built.endpoints} endpoints, {built.count} files, {built.bytes:,} bytes "
                f"into {built.out_dir} (block {snap.block.number}) in {time.monotonic() - t0:.2f}s")
+    click.echo(f"changed   {built.rendered} rendered, {built.carried} carried unchanged, "
+               f"{built.written} written into {built.tree.name}")
 
 
 @main.command()

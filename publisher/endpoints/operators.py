@@ -8,9 +8,9 @@ from ..compute.nodeid import node_id
 from . import schema as S
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
-from .registry import Param, endpoint
+from .registry import Deferred, Param, endpoint
 from .units import tokens
-from .rewards import ADDRESS_REWARDS, staker_rewards
+from .rewards import ADDRESS_REWARDS, rewards_inputs, staker_rewards
 
 TOKENS = S.NON_NEGATIVE
 COUNT = {"type": "integer", "minimum": 0}
@@ -69,12 +69,13 @@ def stakers(ctx: Context):
 )
 def staker(ctx: Context):
     pools = ctx.cached(staker_minipools)
+    shared = ctx.cached(rewards_inputs)
     for st in ctx.snap.stakers:
         mine = pools.get(st.staker_addr, [])
-        yield f"/stakers/{staker_path(st.staker_addr)}", {
+        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, mine, shared), lambda st=st, mine=mine: {
             "staker": staker_record(st, mine), "minipools": [minipool_record(m) for m in mine],
             "rewards": staker_rewards(ctx, st),
-        }
+        })
 
 
 @endpoint(
@@ -97,7 +98,7 @@ def minipools(ctx: Context):
 )
 def minipool(ctx: Context):
     for m in ctx.snap.minipools:
-        yield f"/minipools/{node_id(m.node_id)}", {"minipool": minipool_record(m)}
+        yield f"/minipools/{node_id(m.node_id)}", Deferred(m, lambda m=m: {"minipool": minipool_record(m)})
 
 
 PROVIDER = S.obj({
