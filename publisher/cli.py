@@ -205,13 +205,15 @@ def serve(directory: str, host: str, port: int) -> None:
 @click.option("--max-age", type=click.IntRange(min=1), help="Data max-age in seconds (default: the build's cadenceSeconds).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("--force", is_flag=True, help="Publish even beyond the change bounds or with an older block than the live data.")
+@click.option("--verify", is_flag=True, help="Reconcile with a listing of the bucket: re-upload lost or altered objects.")
 @fail_cleanly
-def publish(directory, bucket, prefix, endpoint_url, region, distribution_id, max_age, dry_run, force) -> None:
+def publish(directory, bucket, prefix, endpoint_url, region, distribution_id, max_age, dry_run, force, verify) -> None:
     """Upload a built directory to S3: changed objects only, manifest and /status last."""
     from .publish import publish as publish_dir
 
     result = publish_dir(directory, bucket, prefix, endpoint_url=endpoint_url, region=region,
-                         distribution_id=distribution_id, max_age=max_age, dry_run=dry_run, force=force)
+                         distribution_id=distribution_id, max_age=max_age, dry_run=dry_run, force=force,
+                         verify=verify)
     for line in result.describe():
         click.echo(line)
 

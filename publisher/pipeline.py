@@ -39,7 +39,7 @@ from .snapshot import Snapshot
 from .validate import compare_previous, invariants, schema_problems, strict_loads
 
 RECORD = ".build.json"
-RECORD_FORMAT = "ggp-publisher-build/1"
+RECORD_FORMAT = "ggp-publisher-build/2"
 JSON = "application/json"
 
 
@@ -98,9 +98,21 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def inputs_key(value: Deferred) -> str:
-    # Frozen dataclasses, tuples, lists and strings: their repr is a complete, stable description.
-    return hashlib.blake2b(repr(value.inputs).encode(), digest_size=16).hexdigest()
+def inputs_key(value: Deferred, memo: dict[int, str]) -> str:
+    return hashlib.blake2b(_describe(value.inputs, memo).encode(), digest_size=16).hexdigest()
+
+
+def _describe(x, memo: dict[int, str]) -> str:
+    """A complete, stable description of frozen dataclasses, tuples, lists and scalars: their repr,
+    each snapshot record's computed once per build however many files read it."""
+    if isinstance(x, (tuple, list)):
+        return "[" + ",".join([_describe(i, memo) for i in x]) + "]"
+    if hasattr(x, "__dataclass_fields__"):
+        text = memo.get(id(x))
+        if text is None:
+            text = memo[id(x)] = repr(x)
+        return text
+    return repr(x)
 
 
 def content_key(body: dict) -> str:
@@ -243,6 +255,20 @@ def _previous_content(live: Path | None, path: str) -> tuple[str, bytes] | None:
     return content_key(body), data
 
 
+class _Bodies(dict):
+    """Bodies for the invariants; a carried aggregate is parsed from its file only if one reads it."""
+
+    def __getitem__(self, path):
+        value = super().__getitem__(path)
+        if isinstance(value, Path):
+            value = strict_loads(value.read_bytes())
+            self[path] = value
+        return value
+
+    def get(self, path, default=None):
+        return self[path] if path in self else default
+
+
 # ---- the build ---------------------------------------------------------------------------------
 
 
@@ -267,46 +293,43 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     stages["records"] = time.monotonic() - t0
 
     writer = TreeWriter(tree, held["files"] if held else None)
-    entries: dict[str, list] = {}
-    kept: dict[str, object] = {}  # aggregates' bodies for the invariants; entities: None
+    entries: dict[str, list] = {}  # path -> [sha256, size, inputs key, content key]
+    kept = _Bodies()  # aggregates' bodies for the invariants; entities: None
+    memo: dict[int, str] = {}
     problems: list[str] = []
     rendered = carried = 0
     t = time.monotonic()
     try:
         for ep, path, value in bodies(ctx):
             old = prev_files.get(path)
-            if isinstance(value, Deferred):
-                key = inputs_key(value)
-                if same_run and old and old[2] == key and live is not None:
-                    writer.link(path, live / file_for(path), old[0])
-                    entries[path], kept[path] = old, None
-                    carried += 1
-                    continue
-                body = value.make()
-            else:
-                body, key = value, None
-            if isinstance(body, dict) and isinstance(body.get("meta"), dict):
-                key = content_key(body)
-                kept[path] = body
-                if not full and prev is not None:
-                    before = (old[2], None) if old else None
+            entity = "{" in ep.path
+            ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
+            if ikey and same_run and old and old[2] == ikey and live is not None:
+                # Same inputs, same content: the previous file, block stamp included.
+                writer.link(path, live / file_for(path), old[0])
+                entries[path], kept[path] = old, None if entity else live / file_for(path)
+                carried += 1
+                continue
+            body = value.make() if isinstance(value, Deferred) else value
+            kept[path] = None if entity else body
+            ckey = None
+            if not entity and isinstance(body, dict) and isinstance(body.get("meta"), dict):
+                ckey = content_key(body)
+                if prev is not None:
+                    before = (old[3], None) if old else None
                 else:
                     before = _previous_content(live, path)
-                if before and before[0] == key and live is not None:
-                    # Same content: keep the previous bytes, block stamp included.
+                if before and before[0] == ckey and live is not None:
+                    # Only meta would change: keep the previous bytes.
                     if before[1] is not None:
                         data = before[1]
                         writer.write(path, data, sha256(data))
-                        entries[path] = [sha256(data), len(data), key]
+                        entries[path] = [sha256(data), len(data), ikey, ckey]
                     else:
                         writer.link(path, live / file_for(path), old[0])
-                        entries[path] = old
+                        entries[path] = [old[0], old[1], ikey, ckey]
                     carried += 1
                     continue
-            elif "{" not in ep.path:
-                kept[path] = body
-            else:
-                kept[path] = None
             rendered += 1
             if ep.content_type == JSON:
                 errors = schema_problems(ep, path, body)
@@ -316,7 +339,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
             data = encode(path, body)
             sha = sha256(data)
             writer.write(path, data, sha)
-            entries[path] = [sha, len(data), key]
+            entries[path] = [sha, len(data), ikey, ckey]
         stages["render+validate+write"] = time.monotonic() - t
 
         t = time.monotonic()
@@ -336,7 +359,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
         for path, data in final.items():
             sha = sha256(data)
             writer.write(path, data, sha)
-            entries[path] = [sha, len(data), None]
+            entries[path] = [sha, len(data), None, None]
         writer.finish({"format": RECORD_FORMAT, "run": run, "network": snap.network, "chainId": snap.chain_id,
                        "block": {"number": snap.block.number, "hash": snap.block.hash,
                                  "timestamp": snap.block.timestamp},

@@ -55,9 +55,11 @@ def staker_path(address: str) -> str:
     schema=S.obj({"stakers": S.array(STAKER), "count": COUNT, "meta": S.META}),
 )
 def stakers(ctx: Context):
-    pools = ctx.cached(staker_minipools)
-    rows = [staker_record(st, pools.get(st.staker_addr, [])) for st in ctx.snap.stakers]
-    yield "/stakers", {"stakers": rows, "count": len(rows), "meta": meta(ctx)}
+    def make():
+        pools = ctx.cached(staker_minipools)
+        rows = [staker_record(st, pools.get(st.staker_addr, [])) for st in ctx.snap.stakers]
+        return {"stakers": rows, "count": len(rows), "meta": meta(ctx)}
+    yield "/stakers", Deferred((ctx.snap.stakers, ctx.snap.minipools), make)
 
 
 @endpoint(
@@ -85,9 +87,11 @@ def staker(ctx: Context):
                   "countsByStatus": S.obj({n: COUNT for n in MINIPOOL_STATUSES}), "meta": S.META}),
 )
 def minipools(ctx: Context):
-    rows = [minipool_record(m) for m in ctx.snap.minipools]
-    counts = status_counts(ctx.snap.minipools)
-    yield "/minipools", {"minipools": rows, "count": len(rows), "countsByStatus": counts, "meta": meta(ctx)}
+    def make():
+        rows = [minipool_record(m) for m in ctx.snap.minipools]
+        counts = status_counts(ctx.snap.minipools)
+        return {"minipools": rows, "count": len(rows), "countsByStatus": counts, "meta": meta(ctx)}
+    yield "/minipools", Deferred(ctx.snap.minipools, make)
 
 
 @endpoint(
@@ -120,6 +124,12 @@ PROVIDER = S.obj({
 )
 def validators(ctx: Context):
     s = ctx.snap
+    inputs = (s.minipools, s.validators, s.missing_validators, s.validator_source)
+    yield "/validators", Deferred(inputs, lambda: validators_body(ctx))
+
+
+def validators_body(ctx: Context) -> dict:
+    s = ctx.snap
     by_node = {v.node_id: v for v in s.validators}
     rows = []
     for m in s.minipools:
@@ -135,5 +145,5 @@ def validators(ctx: Context):
                 "potentialDelegationReward": tokens(v.delegation_reward, 9),
                 "avalanchegoVersion": v.avalanchego_version,
             }})
-    yield "/validators", {"validators": rows, "count": len(rows), "missing": list(s.missing_validators),
-                          "source": s.validator_source, "meta": meta(ctx)}
+    return {"validators": rows, "count": len(rows), "missing": list(s.missing_validators),
+            "source": s.validator_source, "meta": meta(ctx)}

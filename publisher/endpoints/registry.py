@@ -23,7 +23,8 @@ Render = Callable[[Context], Iterable[tuple[str, Any]]]
 class Deferred:
     """A body computed only when a build needs it. ``inputs`` is everything the body is computed
     from; its ``repr`` is hashed, so a build reuses the previous file while the hash is unchanged.
-    Per-entity endpoints yield these: thousands of files whose inputs rarely change."""
+    Per-entity endpoints yield these (thousands of files whose inputs rarely change), and so do the
+    large aggregates."""
 
     inputs: Any
     make: Callable[[], Any]
