@@ -25,7 +25,7 @@ import shutil
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from . import __version__
@@ -83,6 +83,7 @@ def final_bodies(ctx: Context, files: Mapping[str, tuple[str, int]]) -> Iterator
     """The files that describe all the others (/status), from their digests."""
     for ep in load_all().values():
         if ep.final:
+            assert ep.render is not None
             for path, body in ep.render(ctx, files):  # type: ignore[call-arg]
                 yield ep, path, body
 
@@ -120,7 +121,7 @@ def content_key(body: dict) -> str:
     return sha256(dumps({k: v for k, v in body.items() if k != "meta"}))
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_digest() -> str:
     """Digest of the package's code and templates: a per-entity key says nothing about the code
     that renders it, so a different build of the publisher renders everything again."""
@@ -266,7 +267,10 @@ class _Bodies(dict):
         return value
 
     def get(self, path, default=None):
-        return self[path] if path in self else default
+        try:
+            return self[path]
+        except KeyError:
+            return default
 
 
 # ---- the build ---------------------------------------------------------------------------------
@@ -315,6 +319,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
             ckey = None
             if not entity and isinstance(body, dict) and isinstance(body.get("meta"), dict):
                 ckey = content_key(body)
+                before: tuple[str, bytes | None] | None
                 if prev is not None:
                     before = (old[3], None) if old else None
                 else:
@@ -326,6 +331,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
                         writer.write(path, data, sha256(data))
                         entries[path] = [sha256(data), len(data), ikey, ckey]
                     else:
+                        assert old is not None
                         writer.link(path, live / file_for(path), old[0])
                         entries[path] = [old[0], old[1], ikey, ckey]
                     carried += 1

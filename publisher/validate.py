@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -140,7 +141,7 @@ def invariants(b: dict, feed_max_age: int | None = None, oracle_max_age: int | N
     return out
 
 
-def compare_previous(old: dict[str, bytes], new: dict[str, bytes], *, max_price_move_pct: float,
+def compare_previous(old: Mapping[str, bytes], new: Mapping[str, bytes], *, max_price_move_pct: float,
                      max_staker_drop_pct: float) -> list[str]:
     """Change bounds against the previous run of the same network."""
     try:

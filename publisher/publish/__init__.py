@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +22,21 @@ from ..endpoints.registry import file_for
 from ..errors import PublisherError
 from ..pipeline import read_record
 from ..validate import compare_previous, load_dir, network_profile, strict_loads, validate
-from .plan import (MANIFEST_KEY, RECONCILE_EVERY, Item, Plan, items, make_plan, normalize_prefix, object_key,
-                   parse_root, parse_shard, sha256, shard_key, shards_to_read)
+from .plan import (
+    MANIFEST_KEY,
+    RECONCILE_EVERY,
+    Item,
+    Plan,
+    items,
+    make_plan,
+    normalize_prefix,
+    object_key,
+    parse_root,
+    parse_shard,
+    sha256,
+    shard_key,
+    shards_to_read,
+)
 from .s3 import S3Sink
 
 __all__ = ["publish", "Result", "Plan"]
@@ -119,7 +133,7 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
     live_root = parse_root(live_root_bytes)
     all_items = items(local.files, prefix, max_age or status.get("cadenceSeconds") or DEFAULT_MAX_AGE)
     names = shards_to_read(all_items, live_root)
-    live_shards = dict(zip(names, _map(lambda n: parse_shard(sink.get(shard_key(prefix, n))), names, workers)))
+    live_shards = dict(zip(names, _map(lambda n: parse_shard(sink.get(shard_key(prefix, n))), names, workers), strict=True))
 
     if not force:
         problems = _guards(_live_guarded(sink, prefix, live_status, live_shards, all_items, local), local, status, profile)
@@ -203,7 +217,7 @@ def _execute(plan: Plan, sink: S3Sink, local: Local, distribution_id: str | None
     return invalidation
 
 
-class _Files:
+class _Files(Mapping):
     """The local files by URL path, read when the guards ask."""
 
     def __init__(self, local: Local):
@@ -213,6 +227,12 @@ class _Files:
         if url not in self.local.files:
             raise KeyError(url)
         return self.local.read(url)
+
+    def __iter__(self):
+        return iter(self.local.files)
+
+    def __len__(self) -> int:
+        return len(self.local.files)
 
 
 def _map(fn, work: list, workers: int) -> list:

@@ -249,7 +249,8 @@ def make_plan(all_items: list[Item], *, prefix: str, status: dict, live_root: Ro
             return (live_shards[i.shard] or {}).get(i.key)
         return i.entry() if old.get(i.shard) == local_sha[i.shard] else None
 
-    upload, unchanged = [], []
+    upload: list[Item] = []
+    unchanged: list[Item] = []
     for i in all_items:
         if i.wave == "final":
             same = live_status is not None and sha256(live_status) == i.sha256

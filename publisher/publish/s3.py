@@ -37,14 +37,17 @@ class S3Sink:
                                              config=config)
         except (BotoCoreError, ValueError) as exc:
             raise PublisherError(f"s3://{bucket}: cannot create the client: {self._reason(exc)}") from None
-        # Requests sent, by operation (retries included): what a run costs.
+        # What a run costs: requests by HTTP method (retries included), "bytes sent" and "bytes received".
         self.requests: Counter[str] = Counter()
         self._lock = threading.Lock()
         self.s3.meta.events.register("before-send.s3", self._count)
 
     def _count(self, request=None, **_):
+        self._add(getattr(request, "method", "?"))
+
+    def _add(self, what: str, n: int = 1) -> None:
         with self._lock:
-            self.requests[getattr(request, "method", "?")] += 1
+            self.requests[what] += n
 
     def where(self, prefix: str) -> str:
         return f"s3://{self.bucket}/{prefix}"
@@ -69,7 +72,9 @@ class S3Sink:
     def get(self, key: str) -> bytes | None:
         with self._errors("read", key):
             try:
-                return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+                body = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+                self._add("bytes received", len(body))
+                return body
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") in MISSING:
                     return None
@@ -88,6 +93,7 @@ class S3Sink:
         self.put_bytes(item.key, body, item.content_type, item.cache_control, item.sha256)
 
     def put_bytes(self, key: str, body: bytes, content_type: str, cache_control: str, sha256: str) -> None:
+        self._add("bytes sent", len(body))
         with self._errors("upload", key):
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type,
                                CacheControl=cache_control, Metadata={"sha256": sha256})
