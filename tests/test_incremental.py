@@ -141,3 +141,17 @@ def test_a_refused_build_leaves_the_live_tree_and_its_record(net, profile, tmp_p
         build(older, profile, out)
     assert load_dir(out) == before and (out / RECORD).read_bytes() == record
     assert not (tmp_path / ".out.b").exists()
+
+
+def test_serve_follows_the_link_to_the_new_tree_and_hides_the_record(net, profile, tmp_path):
+    from publisher.serve import Site
+
+    out = tmp_path / "out"
+    snap = collect(profile).snapshot
+    build(snap, profile, out)
+    site = Site(out)
+    assert json.loads(site.get("/status", "", "GET")[2])["block"]["number"] == snap.block.number
+    newer = dataclasses.replace(snap, block=dataclasses.replace(snap.block, number=snap.block.number + 1))
+    build(newer, profile, out)
+    assert json.loads(site.get("/status", "", "GET")[2])["block"]["number"] == snap.block.number + 1
+    assert site.get("/.build", "", "GET")[0] == 404 and site.get("/" + RECORD, "", "GET")[0] == 404

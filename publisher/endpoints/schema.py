@@ -41,4 +41,7 @@ def described(schema: dict, text: str) -> dict:
 
 BLOCK = obj({"number": INTEGER, "hash": {"type": "string", "pattern": "^0x[0-9a-f]{64}$"}, "timestamp": TIMESTAMP})
 META = obj({"network": STRING, "chainId": INTEGER, "block": BLOCK},
-           description="where the values come from: every chain value of a run is read at this block")
+           description="where the values come from: the block at which this content was last read. Every "
+                       "chain value of a run is read at one block; a file whose content is unchanged since an "
+                       "earlier run keeps that run's bytes, this stamp included (the content still holds at "
+                       "/status's block, the freshness authority)")
