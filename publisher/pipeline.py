@@ -18,6 +18,7 @@ carried files were validated when they were written. The record is also the mani
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -106,14 +107,30 @@ def inputs_key(value: Deferred, memo: dict[int, str]) -> str:
 def _describe(x, memo: dict[int, str]) -> str:
     """A complete, stable description of frozen dataclasses, tuples, lists and scalars: their repr,
     each snapshot record's computed once per build however many files read it."""
-    if isinstance(x, (tuple, list)):
-        return "[" + ",".join([_describe(i, memo) for i in x]) + "]"
-    if hasattr(x, "__dataclass_fields__"):
-        text = memo.get(id(x))
+    kind = type(x)
+    if kind is tuple or kind is list:
+        parts = []
+        for item in x:  # records inline: tens of thousands of them per build
+            if type(item) in _RECORDS:
+                text = memo.get(id(item))
+                if text is None:
+                    text = memo[id(item)] = repr(item)
+                parts.append(text)
+            else:
+                parts.append(_describe(item, memo))
+        return "[" + ",".join(parts) + "]"
+    if kind in _RECORDS:
+        text = memo.get(id(x))  # snapshot records live as long as the build: ids are stable
         if text is None:
             text = memo[id(x)] = repr(x)
         return text
+    if hasattr(kind, "__dataclass_fields__"):
+        _RECORDS.add(kind)
+        return _describe(x, memo)
     return repr(x)
+
+
+_RECORDS: set[type] = set()
 
 
 def content_key(body: dict) -> str:
@@ -174,17 +191,21 @@ class TreeWriter:
         os.chmod(tree, 0o755)
         (tree / RECORD).unlink(missing_ok=True)  # until finished, the tree vouches for nothing
         self.tree = tree
+        self.root = str(tree)  # plain strings: tens of thousands of files, pathlib's overhead shows
         self.holds = holds or {}
-        self.folders: set[Path] = set()
+        self.folders: set[str] = set()
         self.written = 0
 
-    def _target(self, path: str) -> Path:
-        f = self.tree / file_for(path)
+    def _target(self, path: str) -> str:
+        f = f"{self.root}/{file_for(path)}"
         if path in self.holds:
-            f.unlink(missing_ok=True)
-        elif f.parent not in self.folders:
-            f.parent.mkdir(parents=True, exist_ok=True)
-            self.folders.add(f.parent)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f)
+        else:
+            folder = os.path.dirname(f)
+            if folder not in self.folders:
+                os.makedirs(folder, exist_ok=True)
+                self.folders.add(folder)
         return f
 
     def _same(self, path: str, sha: str) -> bool:
@@ -193,12 +214,19 @@ class TreeWriter:
 
     def write(self, path: str, data: bytes, sha: str) -> None:
         if not self._same(path, sha):
-            self._target(path).write_bytes(data)
+            fd = os.open(self._target(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
             self.written += 1
 
     def link(self, path: str, source: Path, sha: str) -> None:
+        """Hard-link ``path`` from the tree ``source`` (the live one)."""
         if not self._same(path, sha):
-            os.link(source, self._target(path))
+            os.link(f"{source}/{file_for(path)}", self._target(path))
             self.written += 1
 
     def finish(self, record: dict) -> None:
@@ -310,7 +338,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
             ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
             if ikey and same_run and old and old[2] == ikey and live is not None:
                 # Same inputs, same content: the previous file, block stamp included.
-                writer.link(path, live / file_for(path), old[0])
+                writer.link(path, live, old[0])
                 entries[path], kept[path] = old, None if entity else live / file_for(path)
                 carried += 1
                 continue
@@ -332,7 +360,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
                         entries[path] = [sha256(data), len(data), ikey, ckey]
                     else:
                         assert old is not None
-                        writer.link(path, live / file_for(path), old[0])
+                        writer.link(path, live, old[0])
                         entries[path] = [old[0], old[1], ikey, ckey]
                     carried += 1
                     continue
