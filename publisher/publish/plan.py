@@ -19,6 +19,7 @@ unreadable, and every ``RECONCILE_EVERY`` runs.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -65,16 +66,17 @@ class Item:
     content_type: str
     cache_control: str
     wave: str
+    shard: str  # the manifest shard that lists it
 
     def entry(self) -> dict:
         return {"sha256": self.sha256, "size": self.size, "contentType": self.content_type,
                 "cacheControl": self.cache_control}
 
-    @property
-    def shard(self) -> str:
-        if self.wave != "entities":
-            return AGGREGATES
-        return hashlib.sha256(self.key.rsplit("/", 1)[-1].encode()).hexdigest()[:2]
+
+def shard_of(key: str, wave: str) -> str:
+    if wave != "entities":
+        return AGGREGATES
+    return hashlib.sha256(key.rsplit("/", 1)[-1].encode()).hexdigest()[:2]
 
 
 def items(files: dict[str, tuple[str, int]], prefix: str, max_age: int) -> list[Item]:
@@ -86,18 +88,24 @@ def items(files: dict[str, tuple[str, int]], prefix: str, max_age: int) -> list[
             raise ValueError(f"{url}: no endpoint declares this path")
         wave = ("final" if ep.final else "docs" if ep.cache == "docs"
                 else "entities" if "{" in ep.path else "aggregates")
-        out.append(Item(object_key(prefix, url), url, digest, size, ep.content_type,
-                        CACHE_POLICIES[ep.cache].format(max_age=max_age), wave))
+        key = object_key(prefix, url)
+        out.append(Item(key, url, digest, size, ep.content_type,
+                        CACHE_POLICIES[ep.cache].format(max_age=max_age), wave, shard_of(key, wave)))
     return sorted(out, key=lambda i: (WAVES.index(i.wave), i.key))
 
 
-def shards(all_items: list[Item]) -> dict[str, bytes]:
-    """Shard name -> its manifest object's bytes (every item but /status, which the root holds)."""
+@functools.lru_cache(maxsize=2)
+def _shards(all_items: tuple[Item, ...]) -> dict[str, bytes]:
     groups: dict[str, dict] = {}
     for i in all_items:
         if i.wave != "final":
             groups.setdefault(i.shard, {})[i.key] = i.entry()
     return {name: canonical(entries) for name, entries in groups.items()}
+
+
+def shards(all_items: list[Item]) -> dict[str, bytes]:
+    """Shard name -> its manifest object's bytes (every item but /status, which the root holds)."""
+    return dict(_shards(tuple(all_items)))
 
 
 def shard_key(prefix: str, name: str) -> str:
