@@ -128,8 +128,8 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
     from pathlib import Path
 
     from .collect import collect, open_network
-    from .pipeline import build as build_api
     from .config import load_profile
+    from .pipeline import build as build_api
     from .progress import Progress
     from .snapshot import Snapshot
     from .sources import history

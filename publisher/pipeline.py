@@ -301,6 +301,15 @@ class _Bodies(dict):
             return default
 
 
+def _carry(writer: TreeWriter, path: str, live: Path, old: list) -> bool:
+    """Link the live tree's file; False if it is gone (then it is rendered again)."""
+    try:
+        writer.link(path, live, old[0])
+    except FileNotFoundError:
+        return False
+    return True
+
+
 # ---- the build ---------------------------------------------------------------------------------
 
 
@@ -336,9 +345,8 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
             old = prev_files.get(path)
             entity = "{" in ep.path
             ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
-            if ikey and same_run and old and old[2] == ikey and live is not None:
+            if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old):
                 # Same inputs, same content: the previous file, block stamp included.
-                writer.link(path, live, old[0])
                 entries[path], kept[path] = old, None if entity else live / file_for(path)
                 carried += 1
                 continue
@@ -358,12 +366,12 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
                         data = before[1]
                         writer.write(path, data, sha256(data))
                         entries[path] = [sha256(data), len(data), ikey, ckey]
-                    else:
-                        assert old is not None
-                        writer.link(path, live, old[0])
+                        carried += 1
+                        continue
+                    if old is not None and _carry(writer, path, live, old):
                         entries[path] = [old[0], old[1], ikey, ckey]
-                    carried += 1
-                    continue
+                        carried += 1
+                        continue
             rendered += 1
             if ep.content_type == JSON:
                 errors = schema_problems(ep, path, body)

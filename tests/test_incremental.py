@@ -155,3 +155,14 @@ def test_serve_follows_the_link_to_the_new_tree_and_hides_the_record(net, profil
     build(newer, profile, out)
     assert json.loads(site.get("/status", "", "GET")[2])["block"]["number"] == snap.block.number + 1
     assert site.get("/.build", "", "GET")[0] == 404 and site.get("/" + RECORD, "", "GET")[0] == 404
+
+
+def test_a_file_missing_from_the_live_tree_is_rendered_again(net, profile, tmp_path):
+    out = tmp_path / "out"
+    snap = collect(profile).snapshot
+    build(snap, profile, out)
+    full = load_dir(out)
+    victim = next((out / "stakers").glob("*.json"))
+    victim.unlink()
+    build(snap, profile, out)
+    assert load_dir(out) == full

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Mapping
+from collections.abc import Mapping
 
 from . import schema as S
 from .common import meta

@@ -3,7 +3,7 @@ render function — and build, check, the OpenAPI document, serve and publish al
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -132,7 +132,7 @@ def match(url_path: str) -> Endpoint | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _candidates(depth: int, first: str) -> tuple[Endpoint, ...]:
     """The endpoints that can match a path of this depth and first segment, in registry order: a
     build or check matches tens of thousands of paths, and most templates cannot apply."""
