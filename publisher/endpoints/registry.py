@@ -16,7 +16,7 @@ CACHE_POLICIES = {
     "status": "public, max-age=30, stale-while-revalidate=30, stale-if-error=86400",
 }
 
-Render = Callable[[Context], Iterable[tuple[str, Any]]]
+Render = Callable[..., Iterable[tuple[str, Any]]]  # (ctx), or (ctx, files) for final endpoints
 
 
 @dataclass(frozen=True)
