@@ -7,7 +7,6 @@ from functools import cache, lru_cache
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from .context import Context
 
 # Cache-Control per policy; "{max_age}" follows the profile's publish cadence.
 CACHE_POLICIES = {
