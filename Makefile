@@ -56,10 +56,10 @@ lock:
 	uv pip compile pyproject.toml requirements/build.in --extra test --generate-hashes --universal --python-version 3.11 \
 	  --quiet --custom-compile-command "make lock" -o requirements/test.txt
 
+# One command, one table (`make bench JSON=bench.json` also writes the figures as JSON). The
+# snapshot's naive baseline stays its own script: benchmarks/bench_snapshot.py.
 bench: setup $(VENV)/.test
-	$(BIN)/python benchmarks/bench_snapshot.py
-	$(BIN)/python benchmarks/bench_build.py
-	$(BIN)/python benchmarks/bench_function.py
+	$(BIN)/python benchmarks/bench.py $(if $(JSON),--json $(JSON))
 	$(BIN)/python benchmarks/bench_live.py
 
 clean:

@@ -163,15 +163,16 @@ def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="out", show_default=True)
 @click.option("--scenario", type=SCENARIOS, default="demo", help="Devnet scenario when no RPC is given.")
 @click.option("--force", is_flag=True, help="Publish even beyond the change bounds against the previous run.")
+@click.option("--full", is_flag=True, help="Render and validate every file, not only those whose inputs changed.")
 @fail_cleanly
 @within_run_deadline
-def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> None:
+def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full) -> None:
     """Build every endpoint into OUT (default out/), validated, swapped in atomically."""
     from pathlib import Path
 
-    from .build import build as build_api
     from .collect import collect, open_network
     from .config import load_profile
+    from .pipeline import build as build_api
     from .progress import Progress
     from .snapshot import Snapshot
     from .sources import history
@@ -179,16 +180,18 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force) -> N
     t0 = time.monotonic()
     if from_snapshot:
         snap = Snapshot.load(from_snapshot)
-        built = build_api(snap, load_profile(snap.network), out_dir, force=force)
+        built = build_api(snap, load_profile(snap.network), out_dir, force=force, full=full)
     else:
         with open_network(network, rpc_url, scenario) as profile:
             prior = history.load_published(Path(out_dir) / "prices" / "history.json")
             got = collect(profile, block, Progress(), history_prior=prior)
-            built = build_api(got.snapshot, profile, out_dir, force=force)
+            built = build_api(got.snapshot, profile, out_dir, force=force, full=full)
         _summary(got)
         snap = got.snapshot
-    click.echo(f"built     {built.endpoints} endpoints, {len(built.files)} files, {built.bytes:,} bytes "
+    click.echo(f"built     {built.endpoints} endpoints, {built.count} files, {built.bytes:,} bytes "
                f"into {built.out_dir} (block {snap.block.number}) in {time.monotonic() - t0:.2f}s")
+    click.echo(f"changed   {built.rendered} rendered, {built.carried} carried unchanged, "
+               f"{built.written} written into {built.tree.name}")
 
 
 @main.command()
@@ -254,14 +257,16 @@ def serve(directory: str, host: str, port: int) -> None:
 @click.option("--max-age", type=click.IntRange(min=1), help="Data max-age in seconds (default: the build's cadenceSeconds).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("--force", is_flag=True, help="Publish even beyond the change bounds or with an older block than the live data.")
+@click.option("--verify", is_flag=True, help="Reconcile with a listing of the bucket: re-upload lost or altered objects.")
 @fail_cleanly
 @within_run_deadline
-def publish(directory, bucket, prefix, endpoint_url, region, distribution_id, max_age, dry_run, force) -> None:
+def publish(directory, bucket, prefix, endpoint_url, region, distribution_id, max_age, dry_run, force, verify) -> None:
     """Upload a built directory to S3: changed objects only, manifest and /status last."""
     from .publish import publish as publish_dir
 
     result = publish_dir(directory, bucket, prefix, endpoint_url=endpoint_url, region=region,
-                         distribution_id=distribution_id, max_age=max_age, dry_run=dry_run, force=force)
+                         distribution_id=distribution_id, max_age=max_age, dry_run=dry_run, force=force,
+                         verify=verify)
     for line in result.describe():
         click.echo(line)
 

@@ -30,11 +30,12 @@ class Site:
     """Resolves a request to (status, headers, body) — the routing the CDN does."""
 
     def __init__(self, root: Path, max_age: int = 60):
-        self.root = root.resolve()
+        # Kept unresolved: a build flips the out/ link onto a new tree, and requests follow it.
+        self.link = Path(os.path.abspath(root))
         self.max_age = max_age
         load_all()
         # The function answers from this directory's params, whatever the environment says.
-        os.environ["REWARDS_PARAMS_URL"] = (self.root / "rewards" / "params.json").as_uri()
+        os.environ["REWARDS_PARAMS_URL"] = (self.link / "rewards" / "params.json").as_uri()
 
     def get(self, raw_path: str, query: str, method: str) -> tuple[int, dict, bytes]:
         path = raw_path.rstrip("/") or "/"
@@ -50,11 +51,14 @@ class Site:
         missing = 404, {}, error_body(404, "not_found", f"no such resource: {raw_path[:200]}")
         if len(path) > MAX_PATH or any(len(part) > MAX_SEGMENT for part in path.split("/")):
             return missing  # no published name is this long, and the file system would refuse it
+        if any(part.startswith(".") for part in path.split("/")):
+            return missing  # the build's record and other dotfiles are not published
         try:
-            target = (self.root / file_for(path)).resolve()
+            root = self.link.resolve()
+            target = (root / file_for(path)).resolve()
             if ep is None and path != "/" and not target.suffix:
                 return missing
-            if not target.is_relative_to(self.root) or not target.is_file():
+            if not target.is_relative_to(root) or not target.is_file():
                 return missing
         except (OSError, ValueError):  # names the file system cannot even look up
             return missing

@@ -139,7 +139,9 @@ def test_invariant_violation_exits_nonzero_and_keeps_old_out(demo_snapshot, demo
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "getTotalGGPStake" in lines[0]
     assert load_dir(out) == before
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]  # no temp dirs left
+    # out is a link to the one tree built; the refused build left no other tree or link behind.
+    assert os.readlink(out) == ".out.a"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")) == [".out.a"]
 
 
 def test_anomalous_apy_is_refused(demo_snapshot, demo_profile, tmp_path):

@@ -20,7 +20,7 @@ from publisher.build import build, write_tree
 from publisher.endpoints.registry import CACHE_POLICIES, match
 from publisher.errors import PublisherError
 from publisher.publish import publish
-from publisher.publish.plan import MANIFEST_FORMAT, MANIFEST_KEY, object_key
+from publisher.publish.plan import MANIFEST_FORMAT, MANIFEST_KEY, SHARD_DIR, object_key
 from publisher.validate import load_dir
 
 SECRET = "SeCrEt-9f2c1e-never-print-me"
@@ -129,7 +129,26 @@ def expected(directory, prefix="") -> dict[str, bytes]:
 
 def published(s3, bucket, prefix="") -> dict[str, str]:
     """The bucket's ETags without the manifest, to compare with etags(expected(...))."""
-    return {k: v for k, v in contents(s3, bucket).items() if k != prefix + MANIFEST_KEY}
+    return {k: v for k, v in contents(s3, bucket).items() if not is_manifest(k, prefix)}
+
+
+def is_manifest(key: str, prefix: str = "") -> bool:
+    return key == prefix + MANIFEST_KEY or key.startswith(prefix + SHARD_DIR)
+
+
+def data_puts(rec) -> list[str]:
+    return [k for k in rec.puts if not is_manifest(k)]
+
+
+def manifest_files(s3, bucket, prefix="") -> dict[str, dict]:
+    """Every entry of the bucket's manifest: its root's /status entry and its shards'."""
+    root = json.loads(get(s3, bucket, prefix + MANIFEST_KEY))
+    files = {prefix + "status": root["status"]}
+    for name, digest in root["shards"].items():
+        body = get(s3, bucket, f"{prefix}{SHARD_DIR}{name}.json")
+        assert hashlib.sha256(body).hexdigest() == digest
+        files.update(json.loads(body))
+    return files
 
 
 def small(snap):
@@ -211,8 +230,14 @@ def test_first_publish_uploads_everything_with_endpoint_headers(dirs, s3, bucket
     status = json.loads(files["status"])
     assert manifest["format"] == MANIFEST_FORMAT and manifest["block"] == status["block"]
     assert manifest["generatedAt"] == status["generatedAt"] == int(EPOCH)
-    assert set(manifest["files"]) == set(files)
-    assert manifest["files"]["prices"] == {"sha256": hashlib.sha256(files["prices"]).hexdigest(),
+    entries = manifest_files(s3, bucket)
+    assert set(entries) == set(files)
+    # A staker's two files share a shard, so a change to one staker rewrites one shard.
+    addr = dirs["changed_addr"]
+    shard = [k for k in contents(s3, bucket) if k.startswith(SHARD_DIR)
+             and f"stakers/{addr}" in json.loads(get(s3, bucket, k))]
+    assert len(shard) == 1 and f"rewards/{addr}" in json.loads(get(s3, bucket, shard[0]))
+    assert entries["prices"] == {"sha256": hashlib.sha256(files["prices"]).hexdigest(),
                                            "size": len(files["prices"]), "contentType": "application/json",
                                            "cacheControl": DATA}
 
@@ -228,7 +253,8 @@ def test_prefix_and_max_age(dirs, s3, bucket, endpoint):
     run(dirs["base"], bucket, endpoint, again, prefix="v1", max_age=120)
     data = {object_key("v1/", url) for url in urls if match(url).cache == "data"}
     assert "v1/stakers" in data and "v1/docs" not in data
-    assert sorted(again.puts) == sorted(data | {"v1/" + MANIFEST_KEY})
+    assert sorted(k for k in again.puts if not is_manifest(k, "v1/")) == sorted(data)
+    assert again.puts[-1] == "v1/" + MANIFEST_KEY  # status is unchanged
 
 
 def test_unchanged_run_uploads_nothing_and_a_changed_staker_only_its_files(dirs, s3, bucket, endpoint):
@@ -243,19 +269,60 @@ def test_unchanged_run_uploads_nothing_and_a_changed_staker_only_its_files(dirs,
     assert diff == {f"stakers/{addr}", f"rewards/{addr}", "stakers", "status"}
     rec = Recorder()
     run(dirs["changed"], bucket, endpoint, rec)
-    assert sorted(rec.puts) == sorted(diff | {MANIFEST_KEY})
+    assert sorted(data_puts(rec)) == sorted(diff)
     assert rec.puts[-2:] == [MANIFEST_KEY, "status"]
+    # The manifest moves by shard: the aggregates' and the changed staker's, then its root.
+    assert len([k for k in rec.puts if k.startswith(SHARD_DIR)]) == 2
     assert rec.puts.index(f"stakers/{addr}") < rec.puts.index("stakers")  # entity before the list naming it
     assert published(s3, bucket) == etags(changed)
 
 
-def test_objects_missing_from_the_bucket_are_uploaded_again(dirs, s3, bucket, endpoint):
+def test_lost_or_altered_objects_are_found_by_a_reconcile(dirs, s3, bucket, endpoint):
     run(dirs["base"], bucket, endpoint)
+    addr = dirs["changed_addr"]
+    s3.delete_object(Bucket=bucket, Key="prices/tj")
+    s3.put_object(Bucket=bucket, Key=f"stakers/{addr}", Body=b"{}")
+    # An ordinary run trusts the manifest: it reads two objects and changes nothing.
+    quiet = run(dirs["base"], bucket, endpoint, Recorder())
+    assert quiet.plan.empty and quiet.requests["GET"] == 2 and quiet.requests.keys() <= {"GET", "bytes received"}
+    rec = Recorder()
+    result = run(dirs["base"], bucket, endpoint, rec, verify=True)
+    assert result.plan.reconcile and sorted(data_puts(rec)) == ["prices/tj", f"stakers/{addr}"]
+    assert published(s3, bucket) == etags(expected(dirs["base"]))
+
+
+def test_a_lost_manifest_means_a_reconcile_not_a_full_upload(dirs, s3, bucket, endpoint):
+    run(dirs["base"], bucket, endpoint)
+    s3.delete_object(Bucket=bucket, Key=MANIFEST_KEY)
     s3.delete_object(Bucket=bucket, Key="prices/tj")
     rec = Recorder()
-    run(dirs["base"], bucket, endpoint, rec)
-    assert rec.puts == ["prices/tj"]
+    result = run(dirs["base"], bucket, endpoint, rec)
+    assert result.plan.reconcile and data_puts(rec) == ["prices/tj"] and rec.puts[-1] == MANIFEST_KEY
     assert published(s3, bucket) == etags(expected(dirs["base"]))
+    assert run(dirs["base"], bucket, endpoint).plan.empty
+
+
+def test_every_nth_run_reconciles(dirs, s3, bucket, endpoint, monkeypatch):
+    import publisher.publish as P
+
+    monkeypatch.setattr(P, "RECONCILE_EVERY", 2)
+    run(dirs["base"], bucket, endpoint)  # run 1, a reconcile (nothing was there)
+    s3.delete_object(Bucket=bucket, Key="prices/tj")
+    assert not run(dirs["changed"], bucket, endpoint).plan.reconcile  # run 2
+    result = run(dirs["newer"], bucket, endpoint)  # run 3: two runs since the last reconcile
+    assert result.plan.reconcile and "prices/tj" in [i.key for i in result.plan.upload]
+    assert published(s3, bucket) == etags(expected(dirs["newer"]))
+
+
+def test_a_file_changed_after_the_build_is_refused(dirs, tmp_path, s3, bucket, endpoint):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(dirs["base"], copy, symlinks=False)
+    (copy / "prices" / "tj.json").write_bytes(b'{"edited": true}\n')
+    with pytest.raises(PublisherError, match=r"/prices/tj changed since it was built"):
+        run(copy, bucket, endpoint)
+    assert contents(s3, bucket) == {}
 
 
 def test_removed_entities_are_deleted_after_the_new_data(dirs, s3, bucket, endpoint):
@@ -267,9 +334,10 @@ def test_removed_entities_are_deleted_after_the_new_data(dirs, s3, bucket, endpo
     first_delete = rec.ops.index(("delete", rec.deletes[0]))
     before = [k for _, k in rec.ops[:first_delete]]
     after = [k for op, k in rec.ops[first_delete:] if op == "put"]
-    assert {"stakers", "metrics", "docs.html"} <= set(before) and after == [MANIFEST_KEY, "status"]
+    assert {"stakers", "metrics", "docs.html"} <= set(before)
+    assert [k for k in after if not k.startswith(SHARD_DIR)] == [MANIFEST_KEY, "status"]
     assert published(s3, bucket) == etags(expected(dirs["removed"]))
-    assert f"stakers/{gone}" not in json.loads(get(s3, bucket, MANIFEST_KEY))["files"]
+    assert f"stakers/{gone}" not in manifest_files(s3, bucket)
 
 
 def test_failure_midway_keeps_the_previous_status_and_a_rerun_completes(dirs, s3, bucket, endpoint):

@@ -49,7 +49,7 @@ def rendered(demo_snapshot):
     out = {}
     for path in ("/rewards/params", "/rewards/grid", "/rewards/{address}"):
         for url, body in registry.load_all()[path].render(ctx):
-            out[url] = body
+            out[url] = registry.resolve(body)  # per-staker bodies are deferred until a build needs them
     return out
 
 

@@ -5,6 +5,7 @@ the API shows them the way Avalanche tools do (``NodeID-…`` and plain CB58).""
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
 ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _INDEX = {c: i for i, c in enumerate(ALPHABET)}
@@ -31,6 +32,7 @@ def _b58decode(text: str) -> bytes:
     return b"\0" * pad + body
 
 
+@lru_cache(maxsize=1 << 16)  # a build encodes each minipool's IDs for several files
 def cb58encode(data: bytes) -> str:
     return _b58encode(data + hashlib.sha256(data).digest()[-4:])
 

@@ -18,7 +18,6 @@ class Context:
         self.cadence_seconds = cadence_seconds
         self.version = version
         self.validator_default_rate_pct = validator_default_rate_pct
-        self.files: dict[str, bytes] = {}  # rendered so far, by URL path (read by /status)
         self._memo: dict[Callable, Any] = {}
 
     def cached(self, fn: Callable[["Context"], Any]) -> Any:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
 from . import schema as S
 from .common import meta
@@ -65,7 +66,10 @@ def not_found(ctx: Context):
     "/status", tag="About", summary="Run stamp",
     description="When and from which block this data was built, which version built it, when the next "
                 "update is due, and a digest of every other published file. Published last, so it always "
-                "describes complete data.",
+                "describes complete data. It is the freshness authority: an aggregate whose content did not "
+                "change since an earlier run keeps that run's bytes, so its `meta.block` is the block its "
+                "content was last read at (it is the same at this block), while `block` here is the block "
+                "of this run.",
     cache="status", final=True,
     schema=S.obj({
         "network": S.described(S.STRING, "network name: mainnet, fuji or devnet"),
@@ -85,16 +89,18 @@ def not_found(ctx: Context):
         "meta": S.META,
     }),
 )
-def status(ctx: Context):
+def status(ctx: Context, files: Mapping[str, tuple[str, int]]):
+    """``files``: every other file of the run, URL path -> (sha256, size). The build calls this
+    last, with the digests of what it wrote, so /status reads no shared state."""
     s = ctx.snap
     digest = hashlib.sha256()
-    for path in sorted(ctx.files):
-        digest.update(f"{path} {hashlib.sha256(ctx.files[path]).hexdigest()}\n".encode())
+    for path in sorted(files):
+        digest.update(f"{path} {files[path][0]}\n".encode())
     yield "/status", {
         "network": s.network, "chainId": s.chain_id,
         "block": {"number": s.block.number, "hash": s.block.hash, "timestamp": s.block.timestamp},
         "generatedAt": ctx.generated_at, "version": ctx.version, "cadenceSeconds": ctx.cadence_seconds,
         "nextUpdateBy": ctx.generated_at + ctx.cadence_seconds,
-        "files": {"count": len(ctx.files), "bytes": sum(len(b) for b in ctx.files.values()), "sha256": digest.hexdigest()},
+        "files": {"count": len(files), "bytes": sum(size for _, size in files.values()), "sha256": digest.hexdigest()},
         "warnings": list(s.warnings), "meta": meta(ctx),
     }

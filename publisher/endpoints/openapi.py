@@ -23,7 +23,10 @@ DESCRIPTION = (
     "chain at one block per run and served from a CDN. Token amounts are JSON numbers in whole tokens, "
     "percentages are numbers in percent (fields say so: `…Pct`, `…Apr`, `…_apy`), timestamps are unix "
     "seconds, addresses are EIP-55, node IDs are `NodeID-…`; exact integers (wei) appear as decimal "
-    "strings where exactness matters. Aggregates carry `meta.block`, the block every value was read at."
+    "strings where exactness matters. Aggregates carry `meta.block`, the block at which their content was "
+    "last read: a file whose content did not change since an earlier run keeps that run's bytes and stamp "
+    "(its values still hold at the latest run's block). `/status` names the latest run's block and is the "
+    "authority on freshness."
 )
 
 

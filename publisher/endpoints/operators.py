@@ -8,9 +8,9 @@ from ..compute.nodeid import node_id
 from . import schema as S
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
-from .registry import Param, endpoint
+from .registry import Deferred, Param, endpoint
 from .units import tokens
-from .rewards import ADDRESS_REWARDS, staker_rewards
+from .rewards import ADDRESS_REWARDS, rewards_inputs, staker_rewards
 
 TOKENS = S.NON_NEGATIVE
 COUNT = {"type": "integer", "minimum": 0}
@@ -84,9 +84,11 @@ def staker_path(address: str) -> str:
     }),
 )
 def stakers(ctx: Context):
-    pools = ctx.cached(staker_minipools)
-    rows = [staker_record(st, pools.get(st.staker_addr, [])) for st in ctx.snap.stakers]
-    yield "/stakers", {"stakers": rows, "count": len(rows), "meta": meta(ctx)}
+    def make():
+        pools = ctx.cached(staker_minipools)
+        rows = [staker_record(st, pools.get(st.staker_addr, [])) for st in ctx.snap.stakers]
+        return {"stakers": rows, "count": len(rows), "meta": meta(ctx)}
+    yield "/stakers", Deferred((ctx.snap.stakers, ctx.snap.minipools), make)
 
 
 @endpoint(
@@ -102,12 +104,13 @@ def stakers(ctx: Context):
 )
 def staker(ctx: Context):
     pools = ctx.cached(staker_minipools)
+    shared = ctx.cached(rewards_inputs)
     for st in ctx.snap.stakers:
         mine = pools.get(st.staker_addr, [])
-        yield f"/stakers/{staker_path(st.staker_addr)}", {
+        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, mine, shared), lambda st=st, mine=mine: {
             "staker": staker_record(st, mine), "minipools": [minipool_record(m) for m in mine],
             "rewards": staker_rewards(ctx, st),
-        }
+        })
 
 
 @endpoint(
@@ -122,9 +125,11 @@ def staker(ctx: Context):
     }),
 )
 def minipools(ctx: Context):
-    rows = [minipool_record(m) for m in ctx.snap.minipools]
-    counts = status_counts(ctx.snap.minipools)
-    yield "/minipools", {"minipools": rows, "count": len(rows), "countsByStatus": counts, "meta": meta(ctx)}
+    def make():
+        rows = [minipool_record(m) for m in ctx.snap.minipools]
+        counts = status_counts(ctx.snap.minipools)
+        return {"minipools": rows, "count": len(rows), "countsByStatus": counts, "meta": meta(ctx)}
+    yield "/minipools", Deferred(ctx.snap.minipools, make)
 
 
 @endpoint(
@@ -135,7 +140,7 @@ def minipools(ctx: Context):
 )
 def minipool(ctx: Context):
     for m in ctx.snap.minipools:
-        yield f"/minipools/{node_id(m.node_id)}", {"minipool": minipool_record(m)}
+        yield f"/minipools/{node_id(m.node_id)}", Deferred(m, lambda m=m: {"minipool": minipool_record(m)})
 
 
 PROVIDER = S.obj({
@@ -172,6 +177,12 @@ PROVIDER = S.obj({
 )
 def validators(ctx: Context):
     s = ctx.snap
+    inputs = (s.minipools, s.validators, s.missing_validators, s.validator_source)
+    yield "/validators", Deferred(inputs, lambda: validators_body(ctx))
+
+
+def validators_body(ctx: Context) -> dict:
+    s = ctx.snap
     by_node = {v.node_id: v for v in s.validators}
     rows = []
     for m in s.minipools:
@@ -187,5 +198,5 @@ def validators(ctx: Context):
                 "potentialDelegationReward": tokens(v.delegation_reward, 9),
                 "avalanchegoVersion": v.avalanchego_version,
             }})
-    yield "/validators", {"validators": rows, "count": len(rows), "missing": list(s.missing_validators),
-                          "source": s.validator_source, "meta": meta(ctx)}
+    return {"validators": rows, "count": len(rows), "missing": list(s.missing_validators),
+            "source": s.validator_source, "meta": meta(ctx)}

@@ -3,11 +3,10 @@ render function — and build, check, the OpenAPI document, serve and publish al
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from .context import Context
 
 # Cache-Control per policy; "{max_age}" follows the profile's publish cadence.
 CACHE_POLICIES = {
@@ -16,7 +15,22 @@ CACHE_POLICIES = {
     "status": "public, max-age=30, stale-while-revalidate=30, stale-if-error=86400",
 }
 
-Render = Callable[[Context], Iterable[tuple[str, Any]]]
+Render = Callable[..., Iterable[tuple[str, Any]]]  # (ctx), or (ctx, files) for final endpoints
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A body computed only when a build needs it. ``inputs`` is everything the body is computed
+    from; its ``repr`` is hashed, so a build reuses the previous file while the hash is unchanged.
+    Per-entity endpoints yield these (thousands of files whose inputs rarely change), and so do the
+    large aggregates."""
+
+    inputs: Any
+    make: Callable[[], Any]
+
+
+def resolve(value: Any) -> Any:
+    return value.make() if isinstance(value, Deferred) else value
 
 
 @dataclass(frozen=True)
@@ -41,7 +55,8 @@ class Endpoint:
     cache: str = "data"
     params: tuple[Param, ...] = ()
     content_type: str = "application/json"
-    final: bool = False  # rendered after every other file, because it describes them (/status)
+    # Rendered after every other file, from their digests (render(ctx, files)): /status.
+    final: bool = False
     documented: bool = True  # listed in the OpenAPI document and the pages
 
     @property
@@ -81,6 +96,7 @@ def endpoint(path: str, *, summary: str, schema: dict, **kwargs) -> Callable[[Re
         if path in REGISTRY:
             raise ValueError(f"endpoint {path} declared twice")
         REGISTRY[path] = Endpoint(path, summary, schema, render, **kwargs)
+        _candidates.cache_clear()
         return render
 
     return register
@@ -90,6 +106,7 @@ def function_endpoint(path: str, *, summary: str, schema: dict, **kwargs) -> Non
     if path in REGISTRY:
         raise ValueError(f"endpoint {path} declared twice")
     REGISTRY[path] = Endpoint(path, summary, schema, None, **kwargs)
+    _candidates.cache_clear()
 
 
 def file_for(url_path: str) -> str:
@@ -110,10 +127,22 @@ def url_for(file_name: str) -> str:
 
 
 def match(url_path: str) -> Endpoint | None:
-    for ep in load_all().values():
+    for ep in _candidates(url_path.count("/"), url_path.split("/", 2)[1] if "/" in url_path else ""):
         if ep.pattern.match(url_path):
             return ep
     return None
+
+
+@cache
+def _candidates(depth: int, first: str) -> tuple[Endpoint, ...]:
+    """The endpoints that can match a path of this depth and first segment, in registry order: a
+    build or check matches tens of thousands of paths, and most templates cannot apply."""
+    out = []
+    for ep in load_all().values():
+        head = ep.path.split("/", 2)[1] if "/" in ep.path else ""
+        if ep.path.count("/") == depth and (head == first or head.startswith("{")):
+            out.append(ep)
+    return tuple(out)
 
 
 def load_all() -> dict[str, Endpoint]:

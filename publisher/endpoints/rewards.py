@@ -6,6 +6,7 @@ paths are declared before it and win in ``registry.match``.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 
 from ..compute import params as P
@@ -14,7 +15,7 @@ from ..snapshot import Staker
 from . import schema as S
 from .common import meta
 from .context import Context
-from .registry import Param, endpoint, function_endpoint
+from .registry import Deferred, Param, endpoint, function_endpoint
 
 TAG = "Rewards"
 GRID_AVAX = tuple(range(1000, 10_001, 1000))  # whole AVAX
@@ -231,6 +232,16 @@ def nodeop_apr(ctx: Context) -> tuple[float, float]:
     return low, high
 
 
+def rewards_inputs(ctx: Context) -> str:
+    """A digest of everything staker_rewards reads besides the staker itself (the params without
+    their block stamp, the distribution time, the eligibility rule, the price's timestamp): per-staker
+    files are rendered again when it changes."""
+    s = ctx.snap
+    doc = {k: v for k, v in ctx.cached(rewards_params).items() if k != "block"}
+    shared = [doc, P.next_distribution_time(s), s.settings.rewards_eligibility_min_seconds, s.oracle.timestamp]
+    return hashlib.sha256(R.canonical_json(shared)).hexdigest()
+
+
 def staker_rewards(ctx: Context, st: Staker) -> dict:
     """Rewards view of one staker (also embeddable in /stakers/{address})."""
     p = ctx.cached(parsed_params)
@@ -346,5 +357,6 @@ function_endpoint(
                   {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, lowercase=True),),
 )
 def address_rewards(ctx: Context):
+    shared = ctx.cached(rewards_inputs)
     for st in ctx.snap.stakers:
-        yield rewards_path(st.staker_addr), staker_rewards(ctx, st)
+        yield rewards_path(st.staker_addr), Deferred((st, shared), lambda st=st: staker_rewards(ctx, st))

@@ -43,9 +43,12 @@ BLOCK = obj({
     "number": described(INTEGER, "block number (height) on the C-Chain"),
     "hash": {"type": "string", "pattern": "^0x[0-9a-f]{64}$", "description": "block hash, 0x-prefixed hex"},
     "timestamp": described(TIMESTAMP, "block time, unix seconds"),
-}, description="the block every chain value of this run was read at")
+}, description="the block this content was read at")
 META = obj({
     "network": described(STRING, "network name: mainnet, fuji or devnet"),
     "chainId": described(INTEGER, "EVM chain id (43114 mainnet, 43113 Fuji)"),
     "block": BLOCK,
-}, description="where the values come from: every chain value of a run is read at this block")
+}, description="where the values come from: the block at which this content was last read. Every "
+                "chain value of a run is read at one block; a file whose content is unchanged since an "
+                "earlier run keeps that run's bytes, this stamp included (the content still holds at "
+                "/status's block, the freshness authority)")

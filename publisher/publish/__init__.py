@@ -1,26 +1,48 @@
 """Stage four: upload a built directory to S3 (+ CloudFront), changed objects only, /status last.
 
-Order of a run: guards (schemas and invariants, then the change bounds against the live data),
-entity files, aggregates, docs, deletes of removed entities, one docs invalidation, the manifest,
-/status. Anything failing stops the run with the manifest and /status still describing the
-previous one; a rerun uploads what is still missing and completes it.
+Order of a run: guards (the directory is a validated build; the change bounds against the live
+data), entity files, aggregates, docs, deletes of removed entities, one docs invalidation, the
+manifest's changed shards and its root, /status. Anything failing stops the run with the root and
+/status still describing the previous one; a rerun uploads what is still missing and completes it.
+
+A directory written by ``publisher build`` carries the build's record of every file's sha256: it
+is trusted (the build validated every file), and only the files to upload are read, each checked
+against its recorded digest. Any other directory is read and validated whole, as ``check`` does.
 """
 from __future__ import annotations
 
+import hashlib
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..endpoints.registry import file_for
 from ..errors import PublisherError
+from ..pipeline import read_record
 from ..validate import compare_previous, load_dir, network_profile, strict_loads, validate
-from .plan import MANIFEST_KEY, Item, Plan, items, make_plan, normalize_prefix, object_key
+from .plan import (
+    MANIFEST_KEY,
+    RECONCILE_EVERY,
+    Item,
+    Plan,
+    items,
+    make_plan,
+    normalize_prefix,
+    object_key,
+    parse_root,
+    parse_shard,
+    sha256,
+    shard_key,
+    shards_to_read,
+)
 from .s3 import S3Sink
 
 __all__ = ["publish", "Result", "Plan"]
 
-# The live objects the change bounds read (accumulated files: they may only grow).
-GUARDED = ("/status", "/prices", "/metrics", "/prices/history")
+# The live objects the change bounds read besides /status (accumulated files: they may only grow).
+GUARDED = ("/prices", "/metrics", "/prices/history")
 DEFAULT_MAX_AGE = 60
 
 
@@ -33,6 +55,7 @@ class Result:
     dry_run: bool
     seconds: float = 0.0
     invalidation: str | None = None
+    requests: dict[str, int] = field(default_factory=dict)
 
     def describe(self) -> list[str]:
         live = f"live block {self.live_block}" if self.live_block is not None else "nothing live yet"
@@ -40,58 +63,121 @@ class Result:
         p = self.plan
         if self.dry_run:
             return lines + p.describe() + ["dry run   nothing changed"]
+        manifest = f", manifest ({len(p.shards)} shards)" if p.manifest_changed else ""
         lines.append(f"published {len(p.upload)} objects ({p.upload_bytes:,} bytes), {len(p.unchanged)} unchanged, "
-                     f"{len(p.delete)} deleted" + (", manifest" if p.manifest_changed else "")
+                     f"{len(p.delete)} deleted" + manifest + (", full reconcile" if p.reconcile else "")
                      + f" in {self.seconds:.2f}s")
         if self.invalidation:
             lines.append(f"invalidated {', '.join(p.invalidation_paths)} ({self.invalidation})")
         return lines
 
 
+class Local:
+    """A built directory's files: URL path -> (sha256, size), and their bytes on demand."""
+
+    def __init__(self, directory: str | Path):
+        self.root = Path(directory).resolve()  # one tree, even if a build flips out/ meanwhile
+        self.cache: dict[str, bytes] = {}
+        try:
+            status = (self.root / "status.json").read_bytes()
+        except OSError:
+            raise PublisherError(f"{directory} is not a built directory (no status.json)") from None
+        record = read_record(self.root)
+        recorded = record["files"].get("/status") if record else None
+        if recorded and recorded[0] == sha256(status):
+            self.files = {url: (e[0], e[1]) for url, e in record["files"].items()}  # type: ignore[index]
+            self.trusted = True
+        else:
+            self.cache = load_dir(self.root)
+            self.files = {url: (sha256(b), len(b)) for url, b in self.cache.items()}
+            self.trusted = False
+        self.status_bytes = status
+        self.status = strict_loads(status)
+
+    def read(self, url: str) -> bytes:
+        data = self.cache.get(url)
+        if data is None:
+            data = (self.root / file_for(url)).read_bytes()
+            if sha256(data) != self.files[url][0]:
+                raise PublisherError(f"refusing to publish {self.root}: {url} changed since it was built "
+                                     "(publisher check says more)")
+        return data
+
+    def check(self, directory) -> object:
+        """Refuse a directory that would not pass `publisher check`; returns its network's profile."""
+        try:
+            profile = network_profile({"/status": self.status_bytes}, directory)
+        except PublisherError as exc:
+            raise PublisherError(f"refusing to publish {exc}") from None
+        if not self.trusted:
+            problems = validate(self.cache, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
+            if problems:
+                more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+                raise PublisherError(f"refusing to publish {directory}: {problems[0]}{more}")
+        return profile
+
+
 def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_url: str | None = None,
             region: str | None = None, distribution_id: str | None = None, dry_run: bool = False,
-            force: bool = False, max_age: int | None = None, workers: int = 16, session=None) -> Result:
+            force: bool = False, max_age: int | None = None, workers: int = 16, session=None,
+            verify: bool = False) -> Result:
     t0 = time.monotonic()
     prefix = normalize_prefix(prefix)
-    files = load_dir(directory)
-    if "/status" not in files:
-        raise PublisherError(f"{directory} is not a built directory (no status.json)")
-    status, profile = _check(files, directory)
+    local = Local(directory)
+    profile = local.check(directory)
+    status = local.status
 
     sink = S3Sink(bucket, endpoint_url=endpoint_url, region=region, session=session, workers=workers)
     target = sink.where(prefix)
-    live = {url: sink.get(object_key(prefix, url)) for url in GUARDED}
-    live = {url: body for url, body in live.items() if body is not None}
+    live_status = sink.get(object_key(prefix, "/status"))
+    live_root_bytes = sink.get(prefix + MANIFEST_KEY)
+    live_root = parse_root(live_root_bytes)
+    all_items = items(local.files, prefix, max_age or status.get("cadenceSeconds") or DEFAULT_MAX_AGE)
+    names = shards_to_read(all_items, live_root)
+    live_shards = dict(zip(names, _map(lambda n: parse_shard(sink.get(shard_key(prefix, n))), names, workers), strict=True))
+
     if not force:
-        problems = _guards(live, files, status, profile)
+        problems = _guards(_live_guarded(sink, prefix, live_status, live_shards, all_items, local), local, status, profile)
         if problems:
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
             raise PublisherError(f"refusing to publish to {target}: {problems[0]}{more}; --force overrides")
 
-    plan = make_plan(items(files, prefix, max_age or status.get("cadenceSeconds") or DEFAULT_MAX_AGE),
-                     prefix=prefix, status=status, old_manifest=sink.get(prefix + MANIFEST_KEY),
-                     present=sink.sizes(prefix), live_status=live.get("/status"))
-    result = Result(plan, target, status["block"]["number"], _block(live.get("/status")), dry_run)
+    reconcile = verify or live_root is None or live_root.run + 1 - live_root.reconciled >= RECONCILE_EVERY
+    listing = md5 = None
+    if reconcile:
+        listing = sink.listing(prefix)
+        md5 = lambda x: hashlib.md5(x if isinstance(x, bytes) else local.read(x.url)).hexdigest()  # noqa: E731
+    plan = make_plan(all_items, prefix=prefix, status=status, live_root=live_root, live_shards=live_shards,
+                     live_status=live_status, listing=listing, md5=md5)
+    result = Result(plan, target, status["block"]["number"], _block(live_status), dry_run)
     if not dry_run:
-        result.invalidation = _execute(plan, sink, distribution_id, workers)
+        for item in plan.upload:  # every file it sends is the file the build validated, or nothing is sent
+            local.read(item.url)
+        result.invalidation = _execute(plan, sink, local, distribution_id, workers)
     result.seconds = time.monotonic() - t0
+    result.requests = dict(sink.requests)
     return result
 
 
-def _check(files: dict[str, bytes], directory) -> tuple[dict, object]:
-    """Refuse a directory that would not pass `publisher check`; returns its status and profile."""
-    try:
-        profile = network_profile(files, directory)
-    except PublisherError as exc:
-        raise PublisherError(f"refusing to publish {exc}") from None
-    problems = validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
-    if problems:
-        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise PublisherError(f"refusing to publish {directory}: {problems[0]}{more}")
-    return strict_loads(files["/status"]), profile
+def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_shards: dict, all_items: list[Item],
+                  local: Local) -> dict[str, bytes]:
+    """The live objects the change bounds read. One the manifest says equals ours is not fetched."""
+    live = {"/status": live_status} if live_status is not None else {}
+    by_url = {i.url: i for i in all_items}
+    for url in GUARDED:
+        item = by_url.get(url)
+        if item is None:
+            continue
+        if item.shard not in live_shards and live_status is not None:
+            live[url] = local.read(url)  # its shard is unchanged: the live object is ours
+            continue
+        body = sink.get(object_key(prefix, url))
+        if body is not None:
+            live[url] = body
+    return live
 
 
-def _guards(live: dict[str, bytes], files: dict[str, bytes], status: dict, profile) -> list[str]:
+def _guards(live: dict[str, bytes], files, status: dict, profile) -> list[str]:
     """Change bounds against the live run, and no silent switch of network under a bucket
     (compare_previous alone would skip its checks across networks)."""
     try:
@@ -102,7 +188,7 @@ def _guards(live: dict[str, bytes], files: dict[str, bytes], status: dict, profi
     if network != (status["network"], status["chainId"]):
         return [f"the live data is {network[0]} (chain {network[1]}), this build is "
                 f"{status['network']} (chain {status['chainId']})"]
-    return compare_previous(live, files, max_price_move_pct=profile.max_price_move_pct,
+    return compare_previous(live, _Files(files), max_price_move_pct=profile.max_price_move_pct,
                             max_staker_drop_pct=profile.max_staker_drop_pct)
 
 
@@ -113,9 +199,9 @@ def _block(status: bytes | None) -> int | None:
         return None
 
 
-def _execute(plan: Plan, sink: S3Sink, distribution_id: str | None, workers: int) -> str | None:
+def _execute(plan: Plan, sink: S3Sink, local: Local, distribution_id: str | None, workers: int) -> str | None:
     for wave in ("entities", "aggregates", "docs"):
-        _put_all(sink, plan.wave(wave), workers)
+        _map(lambda i: sink.put(i, local.read(i.url)), plan.wave(wave), workers)
     if plan.delete:
         sink.delete(plan.delete)
     invalidation = None
@@ -123,19 +209,42 @@ def _execute(plan: Plan, sink: S3Sink, distribution_id: str | None, workers: int
         # Before the manifest: if the run stops after this, the rerun re-sends the same request
         # (same reference), so the docs are never left cached and unrecorded.
         invalidation = sink.invalidate(distribution_id, plan.invalidation_paths, plan.manifest_sha256)
+    _map(lambda kv: sink.put_bytes(kv[0], kv[1], "application/json", "no-store", sha256(kv[1])),
+         list(plan.shards.items()), workers)
     if plan.manifest_changed:
         sink.put_bytes(plan.manifest_key, plan.manifest, "application/json", "no-store", plan.manifest_sha256)
     for item in plan.wave("final"):
-        sink.put(item)
+        sink.put(item, local.read(item.url))
     return invalidation
 
 
-def _put_all(sink: S3Sink, wave: list[Item], workers: int) -> None:
-    if not wave:
-        return
-    pool = ThreadPoolExecutor(max_workers=min(workers, len(wave)), thread_name_prefix="publish")
+class _Files(Mapping):
+    """The local files by URL path, read when the guards ask."""
+
+    def __init__(self, local: Local):
+        self.local = local
+
+    def __getitem__(self, url: str) -> bytes:
+        if url not in self.local.files:
+            raise KeyError(url)
+        return self.local.read(url)
+
+    def __iter__(self):
+        return iter(self.local.files)
+
+    def __len__(self) -> int:
+        return len(self.local.files)
+
+
+def _map(fn, work: list, workers: int) -> list:
+    """fn over work on a thread pool, results in order; the first failure stops the run."""
+    if len(work) <= 1:
+        return [fn(w) for w in work]
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(work)), thread_name_prefix="publish")
     try:
-        for future in as_completed([pool.submit(sink.put, item) for item in wave]):
-            future.result()  # the first failure stops the run
+        futures = [pool.submit(fn, w) for w in work]
+        for future in as_completed(futures):
+            future.result()
+        return [f.result() for f in futures]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

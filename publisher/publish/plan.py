@@ -1,11 +1,25 @@
-"""What a publish will do, decided from the local files and what the bucket holds, without I/O.
+"""What a publish will do, decided from the local digests and the parts of the bucket's manifest
+that differ, without I/O.
 
 Object keys mirror URL paths without the file extension (``/stakers/0xab…`` -> ``stakers/0xab…``,
-``/`` -> ``index.html``). A manifest object lists every key with its sha256, so a run uploads only
-what changed: mtimes and ETags say nothing about content across machines and multipart uploads.
+``/`` -> ``index.html``). The bucket's manifest says what each key holds (sha256, size, headers):
+mtimes and ETags say nothing about content across machines and multipart uploads. It is sharded so
+a run moves what changed, not the whole list:
+
+- ``_manifest.json``, the root: this run's stamp, the /status entry, a run counter and the sha256
+  of every shard;
+- ``_manifest/<shard>.json``: the entries of one shard. Entity keys are spread over 256 shards by
+  a hash of their last segment (so /stakers/0xab… and /rewards/0xab… share one); aggregates and
+  docs form the shard ``aggregates``.
+
+A run compares its own shards' digests with the root's and reads only the shards that differ. A
+lost or tampered object is found by a full reconcile — a listing of the bucket compared with the
+local files' MD5 (the ETag of a single-part upload) — on ``--verify``, when the root is missing or
+unreadable, and every ``RECONCILE_EVERY`` runs.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -13,7 +27,10 @@ from dataclasses import dataclass, field
 from ..endpoints.registry import CACHE_POLICIES, match
 
 MANIFEST_KEY = "_manifest.json"
-MANIFEST_FORMAT = "ggp-publisher-manifest/1"
+SHARD_DIR = "_manifest/"
+MANIFEST_FORMAT = "ggp-publisher-manifest/2"
+AGGREGATES = "aggregates"
+RECONCILE_EVERY = 24  # runs that changed something; about two hours at the mainnet cadence
 # Upload order. Entity files go before the aggregates that list them, so a client following a
 # link from a fresh /stakers never meets a 404; docs after data; "final" (/status) after the
 # manifest, so the live /status only ever describes complete data.
@@ -34,64 +51,112 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def canonical(doc) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
 @dataclass(frozen=True)
 class Item:
-    """One local file as it is to be stored."""
+    """One local file as it is to be stored (its bytes are read only if it is uploaded)."""
 
     key: str
     url: str
-    body: bytes = field(repr=False)
     sha256: str
+    size: int
     content_type: str
     cache_control: str
     wave: str
-
-    @property
-    def size(self) -> int:
-        return len(self.body)
+    shard: str  # the manifest shard that lists it
 
     def entry(self) -> dict:
         return {"sha256": self.sha256, "size": self.size, "contentType": self.content_type,
                 "cacheControl": self.cache_control}
 
 
-def items(files: dict[str, bytes], prefix: str, max_age: int) -> list[Item]:
-    """Every file of a validated build (so every URL has an endpoint), in upload order."""
+def shard_of(key: str, wave: str) -> str:
+    if wave != "entities":
+        return AGGREGATES
+    return hashlib.sha256(key.rsplit("/", 1)[-1].encode()).hexdigest()[:2]
+
+
+def items(files: dict[str, tuple[str, int]], prefix: str, max_age: int) -> list[Item]:
+    """Every file of a validated build (URL path -> (sha256, size)), in upload order."""
     out = []
-    for url, body in files.items():
+    for url, (digest, size) in files.items():
         ep = match(url)
         if ep is None:
             raise ValueError(f"{url}: no endpoint declares this path")
         wave = ("final" if ep.final else "docs" if ep.cache == "docs"
                 else "entities" if "{" in ep.path else "aggregates")
-        out.append(Item(object_key(prefix, url), url, body, sha256(body), ep.content_type,
-                        CACHE_POLICIES[ep.cache].format(max_age=max_age), wave))
+        key = object_key(prefix, url)
+        out.append(Item(key, url, digest, size, ep.content_type,
+                        CACHE_POLICIES[ep.cache].format(max_age=max_age), wave, shard_of(key, wave)))
     return sorted(out, key=lambda i: (WAVES.index(i.wave), i.key))
 
 
-def manifest(all_items: list[Item], status: dict) -> bytes:
-    return json.dumps({
+@functools.lru_cache(maxsize=2)
+def _shards(all_items: tuple[Item, ...]) -> dict[str, bytes]:
+    groups: dict[str, dict] = {}
+    for i in all_items:
+        if i.wave != "final":
+            groups.setdefault(i.shard, {})[i.key] = i.entry()
+    return {name: canonical(entries) for name, entries in groups.items()}
+
+
+def shards(all_items: list[Item]) -> dict[str, bytes]:
+    """Shard name -> its manifest object's bytes (every item but /status, which the root holds)."""
+    return dict(_shards(tuple(all_items)))
+
+
+def shard_key(prefix: str, name: str) -> str:
+    return f"{prefix}{SHARD_DIR}{name}.json"
+
+
+@dataclass
+class Root:
+    """The bucket's manifest root, as read."""
+
+    shards: dict[str, str]
+    status: dict | None
+    run: int
+    reconciled: int
+
+
+def parse_root(data: bytes | None) -> Root | None:
+    """None when absent or unreadable: the run then reconciles against a listing, and deletes
+    nothing (only keys a manifest vouches for are ever ours to delete)."""
+    if not data:
+        return None
+    try:
+        doc = json.loads(data)
+        if doc["format"] != MANIFEST_FORMAT or not isinstance(doc["shards"], dict):
+            return None
+        return Root({str(k): str(v) for k, v in doc["shards"].items()}, doc.get("status"),
+                    int(doc["run"]), int(doc["reconciled"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def parse_shard(data: bytes | None) -> dict[str, dict] | None:
+    try:
+        doc = json.loads(data or b"")
+    except ValueError:
+        return None
+    return {k: v for k, v in doc.items() if isinstance(v, dict)} if isinstance(doc, dict) else None
+
+
+def root(status_item: Item, status: dict, shard_bodies: dict[str, bytes], run: int, reconciled: int) -> bytes:
+    return canonical({
         "format": MANIFEST_FORMAT,
         "generatedAt": status["generatedAt"],
         "network": status["network"],
         "chainId": status["chainId"],
         "block": status["block"],
-        "files": {i.key: i.entry() for i in all_items},
-    }, sort_keys=True, separators=(",", ":")).encode()
-
-
-def parse_manifest(data: bytes | None) -> dict[str, dict]:
-    """The ``files`` of a manifest; empty when absent or unreadable (everything is then uploaded,
-    and nothing is deleted: only keys a manifest vouches for are ever ours to delete)."""
-    if not data:
-        return {}
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        return {}
-    if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT or not isinstance(doc.get("files"), dict):
-        return {}
-    return {k: v for k, v in doc["files"].items() if isinstance(v, dict)}
+        "status": status_item.entry(),
+        "run": run,
+        "reconciled": reconciled,
+        "shards": {name: sha256(body) for name, body in shard_bodies.items()},
+    })
 
 
 @dataclass
@@ -100,8 +165,10 @@ class Plan:
     upload: list[Item]  # in upload order, /status last
     unchanged: list[Item]
     delete: list[str]
+    shards: dict[str, bytes] = field(repr=False)  # shard key -> body, to upload
     manifest: bytes = field(repr=False)
-    manifest_changed: bool
+    manifest_changed: bool = False
+    reconcile: bool = False
 
     @property
     def manifest_key(self) -> str:
@@ -123,6 +190,10 @@ class Plan:
         return sum(i.size for i in self.unchanged)
 
     @property
+    def manifest_bytes(self) -> int:
+        return sum(map(len, self.shards.values())) + (len(self.manifest) if self.manifest_changed else 0)
+
+    @property
     def invalidation_paths(self) -> list[str]:
         """CDN paths of changed docs objects. Data needs none: its max-age is the publish cadence."""
         paths = set()
@@ -134,12 +205,14 @@ class Plan:
 
     @property
     def empty(self) -> bool:
-        return not (self.upload or self.delete or self.manifest_changed)
+        return not (self.upload or self.delete or self.manifest_changed or self.shards)
 
     def describe(self) -> list[str]:
+        manifest = (f", manifest ({len(self.shards)} shards, {self.manifest_bytes:,} bytes)"
+                    if self.manifest_changed or self.shards else "")
         lines = [f"plan      {len(self.upload)} to upload ({self.upload_bytes:,} bytes), "
                  f"{len(self.unchanged)} unchanged ({self.unchanged_bytes:,} bytes), {len(self.delete)} to delete"
-                 + (", manifest" if self.manifest_changed else "")]
+                 + manifest + (", full reconcile" if self.reconcile else "")]
         for verb, keys in (("upload", [i.key for i in self.upload]), ("delete", self.delete)):
             lines += [f"{verb:<9} {k}" for k in keys[:LISTED]]
             if len(keys) > LISTED:
@@ -147,25 +220,70 @@ class Plan:
         return lines
 
 
-def make_plan(all_items: list[Item], *, prefix: str, status: dict, old_manifest: bytes | None,
-              present: dict[str, int], live_status: bytes | None) -> Plan:
+def shards_to_read(all_items: list[Item], live_root: Root | None) -> list[str]:
+    """The shards whose live entries this run needs: those whose digest differs from ours."""
+    if live_root is None:
+        return []
+    local = {n: sha256(b) for n, b in _with_emptied(shards(all_items), live_root.shards).items()}
+    return sorted(n for n in local.keys() | live_root.shards.keys() if local.get(n) != live_root.shards.get(n))
+
+
+def _with_emptied(local: dict[str, bytes], old: dict[str, str]) -> dict[str, bytes]:
+    """A shard whose keys are all gone stays, empty: it records their deletion."""
+    return {**{n: canonical({}) for n in old.keys() - local.keys()}, **local}
+
+
+def _etag_is(etag: str, md5: str) -> bool:
+    return etag.strip('"') == md5  # a multipart or KMS-encrypted ETag never matches: uploaded again
+
+
+def make_plan(all_items: list[Item], *, prefix: str, status: dict, live_root: Root | None,
+              live_shards: dict[str, dict | None], live_status: bytes | None,
+              listing: dict[str, tuple[int, str]] | None = None, md5=None) -> Plan:
     """Decide uploads and deletes.
 
-    ``present`` maps the keys found in the bucket to their sizes: an object the old manifest lists
-    but the bucket lacks (or holds truncated) is uploaded again, so a rerun repairs. /status is
-    compared with the live object itself rather than the manifest, because the manifest is
-    written just before it and may already describe a /status that never made it.
+    ``live_shards``: the shards read from the bucket (those ``shards_to_read`` named); every other
+    shard is the same as ours, entry for entry. ``listing`` (key -> (size, ETag)) and ``md5``
+    (item or bytes -> hex) make it a full reconcile: an object is unchanged only if the bucket
+    holds it with our bytes. /status is compared with the live object itself, because the
+    manifest is written just before it and may describe a /status that never made it.
     """
-    old = parse_manifest(old_manifest)
-    upload, unchanged = [], []
+    old = live_root.shards if live_root else {}
+    local_shards = _with_emptied(shards(all_items), old)
+    local_sha = {n: sha256(b) for n, b in local_shards.items()}
+
+    def live_entry(i: Item) -> dict | None:
+        if i.shard in live_shards:
+            return (live_shards[i.shard] or {}).get(i.key)
+        return i.entry() if old.get(i.shard) == local_sha[i.shard] else None
+
+    upload: list[Item] = []
+    unchanged: list[Item] = []
     for i in all_items:
         if i.wave == "final":
             same = live_status is not None and sha256(live_status) == i.sha256
+        elif listing is not None:
+            got = listing.get(i.key)
+            same = (got is not None and got[0] == i.size and _etag_is(got[1], md5(i))
+                    and (live_root is None or live_entry(i) == i.entry()))
         else:
-            same = old.get(i.key) == i.entry() and present.get(i.key) == i.size
+            same = live_entry(i) == i.entry()
         (unchanged if same else upload).append(i)
+
     keys = {i.key for i in all_items}
-    manifest_key = prefix + MANIFEST_KEY
-    delete = sorted(k for k in old if k not in keys and k in present and k.startswith(prefix) and k != manifest_key)
-    body = manifest(all_items, status)
-    return Plan(prefix, upload, unchanged, delete, body, body != old_manifest)
+    delete = {k for shard in live_shards.values() if shard for k in shard
+              if k not in keys and k.startswith(prefix) and not k.startswith(prefix + SHARD_DIR)
+              and k != prefix + MANIFEST_KEY and (listing is None or k in listing)}
+    send = {n for n in local_shards if local_sha[n] != old.get(n)}
+    if listing is not None:
+        send |= {n for n in local_shards
+                 if not _etag_is((listing.get(shard_key(prefix, n)) or (0, ""))[1], md5(local_shards[n]))}
+    status_item = next(i for i in all_items if i.wave == "final")
+    changed = bool(upload or delete or send)
+    run = (live_root.run if live_root else 0) + (1 if changed or live_root is None else 0)
+    reconciled = run if listing is not None else live_root.reconciled if live_root else run
+    body = root(status_item, status, local_shards, run, reconciled)
+    return Plan(prefix, upload, unchanged, sorted(delete),
+                {shard_key(prefix, n): local_shards[n] for n in sorted(send)}, body,
+                manifest_changed=changed or live_root is None or listing is not None,
+                reconcile=listing is not None)

@@ -2,6 +2,8 @@
 (environment, AWS config, instance or OIDC role) and never pass through this code."""
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from contextlib import contextmanager
 
 import boto3
@@ -36,6 +38,17 @@ class S3Sink:
                                              config=config)
         except (BotoCoreError, ValueError) as exc:
             raise PublisherError(f"s3://{bucket}: cannot create the client: {self._reason(exc)}") from None
+        # What a run costs: requests by HTTP method (retries included), "bytes sent" and "bytes received".
+        self.requests: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self.s3.meta.events.register("before-send.s3", self._count)
+
+    def _count(self, request=None, **_):
+        self._add(getattr(request, "method", "?"))
+
+    def _add(self, what: str, n: int = 1) -> None:
+        with self._lock:
+            self.requests[what] += n
 
     def where(self, prefix: str) -> str:
         return f"s3://{self.bucket}/{prefix}"
@@ -60,25 +73,28 @@ class S3Sink:
     def get(self, key: str) -> bytes | None:
         with self._errors("read", key):
             try:
-                return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+                body = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+                self._add("bytes received", len(body))
+                return body
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") in MISSING:
                     return None
                 raise
 
-    def sizes(self, prefix: str) -> dict[str, int]:
-        """Every key under the prefix with its size."""
+    def listing(self, prefix: str) -> dict[str, tuple[int, str]]:
+        """Every key under the prefix with its size and ETag."""
         out = {}
         with self._errors("list", prefix):
             for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
                 for obj in page.get("Contents", ()):
-                    out[obj["Key"]] = obj["Size"]
+                    out[obj["Key"]] = (obj["Size"], obj.get("ETag", ""))
         return out
 
-    def put(self, item: Item) -> None:
-        self.put_bytes(item.key, item.body, item.content_type, item.cache_control, item.sha256)
+    def put(self, item: Item, body: bytes) -> None:
+        self.put_bytes(item.key, body, item.content_type, item.cache_control, item.sha256)
 
     def put_bytes(self, key: str, body: bytes, content_type: str, cache_control: str, sha256: str) -> None:
+        self._add("bytes sent", len(body))
         with self._errors("upload", key):
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type,
                                CacheControl=cache_control, Metadata={"sha256": sha256})

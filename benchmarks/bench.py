@@ -1,0 +1,236 @@
+"""Benchmark: the whole pipeline on the devnet `scale` scenario (10 000 stakers, 3 000 minipools).
+
+Run: python benchmarks/bench.py [--json FILE] [--quick]   (or `make bench`)
+
+Measures, in one devnet session: the snapshot; a full build by stage and `publisher check`; a
+rebuild one block later with k = 0, 1, 10, 100 changed stakers (each after a warm-up, so both
+trees behind out/ exist, as in a long-running publisher); publishing against moto's S3 server over
+HTTP (first, nothing changed, one block later with 10 changed stakers: seconds, requests, bytes);
+the rewards function (warm p50/p99, cold import); `publisher serve` requests per second.
+
+Every figure carries the load average of the moment, because the machine is shared: wall seconds
+are what the targets speak of, CPU seconds (this process) say how much of it was our own work.
+No assertions: the tests assert behaviour.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import http.client
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+WAD = 10**18
+TARGETS = {
+    "full build": "<= 6 s", "check": "<= 3 s", "rebuild k<=10": "snapshot + <= 1 s",
+    "publish unchanged": "<= 2 s, <= 5 requests", "publish k=10": "<= 3 s, <= 15 objects, <= 1 MB beyond",
+}
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+class Clock:
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        self.load = load()
+
+
+def machine() -> dict:
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cores": os.cpu_count(), "cpu": model, "python": sys.version.split()[0]}
+
+
+def changed_stakers(snap, k: int, round_: int):
+    step = max(1, len(snap.stakers) // max(k, 1))
+    return [dataclasses.replace(st, ggp_rewards=st.ggp_rewards + (round_ + 1) * WAD)
+            for st in snap.stakers[::step][:k]]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", dest="json_path")
+    ap.add_argument("--scenario", default="scale")
+    ap.add_argument("--quick", action="store_true", help="skip the function and serve figures")
+    args = ap.parse_args()
+    os.environ.setdefault("SOURCE_DATE_EPOCH", "1800000000")
+    logging.getLogger().setLevel(logging.ERROR)
+
+    from publisher.collect import collect, devnet_profile
+    from publisher.config import load_profile
+    from publisher.devnet import running
+    from publisher.devnet.changes import write_stakers
+    from publisher.pipeline import build
+    from publisher.validate import load_dir, network_profile, validate
+
+    report: dict = {"machine": machine(), "scenario": args.scenario, "targets": TARGETS}
+    rows: list[tuple[str, str, str]] = []
+
+    def row(name: str, value: str, note: str = "") -> None:
+        rows.append((name, value, note))
+        print(f"{name:<42} {value:<44} {note}", flush=True)
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-"))
+    out = tmp / "out"
+    with running(args.scenario) as net:
+        row("devnet seeded", f"{net.seconds:.1f} s", f"load {load()}")
+        profile = devnet_profile(load_profile("devnet"), net)
+        with Clock() as c:
+            got = collect(profile)
+        snap = got.snapshot
+        n = got.counters
+        report["snapshot"] = {"seconds": c.wall, "cpu": c.cpu, "load": c.load, "http_requests": n.http_requests + got.http.requests,
+                              "rpc_calls": n.rpc_calls, "stakers": snap.staker_count, "minipools": snap.minipool_count}
+        row("snapshot", f"{c.wall:.2f} s (cpu {c.cpu:.2f})",
+            f"load {c.load}; {n.http_requests + got.http.requests} HTTP requests, {n.rpc_calls} JSON-RPC calls")
+
+        with Clock() as c:
+            built = build(snap, profile, out)
+        report["full_build"] = {"seconds": c.wall, "cpu": c.cpu, "load": c.load, "files": built.count,
+                                "bytes": built.bytes, "stages": built.stages}
+        stages = ", ".join(f"{k} {v:.2f}" for k, v in built.stages.items())
+        row("full build (render+validate+write)", f"{c.wall:.2f} s (cpu {c.cpu:.2f})",
+            f"load {c.load}; {built.count:,} files, {built.bytes / 1e6:.1f} MB; {stages}")
+        row("full build + snapshot", f"{c.wall + report['snapshot']['seconds']:.2f} s", "target <= 6 s")
+
+        with Clock() as c:
+            files = load_dir(out)
+            p = network_profile(files, out)
+            problems = validate(files, feed_max_age=p.feed_max_age, oracle_max_age=p.oracle_max_age)
+        del files
+        report["check"] = {"seconds": c.wall, "cpu": c.cpu, "load": c.load, "problems": len(problems)}
+        row("check", f"{c.wall:.2f} s (cpu {c.cpu:.2f})", f"load {c.load}; {len(problems)} problems; target <= 3 s")
+
+        report["rebuild"] = {}
+        for i, k in enumerate((0, 1, 10, 100)):
+            for warm in (True, False):  # the warm-up brings the other tree up to date
+                write_stakers(net.url, net.addresses["Staking"], changed_stakers(snap, k, 2 * i + warm))
+                with Clock() as s:
+                    snap = collect(profile).snapshot
+                with Clock() as c:
+                    built = build(snap, profile, out)
+            report["rebuild"][k] = {"snapshot": s.wall, "seconds": c.wall, "cpu": c.cpu, "load": c.load,
+                                    "rendered": built.rendered, "written": built.written, "stages": built.stages}
+            row(f"rebuild one block later, k={k}", f"snapshot {s.wall:.2f} + build {c.wall:.2f} s (cpu {c.cpu:.2f})",
+                f"load {c.load}; {built.rendered} rendered, {built.written} written")
+
+        report["publish"] = publish_figures(out, snap, net, profile, row)
+
+    if not args.quick:
+        report["function"] = function_figures(snap, row)
+        report["serve"] = serve_figures(out, snap, row)
+    report["rows"] = rows
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
+        print(f"wrote {args.json_path}")
+    subprocess.run(["rm", "-rf", str(tmp)], check=False)
+
+
+def publish_figures(out: Path, snap, net, profile, row) -> dict:
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from publisher.collect import collect
+    from publisher.devnet.changes import write_stakers
+    from publisher.pipeline import build
+    from publisher.publish import publish
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    for var, value in (("AWS_ACCESS_KEY_ID", "bench"), ("AWS_SECRET_ACCESS_KEY", "bench"), ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(var, value)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="api")
+    figures = {}
+    try:
+        cases = [("first", None), ("nothing changed", None), ("one block later, k=10", 10)]
+        for name, k in cases:
+            if k is not None:
+                write_stakers(net.url, net.addresses["Staking"], changed_stakers(snap, k, 99))
+                snap = collect(profile).snapshot
+                build(snap, profile, out)
+            with Clock() as c:
+                result = publish(out, "api", endpoint_url=endpoint)
+            r, plan = result.requests, result.plan
+            requests = sum(v for key, v in r.items() if not key.startswith("bytes"))
+            moved = r.get("bytes sent", 0) + r.get("bytes received", 0)
+            beyond = moved - plan.upload_bytes
+            figures[name] = {"seconds": c.wall, "cpu": c.cpu, "load": c.load, "requests": dict(r),
+                             "objects": len(plan.upload), "object_bytes": plan.upload_bytes,
+                             "manifest_objects": len(plan.shards) + int(plan.manifest_changed),
+                             "bytes_moved": moved, "beyond_objects": beyond}
+            row(f"publish: {name}", f"{c.wall:.2f} s (cpu {c.cpu:.2f}), {requests} requests",
+                f"load {c.load}; {len(plan.upload)} objects ({plan.upload_bytes:,} B) + "
+                f"{len(plan.shards) + int(plan.manifest_changed)} manifest objects; {beyond:,} B beyond the objects")
+    finally:
+        server.stop()
+    return figures
+
+
+def function_figures(snap, row) -> dict:
+    import bench_function
+
+    with tempfile.TemporaryDirectory(prefix="bench-function-") as tmp:
+        r = bench_function.run(snap, Path(tmp), 20_000, 20)
+    w, c = r["warm_us"], r["cold_ms"]
+    row("function warm p50 / p99", f"{w['p50']} / {w['p99']} us", f"load {load()}")
+    row("function cold import (median of 20)", f"{c['import_median']} ms", f"load {load()}")
+    return r
+
+
+def serve_figures(out: Path, snap, row, seconds: float = 3.0, clients: int = 4) -> dict:
+    from publisher.serve import make_server
+
+    server = make_server(out, "127.0.0.1", 0)
+    port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    paths = ["/metrics", "/prices", f"/stakers/{snap.stakers[0].staker_addr}", "/rewards/params"]
+    counts = [0] * clients
+    stop = time.perf_counter() + seconds
+
+    def client(i: int) -> None:
+        while time.perf_counter() < stop:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", paths[counts[i] % len(paths)])
+            conn.getresponse().read()
+            conn.close()
+            counts[i] += 1
+
+    workers = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    t0 = time.perf_counter()
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    server.shutdown()
+    server.server_close()
+    rate = sum(counts) / elapsed
+    row("serve", f"{rate:.0f} requests/s", f"load {load()}; {clients} clients in this process, small files")
+    return {"requests_per_second": rate, "requests": sum(counts), "load": load()}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Small changes to a running devnet between two builds, through the devnet-only setters: the
+incremental-build tests and the benchmarks change a few stakers, then mine one block."""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..chain import abis
+from ..chain.rpc import RpcClient
+from ..snapshot import Staker
+from .seed import DEPLOYER, TX_GAS, set_stakers
+
+FIELDS = [(name, re.sub(r"([A-Z])", r"_\1", name).lower()) for name, _ in abis.STAKER_FIELDS]
+
+
+def write_stakers(url: str, staking: str, stakers: Sequence[Staker], *, seconds: int = 12) -> None:
+    """Store these stakers (new or changed; the contract keeps getTotalGGPStake in step) in one
+    block ``seconds`` after the head; with no stakers, mine an empty block."""
+    client = RpcClient([url])
+    head = client.request("eth_getBlockByNumber", ["latest", False])
+    client.request("evm_setNextBlockTimestamp", [hex(int(head["timestamp"], 16) + seconds)])
+    if not stakers:
+        client.request("evm_mine", [])
+        return
+    rows = [tuple(getattr(st, attr) for _, attr in FIELDS) for st in stakers]
+    tx = {"from": DEPLOYER, "to": staking, "data": "0x" + set_stakers.encode(rows).hex(), "gas": hex(TX_GAS)}
+    tx_hash = client.request("eth_sendTransaction", [tx])
+    receipt = client.request("eth_getTransactionReceipt", [tx_hash])
+    if receipt is None:  # the node mines on request (the seed leaves automine to the scenario)
+        client.request("evm_mine", [])
+        receipt = client.request("eth_getTransactionReceipt", [tx_hash])
+    if not receipt or int(receipt["status"], 16) != 1:
+        raise RuntimeError("setStakers failed on the devnet")

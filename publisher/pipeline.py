@@ -1,0 +1,432 @@
+"""The build core: Snapshot -> validated files in out/, doing work in proportion to what changed.
+
+``build(snapshot, profile, out)`` is what ``publisher build`` and the benchmarks call.
+
+``out`` is a symlink to one of two sibling trees, ``.out.a`` and ``.out.b``. A build brings the
+tree ``out`` does not point at from its own state (two runs ago) to this run's, touching only the
+files whose digest differs, then flips the link with one rename: a reader sees the previous tree
+or the new one, never a missing or half-written out/.
+
+Each tree holds a record, ``.build.json``: for every file its sha256, size and a key saying what
+it was made from. A per-entity file (``Deferred``) whose inputs hash to the same key is not
+rendered again: it is hard-linked from the live tree. An aggregate whose content apart from
+``meta`` is unchanged keeps its previous bytes, so its ``meta.block`` is the block at which that
+content was last read (it still holds at this run's block; /status names this run's block and is
+the freshness authority). Every file rendered is validated once, here, with its endpoint in hand;
+carried files were validated when they were written. The record is also the manifest
+``publisher publish`` trusts.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from . import __version__
+from .build import check_snapshot, generated_at
+from .config import Profile
+from .endpoints.context import Context
+from .endpoints.registry import Deferred, Endpoint, file_for, load_all
+from .endpoints.units import dumps
+from .errors import PublisherError
+from .snapshot import Snapshot
+from .validate import compare_previous, invariants, schema_problems, strict_loads
+
+RECORD = ".build.json"
+RECORD_FORMAT = "ggp-publisher-build/2"
+JSON = "application/json"
+
+
+@dataclass
+class Built:
+    out_dir: Path  # the link readers use
+    tree: Path  # the directory it points at
+    count: int
+    bytes: int
+    endpoints: int
+    rendered: int  # bodies computed and validated this run
+    carried: int  # files reused from the previous run without rendering
+    written: int  # files written or linked into the tree
+    seconds: float
+    stages: dict[str, float] = field(default_factory=dict)
+
+
+def context(snap: Snapshot, profile: Profile) -> Context:
+    return Context(snap, flags=profile.flags, generated_at=generated_at(),
+                   cadence_seconds=profile.cadence_seconds, version=__version__,
+                   validator_default_rate_pct=profile.validator_default_rate_pct)
+
+
+def bodies(ctx: Context) -> Iterator[tuple[Endpoint, str, object]]:
+    """(endpoint, URL path, body or Deferred) for every file but the final ones, in registry order."""
+    seen: set[str] = set()
+    for ep in load_all().values():
+        if ep.is_function or ep.final:
+            continue
+        assert ep.render is not None
+        for path, value in ep.render(ctx):
+            if not ep.pattern.match(path):
+                raise PublisherError(f"{ep.path} rendered a file at {path}, outside its path template")
+            if path in seen:
+                raise PublisherError(f"two responses for {path}")
+            seen.add(path)
+            yield ep, path, value
+
+
+def final_bodies(ctx: Context, files: Mapping[str, tuple[str, int]]) -> Iterator[tuple[Endpoint, str, object]]:
+    """The files that describe all the others (/status), from their digests."""
+    for ep in load_all().values():
+        if ep.final:
+            assert ep.render is not None
+            for path, body in ep.render(ctx, files):  # type: ignore[call-arg]
+                yield ep, path, body
+
+
+def encode(path: str, body) -> bytes:
+    try:
+        return body.encode() if isinstance(body, str) else dumps(body)
+    except ValueError as exc:  # NaN or Infinity
+        raise PublisherError(f"{path}: {exc}") from None
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def inputs_key(value: Deferred, memo: dict[int, str]) -> str:
+    return hashlib.blake2b(_describe(value.inputs, memo).encode(), digest_size=16).hexdigest()
+
+
+def _describe(x, memo: dict[int, str]) -> str:
+    """A complete, stable description of frozen dataclasses, tuples, lists and scalars: their repr,
+    each snapshot record's computed once per build however many files read it."""
+    kind = type(x)
+    if kind is tuple or kind is list:
+        parts = []
+        for item in x:  # records inline: tens of thousands of them per build
+            if type(item) in _RECORDS:
+                text = memo.get(id(item))
+                if text is None:
+                    text = memo[id(item)] = repr(item)
+                parts.append(text)
+            else:
+                parts.append(_describe(item, memo))
+        return "[" + ",".join(parts) + "]"
+    if kind in _RECORDS:
+        text = memo.get(id(x))  # snapshot records live as long as the build: ids are stable
+        if text is None:
+            text = memo[id(x)] = repr(x)
+        return text
+    if hasattr(kind, "__dataclass_fields__"):
+        _RECORDS.add(kind)
+        return _describe(x, memo)
+    return repr(x)
+
+
+_RECORDS: set[type] = set()
+
+
+def content_key(body: dict) -> str:
+    """The digest of an aggregate without its block stamp."""
+    return sha256(dumps({k: v for k, v in body.items() if k != "meta"}))
+
+
+@cache
+def code_digest() -> str:
+    """Digest of the package's code and templates: a per-entity key says nothing about the code
+    that renders it, so a different build of the publisher renders everything again."""
+    root = Path(__file__).parent
+    h = hashlib.sha256(__version__.encode())
+    for f in sorted([*root.rglob("*.py"), *root.rglob("*.j2")]):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def run_key(snap: Snapshot, profile: Profile) -> str:
+    """What every file of a run depends on besides its own inputs."""
+    return sha256(dumps([code_digest(), snap.network, snap.chain_id, dict(sorted(profile.flags.items())),
+                         profile.cadence_seconds, profile.validator_default_rate_pct]))
+
+
+# ---- the trees behind out/ ----------------------------------------------------------------------
+
+
+def trees(out: Path) -> tuple[Path | None, Path]:
+    """(the tree readers see now, or None; the tree this build writes)."""
+    a, b = out.parent / f".{out.name}.a", out.parent / f".{out.name}.b"
+    if out.is_symlink():
+        live = out.resolve()
+        return (live if live.is_dir() else None), (b if live.name == a.name else a)
+    return (out if out.is_dir() else None), a
+
+
+def read_record(tree: Path | None) -> dict | None:
+    if tree is None:
+        return None
+    try:
+        doc = json.loads((tree / RECORD).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != RECORD_FORMAT or not isinstance(doc.get("files"), dict):
+        return None
+    return doc
+
+
+class TreeWriter:
+    """Brings a tree that is not live to a new state, touching only files whose sha256 differs
+    from what its record says it holds. A file is unlinked before it is replaced: it may be a hard
+    link shared with the live tree."""
+
+    def __init__(self, tree: Path, holds: dict[str, list] | None):
+        if holds is None and tree.exists():
+            shutil.rmtree(tree)  # unknown content: start afresh
+        tree.mkdir(parents=True, exist_ok=True)
+        os.chmod(tree, 0o755)
+        (tree / RECORD).unlink(missing_ok=True)  # until finished, the tree vouches for nothing
+        self.tree = tree
+        self.root = str(tree)  # plain strings: tens of thousands of files, pathlib's overhead shows
+        self.holds = holds or {}
+        self.folders: set[str] = set()
+        self.written = 0
+
+    def _target(self, path: str) -> str:
+        f = f"{self.root}/{file_for(path)}"
+        if path in self.holds:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f)
+        else:
+            folder = os.path.dirname(f)
+            if folder not in self.folders:
+                os.makedirs(folder, exist_ok=True)
+                self.folders.add(folder)
+        return f
+
+    def _same(self, path: str, sha: str) -> bool:
+        held = self.holds.get(path)
+        return held is not None and held[0] == sha
+
+    def write(self, path: str, data: bytes, sha: str) -> None:
+        if not self._same(path, sha):
+            fd = os.open(self._target(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            self.written += 1
+
+    def link(self, path: str, source: Path, sha: str) -> None:
+        """Hard-link ``path`` from the tree ``source`` (the live one)."""
+        if not self._same(path, sha):
+            os.link(f"{source}/{file_for(path)}", self._target(path))
+            self.written += 1
+
+    def finish(self, record: dict) -> None:
+        for path in self.holds.keys() - record["files"].keys():
+            (self.tree / file_for(path)).unlink(missing_ok=True)
+        (self.tree / RECORD).write_bytes(json.dumps(record, separators=(",", ":"), sort_keys=True).encode())
+
+
+def flip(out: Path, tree: Path) -> None:
+    """Point ``out`` at ``tree`` with one rename."""
+    tmp = out.parent / f".{out.name}.link-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    os.symlink(tree.name, tmp)
+    if out.is_dir() and not out.is_symlink():
+        # Once, when out/ is still a plain directory: it becomes the other tree (two renames).
+        other = out.parent / f".{out.name}.{'b' if tree.name.endswith('.a') else 'a'}"
+        if other.exists():
+            shutil.rmtree(other)
+        os.rename(out, other)
+    os.replace(tmp, out)
+
+
+class TreeFiles(Mapping):
+    """URL path -> bytes of a built tree, read only when asked: the guards read a few files."""
+
+    def __init__(self, root: Path, extra: dict[str, bytes] | None = None):
+        self.root, self.extra = root, extra or {}
+
+    def __getitem__(self, path: str) -> bytes:
+        if path in self.extra:
+            return self.extra[path]
+        try:
+            return (self.root / file_for(path)).read_bytes()
+        except OSError:
+            raise KeyError(path) from None
+
+    def __iter__(self):
+        raise TypeError("a tree's files are read by path")
+
+    def __len__(self) -> int:
+        raise TypeError("a tree's files are read by path")
+
+
+def _previous_content(live: Path | None, path: str) -> tuple[str, bytes] | None:
+    """(content key, bytes) of an aggregate in a tree without a usable record."""
+    if live is None:
+        return None
+    try:
+        data = (live / file_for(path)).read_bytes()
+        body = strict_loads(data)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(body, dict) or dumps(body) != data:
+        return None  # not written by this serializer: nothing to keep
+    return content_key(body), data
+
+
+class _Bodies(dict):
+    """Bodies for the invariants; a carried aggregate is parsed from its file only if one reads it."""
+
+    def __getitem__(self, path):
+        value = super().__getitem__(path)
+        if isinstance(value, Path):
+            value = strict_loads(value.read_bytes())
+            self[path] = value
+        return value
+
+    def get(self, path, default=None):
+        try:
+            return self[path]
+        except KeyError:
+            return default
+
+
+def _carry(writer: TreeWriter, path: str, live: Path, old: list) -> bool:
+    """Link the live tree's file; False if it is gone (then it is rendered again)."""
+    try:
+        writer.link(path, live, old[0])
+    except FileNotFoundError:
+        return False
+    return True
+
+
+# ---- the build ---------------------------------------------------------------------------------
+
+
+def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool = False,
+          full: bool = False) -> Built:
+    """Render, validate and write what changed since the live tree; guards; flip ``out_dir``.
+
+    ``full``: render and validate every file, ignoring the previous run's record (the result is
+    byte for byte the same; the tests hold the incremental build to it)."""
+    t0 = time.monotonic()
+    stages: dict[str, float] = {}
+    check_snapshot(snap)
+    ctx = context(snap, profile)
+    out = Path(os.path.abspath(out_dir))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    live, tree = trees(out)
+    run = run_key(snap, profile)
+    prev = None if full else read_record(live)
+    prev_files: dict[str, list] = prev["files"] if prev else {}
+    same_run = prev is not None and prev.get("run") == run
+    held = read_record(tree) if tree.exists() else None
+    stages["records"] = time.monotonic() - t0
+
+    writer = TreeWriter(tree, held["files"] if held else None)
+    entries: dict[str, list] = {}  # path -> [sha256, size, inputs key, content key]
+    kept = _Bodies()  # aggregates' bodies for the invariants; entities: None
+    memo: dict[int, str] = {}
+    problems: list[str] = []
+    rendered = carried = 0
+    t = time.monotonic()
+    try:
+        for ep, path, value in bodies(ctx):
+            old = prev_files.get(path)
+            entity = "{" in ep.path
+            ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
+            if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old):
+                # Same inputs, same content: the previous file, block stamp included.
+                entries[path], kept[path] = old, None if entity else live / file_for(path)
+                carried += 1
+                continue
+            body = value.make() if isinstance(value, Deferred) else value
+            kept[path] = None if entity else body
+            ckey = None
+            if not entity and isinstance(body, dict) and isinstance(body.get("meta"), dict):
+                ckey = content_key(body)
+                before: tuple[str, bytes | None] | None
+                if prev is not None:
+                    before = (old[3], None) if old else None
+                else:
+                    before = _previous_content(live, path)
+                if before and before[0] == ckey and live is not None:
+                    # Only meta would change: keep the previous bytes.
+                    if before[1] is not None:
+                        data = before[1]
+                        writer.write(path, data, sha256(data))
+                        entries[path] = [sha256(data), len(data), ikey, ckey]
+                        carried += 1
+                        continue
+                    if old is not None and _carry(writer, path, live, old):
+                        entries[path] = [old[0], old[1], ikey, ckey]
+                        carried += 1
+                        continue
+            rendered += 1
+            if ep.content_type == JSON:
+                errors = schema_problems(ep, path, body)
+                if errors:
+                    problems += errors
+                    continue
+            data = encode(path, body)
+            sha = sha256(data)
+            writer.write(path, data, sha)
+            entries[path] = [sha, len(data), ikey, ckey]
+        stages["render+validate+write"] = time.monotonic() - t
+
+        t = time.monotonic()
+        final = {}
+        for ep, path, body in final_bodies(ctx, {p: (e[0], e[1]) for p, e in entries.items()}):
+            problems += schema_problems(ep, path, body)
+            final[path] = encode(path, body)
+            kept[path] = body
+        problems += invariants(kept, profile.feed_max_age, profile.oracle_max_age, now=snap.block.timestamp)
+        if live is not None and not force:
+            problems += compare_previous(TreeFiles(live), TreeFiles(tree, final),
+                                         max_price_move_pct=profile.max_price_move_pct,
+                                         max_staker_drop_pct=profile.max_staker_drop_pct)
+        if problems:
+            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise PublisherError(f"refusing to write {out_dir}: {problems[0]}{more}")
+        for path, data in final.items():
+            sha = sha256(data)
+            writer.write(path, data, sha)
+            entries[path] = [sha, len(data), None, None]
+        writer.finish({"format": RECORD_FORMAT, "run": run, "network": snap.network, "chainId": snap.chain_id,
+                       "block": {"number": snap.block.number, "hash": snap.block.hash,
+                                 "timestamp": snap.block.timestamp},
+                       "files": entries})
+        flip(out, tree)
+        stages["guards+status+swap"] = time.monotonic() - t
+    except BaseException:
+        shutil.rmtree(tree, ignore_errors=True)  # never live; the next build writes it afresh
+        raise
+    endpoints = sum(1 for e in load_all().values() if not e.is_function)
+    return Built(out, tree, len(entries), sum(e[1] for e in entries.values()), endpoints, rendered, carried,
+                 writer.written, time.monotonic() - t0, stages)
+
+
+def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> None:
+    """Write given files as the tree behind ``out_dir``, unvalidated and without a record (so
+    nothing trusts them): for directories made by hand."""
+    out = Path(os.path.abspath(out_dir))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _, tree = trees(out)
+    writer = TreeWriter(tree, None)
+    try:
+        for path, data in files.items():
+            writer.write(path, data, sha256(data))
+        flip(out, tree)
+    except BaseException:
+        shutil.rmtree(tree, ignore_errors=True)
+        raise

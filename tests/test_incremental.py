@@ -1,0 +1,168 @@
+"""The incremental build against a full one, on a devnet that moves between builds.
+
+Each step changes a few things on a private demo devnet through the devnet-only setters (a
+staker's unclaimed rewards, a staker's stake — which moves every estimate —, a new staker, or
+nothing but a new block), reads it again, and builds twice: incrementally over the previous tree,
+and with ``full=True`` (every file rendered and validated) over its own previous tree. The two
+trees must hold the same bytes every time.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import threading
+
+import pytest
+
+from publisher.collect import collect, devnet_profile
+from publisher.config import load_profile
+from publisher.devnet import running
+from publisher.devnet.changes import write_stakers
+from publisher.errors import PublisherError
+from publisher.pipeline import RECORD, build
+from publisher.snapshot import Staker
+from publisher.validate import load_dir
+
+EPOCH = "1800000000"
+WAD = 10**18
+
+
+@pytest.fixture(scope="module")
+def net():
+    with running("demo") as devnet:  # its own devnet: these tests change the chain
+        yield devnet
+
+
+@pytest.fixture(scope="module")
+def profile(net):
+    return devnet_profile(load_profile("devnet"), net)
+
+
+@pytest.fixture(autouse=True)
+def pinned_time(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+
+
+KINDS = ("rewards", "stake", "new", "nothing")
+
+
+def change(net, snap, rng: random.Random, kind: str) -> str:
+    stakers = list(snap.stakers)
+    picked: list[Staker] = []
+    if kind == "rewards":
+        for st in rng.sample(stakers, rng.randint(1, 4)):
+            picked.append(dataclasses.replace(st, ggp_rewards=st.ggp_rewards + rng.randint(1, 50) * WAD))
+    elif kind == "stake":
+        st = rng.choice([s for s in stakers if s.ggp_staked > 10 * WAD])
+        picked.append(dataclasses.replace(st, ggp_staked=st.ggp_staked - rng.randint(1, 10) * WAD))
+    elif kind == "new":
+        addr = "0x" + rng.getrandbits(160).to_bytes(20, "big").hex()
+        picked.append(dataclasses.replace(stakers[0], staker_addr=addr, ggp_rewards=rng.randint(0, 9) * WAD))
+    write_stakers(net.url, net.addresses["Staking"], picked)
+    return f"{kind} x{len(picked)}"
+
+
+def test_incremental_builds_equal_full_builds_over_random_changes(net, profile, tmp_path):
+    rng = random.Random(int(os.environ.get("INCREMENTAL_SEED", "15")))
+    inc, full = tmp_path / "inc" / "out", tmp_path / "full" / "out"
+    snap = collect(profile).snapshot
+    build(snap, profile, inc)
+    build(snap, profile, full, full=True)
+    kinds = [*KINDS, *rng.choices(KINDS, k=3)]
+    rng.shuffle(kinds)  # every kind of change at least once, in a random order
+    steps: list[str] = []
+    for kind in kinds:
+        steps.append(change(net, snap, rng, kind))
+        before = load_dir(inc)
+        snap = collect(profile).snapshot
+        built = build(snap, profile, inc)
+        build(snap, profile, full, full=True)
+        after = load_dir(inc)
+        assert after == load_dir(full), f"after {steps}"
+        assert json.loads(after["/status"])["block"]["number"] == snap.block.number
+        changed = {p for p in after if before.get(p) != after[p]}
+        assert built.rendered < len(after)  # the static docs at least are carried
+        if steps[-1].startswith(("rewards", "nothing")):
+            # Local changes: every staker's file not named stays as it was, and so does /minipools
+            # (its meta.block included), while /status moves to the new block.
+            assert not any(p.startswith("/minipools") for p in changed), steps
+            assert "/status" in changed and len([p for p in changed if p.startswith("/stakers/")]) <= 4
+            assert built.rendered <= 30, (steps, built.rendered)
+
+
+def test_an_unchanged_aggregate_keeps_its_bytes_and_block(net, profile, tmp_path):
+    out = tmp_path / "out"
+    first = collect(profile).snapshot
+    build(first, profile, out)
+    kept = (out / "minipools.json").read_bytes()
+    write_stakers(net.url, net.addresses["Staking"], [])  # a block that changes nothing
+    second = collect(profile).snapshot
+    assert second.block.number > first.block.number
+    built = build(second, profile, out)
+    assert (out / "minipools.json").read_bytes() == kept
+    assert json.loads(kept)["meta"]["block"]["number"] == first.block.number
+    assert json.loads((out / "status.json").read_bytes())["block"]["number"] == second.block.number
+    assert built.rendered < 20 and os.readlink(out) == ".out.b"
+
+
+def test_out_is_never_missing_while_builds_swap_it(net, profile, tmp_path):
+    out = tmp_path / "out"
+    snap = collect(profile).snapshot
+    build(snap, profile, out)
+    seen, stop = [], threading.Event()
+
+    def read():
+        while not stop.is_set():
+            try:
+                seen.append(json.loads((out / "status.json").read_bytes())["block"]["number"])
+            except (OSError, ValueError):
+                seen.append(None)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for _ in range(6):
+            build(snap, profile, out, full=True)
+    finally:
+        stop.set()
+        reader.join()
+    assert seen and None not in seen
+
+
+def test_a_refused_build_leaves_the_live_tree_and_its_record(net, profile, tmp_path):
+    out = tmp_path / "out"
+    snap = collect(profile).snapshot
+    build(snap, profile, out)
+    before, record = load_dir(out), (out / RECORD).read_bytes()
+    older = dataclasses.replace(snap, block=dataclasses.replace(snap.block, number=snap.block.number - 1))
+    with pytest.raises(PublisherError, match="older than the last run"):
+        build(older, profile, out)
+    assert load_dir(out) == before and (out / RECORD).read_bytes() == record
+    assert not (tmp_path / ".out.b").exists()
+
+
+def test_serve_follows_the_link_to_the_new_tree_and_hides_the_record(net, profile, tmp_path):
+    from publisher.serve import Site
+
+    out = tmp_path / "out"
+    snap = collect(profile).snapshot
+    build(snap, profile, out)
+    site = Site(out)
+    assert json.loads(site.get("/status", "", "GET")[2])["block"]["number"] == snap.block.number
+    newer = dataclasses.replace(snap, block=dataclasses.replace(snap.block, number=snap.block.number + 1))
+    build(newer, profile, out)
+    assert json.loads(site.get("/status", "", "GET")[2])["block"]["number"] == snap.block.number + 1
+    assert site.get("/.build", "", "GET")[0] == 404 and site.get("/" + RECORD, "", "GET")[0] == 404
+
+
+def test_a_file_missing_from_the_live_tree_is_rendered_again(net, profile, tmp_path):
+    out = tmp_path / "out"
+    snap = collect(profile).snapshot
+    build(snap, profile, out)
+    full = load_dir(out)
+    victim = next((out / "stakers").glob("*.json"))
+    victim.unlink()
+    build(snap, profile, out)
+    assert load_dir(out) == full
