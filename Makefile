@@ -61,6 +61,7 @@ bench: setup $(VENV)/.test
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_function.py
 	$(BIN)/python benchmarks/bench_live.py
+	$(BIN)/python benchmarks/bench_growth.py
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache
