@@ -12,6 +12,7 @@ Prints a table and the machine's load average; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -86,7 +87,7 @@ def measure(stakers: int, runs: int) -> dict:
 
 def slopes(rows: list[dict]) -> None:
     """Log-log slope of seconds and RSS from the previous size: 1.0 grows in proportion."""
-    for prev, row in zip(rows, rows[1:]):
+    for prev, row in itertools.pairwise(rows):
         span = math.log(row["stakers"] / prev["stakers"])
         for key in ("seconds", "peak_rss_mb", "seed_seconds"):
             row[f"slope_{key}"] = round(math.log(row[key] / prev[key]) / span, 2)

@@ -376,7 +376,7 @@ def test_zip_bytecode_is_this_runtimes_compiled_sources(tmp_path):
             code = marshal.loads(pyc[16:])
             assert code.co_filename == name
             assert code.co_consts[0] == compile(zf.read(name), name, "exec").co_consts[0]  # the module docstring
-    assert RUNTIME == f"python{sys.version_info.major}.{sys.version_info.minor}"
+    assert f"python{sys.version_info.major}.{sys.version_info.minor}" == RUNTIME
 
 
 EXTRACTED_CHILD = r"""

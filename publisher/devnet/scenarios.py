@@ -115,7 +115,7 @@ def build(name: str, stakers: int | None = None, minipools: int | None = None) -
     rate = 0.075
     owners = [_address(rng) for _ in range(shape.stakers)]
     pools = _minipools(rng, shape, owners, now, rate)
-    stakers = _stakers(rng, owners, pools, price, now)
+    rows = _stakers(rng, owners, pools, price, now)
     ls_total = sum(m["avaxLiquidStakerAmt"] for m in pools if m["status"] in (LAUNCHED, STAKING))
     # Most of the vault is out staking, as on mainnet, leaving the reserve and a little idle AVAX.
     target = ls_total * 115 // 100
@@ -123,7 +123,7 @@ def build(name: str, stakers: int | None = None, minipools: int | None = None) -
     deposits = [(_address(rng), int(target * w / sum(weights)) // WAD * WAD) for w in weights]
     # A paused-flag example with no side effect on seeding (the devnet Oracle ignores the flag).
     paused = {"Oracle": True, "TokenggAVAX": False}
-    return Scenario(name, start, now, stakers, pools, prices, deposits, rate, paused)
+    return Scenario(name, start, now, rows, pools, prices, deposits, rate, paused)
 
 
 def _address(rng: random.Random) -> str:
@@ -131,7 +131,7 @@ def _address(rng: random.Random) -> str:
     # which dominated generating the large sizes.
     raw = rng.randbytes(20).hex()
     digest = keccak(raw.encode()).hex()
-    return "0x" + "".join(c.upper() if d in "89abcdef" else c for c, d in zip(raw, digest))
+    return "0x" + "".join(c.upper() if d in "89abcdef" else c for c, d in zip(raw, digest[:40], strict=True))
 
 
 def _prices(rng: random.Random, start: int, days: int) -> list[tuple[int, int, int]]:

@@ -170,7 +170,7 @@ class Sender:
         if not self.pending:
             return []
         first, last = (int(r["blockNumber"], 16) for r in self._receipts([self.pending[0][0], self.pending[-1][0]]))
-        by_hash = {}
+        by_hash: dict[str, dict] = {}
         for i in range(first, last + 1, RECEIPT_BLOCKS):
             calls = [("eth_getBlockReceipts", [hex(n)]) for n in range(i, min(i + RECEIPT_BLOCKS, last + 1))]
             by_hash.update((r["transactionHash"], r) for block in self.client.batch(calls) for r in block or [])
