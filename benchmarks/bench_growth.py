@@ -6,8 +6,10 @@ For each size (stakers; minipools in proportion, as the `scale` scenario: 10k = 
 the devnet in process and runs the real CLI, `publisher build --rpc-url …`, as a subprocess into an
 empty folder. Records the seeding time, the build's wall time, the peak RSS of the build process
 (its own rusage, from wait4), the files it wrote and the requests it made (from its printed
-summary), and the log-log slope of seconds and RSS between consecutive sizes (1.0: linear).
-Prints a table and the machine's load average; asserts nothing.
+summary), and the log-log slope of seconds, CPU seconds and RSS between consecutive sizes (1.0:
+linear). The build's CPU time (user + system, from the same rusage) is the figure to compare on a
+shared machine: wall seconds there mostly measure the other load. Prints a table and the
+machine's load average; asserts nothing.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from publisher.devnet import running
 
+SLOPED = ("seconds", "cpu_seconds", "peak_rss_mb", "seed_seconds")
 NAMED = {"1k": 1_000, "3k": 3_000, "10k": 10_000, "30k": 30_000, "100k": 100_000}
 
 
@@ -89,7 +92,7 @@ def slopes(rows: list[dict]) -> None:
     """Log-log slope of seconds and RSS from the previous size: 1.0 grows in proportion."""
     for prev, row in itertools.pairwise(rows):
         span = math.log(row["stakers"] / prev["stakers"])
-        for key in ("seconds", "peak_rss_mb", "seed_seconds"):
+        for key in SLOPED:
             row[f"slope_{key}"] = round(math.log(row[key] / prev[key]) / span, 2)
 
 
@@ -103,12 +106,12 @@ def main() -> None:
     rows = [measure(n, args.runs) for n in parse_sizes(args.sizes)]
     slopes(rows)
     print()
-    print(f"{'stakers':>8} {'minipools':>9} {'seed s':>7} {'build s':>8} {'slope':>6} {'peak RSS MB':>12} {'slope':>6} "
-          f"{'files':>8} {'requests':>9} {'(RPC+API)':>10} {'load':>6}")
+    print(f"{'stakers':>8} {'minipools':>9} {'seed s':>7} {'build s':>8} {'slope':>6} {'CPU s':>7} {'slope':>6} "
+          f"{'peak RSS MB':>12} {'slope':>6} {'files':>8} {'requests':>9} {'(RPC+API)':>10} {'load':>6}")
     for r in rows:
         split = f"{r['rpc_http_requests']}+{r['api_requests']}"
         print(f"{r['stakers']:>8,} {r['minipools']:>9,} {r['seed_seconds']:>7.1f} {r['seconds']:>8.1f} "
-              f"{r.get('slope_seconds', ''):>6} {r['peak_rss_mb']:>12.0f} {r.get('slope_peak_rss_mb', ''):>6} "
+              f"{r.get('slope_seconds', ''):>6} {r['cpu_seconds']:>7.1f} {r.get('slope_cpu_seconds', ''):>6} {r['peak_rss_mb']:>12.0f} {r.get('slope_peak_rss_mb', ''):>6} "
               f"{r['files']:>8,} {r['requests']:>9} {split:>10} "
               f"{max(r['load']):>6.1f}")
     report = {"machine": {"cores": os.cpu_count(), "loadavg_end": [round(x, 2) for x in os.getloadavg()],
@@ -117,7 +120,7 @@ def main() -> None:
     if len(rows) > 1:
         span = math.log(rows[-1]["stakers"] / rows[0]["stakers"])
         report["slope_first_to_last"] = {k: round(math.log(rows[-1][k] / rows[0][k]) / span, 2)
-                                         for k in ("seconds", "peak_rss_mb", "seed_seconds")}
+                                         for k in SLOPED}
         print(f"slope {rows[0]['stakers']:,} -> {rows[-1]['stakers']:,}: {report['slope_first_to_last']}")
     print(f"machine: {os.cpu_count()} cores, load average now {report['machine']['loadavg_end']}")
     if args.json_path:
