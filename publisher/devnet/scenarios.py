@@ -105,7 +105,7 @@ class Scenario:
 
 
 def build(name: str, stakers: int | None = None, minipools: int | None = None) -> Scenario:
-    """The scenario's data; the same name and size always give the same data (seeded by name)."""
+    """The scenario's data; the same base scenario and size always give the same data."""
     name, seed, shape = resolve(name, stakers, minipools)
     rng = random.Random(f"ggp-devnet-{seed}")
     start = GENESIS_TIME + 3600
