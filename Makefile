@@ -61,6 +61,7 @@ lock:
 bench: setup $(VENV)/.test
 	$(BIN)/python benchmarks/bench.py $(if $(JSON),--json $(JSON))
 	$(BIN)/python benchmarks/bench_live.py
+	$(BIN)/python benchmarks/bench_growth.py
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache

@@ -28,9 +28,9 @@ class _LazyChoice(click.Choice):
 
 
 def _scenarios() -> list[str]:
-    from .devnet.scenarios import SHAPES
+    from .devnet.scenarios import names
 
-    return sorted(SHAPES)
+    return names()
 
 
 NETWORK = click.option("--network", type=click.Choice(NETWORKS), default="devnet", show_default=True)
@@ -47,6 +47,8 @@ def fail_cleanly(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
+        except click.ClickException:
+            raise  # a usage error: click prints it with the usage line and exits 2
         except PublisherError as exc:
             _fail(str(exc))
         except DeadlineExceeded as exc:
@@ -93,6 +95,8 @@ def main(verbose: bool) -> None:
 
 @main.command()
 @click.option("--scenario", type=SCENARIOS, default="demo", show_default=True)
+@click.option("--stakers", type=click.IntRange(min=2), help="Resize the scenario to this many stakers (minipools follow in proportion).")
+@click.option("--minipools", type=click.IntRange(min=0), help="Resize the scenario to this many minipools.")
 @click.option("--port", type=int, help="Port for the node (default: a free one).")
 @click.option("--as", "as_network", type=click.Choice([n for n in NETWORKS if n != "devnet"]),
               help="Rehearse a network: its chain id, contracts at its profile's addresses, stand-ins at its request paths.")
@@ -101,14 +105,17 @@ def main(verbose: bool) -> None:
               help="Wall-clock seconds per protocol day with --live.")
 @click.option("--seed", type=int, default=1, show_default=True, help="RNG seed of the --live run (same seed, same chain).")
 @fail_cleanly
-def devnet(scenario: str, port: int | None, as_network: str | None, live: bool, pace: float, seed: int) -> None:
+def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int | None, as_network: str | None,
+           live: bool, pace: float, seed: int) -> None:
     """Run the embedded devnet until interrupted."""
     from .devnet import running
 
-    if live and scenario != "demo":
-        raise click.UsageError("--live runs the demo scenario")
-    with running(scenario, port, as_network=as_network) as net:
-        click.echo(f"devnet '{scenario}'{f' rehearsing {as_network}' if as_network else ''} ready in {net.seconds:.1f}s")
+    if live and (scenario != "demo" or stakers or minipools is not None):
+        raise click.UsageError("--live runs the demo scenario at its own size")
+    with running(scenario, port, as_network=as_network, stakers=stakers, minipools=minipools) as net:
+        sc = net.scenario
+        click.echo(f"devnet '{sc.name}'{f' rehearsing {as_network}' if as_network else ''} ready in {net.seconds:.1f}s: "
+                   f"{len(sc.stakers):,} stakers, {len(sc.minipools):,} minipools")
         click.echo(f"RPC URL   {net.url}   (chain id {net.chain_id})")
         for name, addr in sorted(net.addresses.items()):
             click.echo(f"  {name:<16} {addr}")
@@ -280,11 +287,12 @@ def function() -> None:
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default="dist/rewards-function.zip", show_default=True)
 @fail_cleanly
 def function_package(out_path: str) -> None:
-    """Build the deployable zip: the handler and the formula, standard library only."""
-    from .function.package import HANDLER, build_zip
+    """Build the deployable zip: the handler and the formula, standard library only, with bytecode for
+    this Python, the Lambda runtime to deploy it on."""
+    from .function.package import HANDLER, RUNTIME, build_zip
 
     path, size = build_zip(out_path)
-    click.echo(f"packaged  {path} ({size:,} bytes), handler {HANDLER}")
+    click.echo(f"packaged  {path} ({size:,} bytes), handler {HANDLER}, bytecode for runtime {RUNTIME}")
 
 
 def _summary(got) -> None:

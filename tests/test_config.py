@@ -81,11 +81,13 @@ def test_readme_generated_tables_are_current():
 
 
 def test_cli_choices_come_from_the_code():
-    from publisher.devnet.scenarios import SHAPES
+    from publisher.devnet.scenarios import SHAPES, SIZES, names
 
-    help_text = CliRunner().invoke(cli, ["build", "--help"]).output
+    assert set(names()) == set(SHAPES) | set(SIZES) >= {"demo", "scale", "scale-1k", "scale-30k", "scale-100k"}
+    for command in ("devnet", "snapshot", "build"):
+        help_text = " ".join(CliRunner().invoke(cli, [command, "--help"]).output.split())
+        assert f"[{'|'.join(names())}]" in help_text, command
     assert f"[{'|'.join(NETWORKS)}]" in help_text
-    assert f"[{'|'.join(sorted(SHAPES))}]" in help_text
     bad = CliRunner().invoke(cli, ["build", "--scenario", "nope"])
     assert bad.exit_code == 2 and "nope" in bad.output
 

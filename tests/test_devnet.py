@@ -2,6 +2,7 @@
 compiled artifacts, startup failures and the `publisher devnet` command."""
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -23,6 +24,7 @@ from publisher.chain.reader import registry_key
 from publisher.chain.rpc import RpcClient, RpcError
 from publisher.devnet import running
 from publisher.devnet.anvil import CHAIN_ID, Anvil, _port_taken, free_port
+from publisher.devnet import scenarios
 from publisher.devnet.scenarios import DAY
 from publisher.devnet.seed import MULTICALL3, REGISTERED
 from publisher.errors import PublisherError
@@ -161,6 +163,88 @@ def test_automine_is_back_on_after_seeding(demo, rpc):
         receipt = send(rpc, a["Oracle"], Fn("setGGPPriceInAVAX(uint256,uint256)").encode(price + 1, stamp))
         assert eth_call(rpc, a["Oracle"], abis.getGGPPriceInAVAX, block=receipt["blockNumber"]) == (price + 1, stamp)
     assert eth_call(rpc, a["Oracle"], abis.getGGPPriceInAVAX) == (price, stamp)
+
+
+# ---- sized scenarios ---------------------------------------------------------------------------
+
+
+def test_sizes_resize_scale_in_proportion_and_a_size_is_one_chain():
+    base = scenarios.SHAPES["scale"]
+    for name, (family, stakers) in scenarios.SIZES.items():
+        got, seed, shape = scenarios.resolve(name)
+        assert family == "scale" and got == name and seed == f"scale-{stakers}x{stakers * 3 // 10}"
+        assert (shape.stakers, shape.minipools, shape.days) == (stakers, stakers * base.minipools // base.stakers, base.days)
+        assert sum(shape.status_mix) == shape.minipools
+        assert [n * base.minipools for n in shape.status_mix] == [n * shape.minipools for n in base.status_mix]
+        # The same size spelled either way is the same scenario, so the same chain.
+        assert scenarios.resolve("scale", stakers) == (name, seed, shape)
+    assert scenarios.resolve("scale-1k", 10_000) == ("scale", "scale", base)  # a base at its own size is itself
+    assert scenarios.resolve("demo", 100, 40)[:2] == ("demo-100x40", "demo-100x40")
+    with pytest.raises(ValueError, match="unknown scenario"):
+        scenarios.resolve("scale-2k")
+    small = scenarios.build("scale-1k")
+    assert (len(small.stakers), len(small.minipools)) == (1_000, 300)
+    assert small.stakers == scenarios.build("scale", 1_000).stakers != scenarios.build("scale", 1_000, 301).stakers
+    assert [sum(m["status"] == s for m in small.minipools) for s in range(7)] == list(scenarios.resolve("scale-1k")[2].status_mix)
+
+
+def test_a_sized_devnet_holds_the_size_asked_and_is_deterministic():
+    heads = []
+    for _ in range(2):
+        with running("scale", stakers=240, minipools=70) as net:
+            rpc = RpcClient([net.url])
+            a = net.addresses
+            assert eth_call(rpc, a["Staking"], abis.getStakerCount) == len(net.scenario.stakers) == 240
+            assert eth_call(rpc, a["MinipoolManager"], abis.getMinipoolCount) == len(net.scenario.minipools) == 70
+            assert net.scenario.name == "scale-240x70"
+            heads.append(header(rpc)["hash"])
+    assert heads[0] == heads[1]
+
+
+def test_publisher_devnet_takes_a_size():
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "publisher.cli", "devnet", "--scenario", "scale", "--stakers", "150", "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    out: queue.Queue = queue.Queue()
+    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not any("Ctrl-C" in line for line in lines):
+            assert time.monotonic() < deadline, f"devnet did not become ready: {lines}"
+            line = out.get(timeout=max(0.1, deadline - time.monotonic()))
+            assert line is not None, f"devnet exited early: {''.join(lines)}{proc.stderr.read()}"
+            lines.append(line)
+        text = "".join(lines)
+        assert re.search(r"^devnet 'scale-150x45' ready in [\d.]+s: 150 stakers, 45 minipools$", text, re.M), text
+        storage = re.search(r"^\s+Staking\s+(0x[0-9a-fA-F]{40})\s*$", text, re.M).group(1)
+        assert eth_call(RpcClient([f"http://127.0.0.1:{port}"]), storage, abis.getStakerCount) == 150
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_build_accepts_a_named_size(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "publisher.cli", "build", "--scenario", "scale-1k", "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    assert "read      1000 stakers, 300 minipools" in run.stdout
+    stakers = json.loads((tmp_path / "out" / "stakers.json").read_text())["stakers"]
+    assert len(stakers) == len(list((tmp_path / "out" / "stakers").glob("*.json"))) == 1_000
+
+
+def test_live_runs_only_the_demo_at_its_own_size():
+    from click.testing import CliRunner
+
+    from publisher.cli import main
+
+    got = CliRunner().invoke(main, ["devnet", "--live", "--stakers", "100"])
+    assert got.exit_code == 2 and "--live runs the demo scenario at its own size" in got.output
 
 
 # ---- compiled artifacts ------------------------------------------------------------------------

@@ -2,8 +2,11 @@
 agreement, and the deployable zip in a clean interpreter."""
 from __future__ import annotations
 
+import importlib.util
 import json
+import marshal
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -20,7 +23,7 @@ from publisher.compute import rewards as R
 from publisher.endpoints import registry
 from publisher.endpoints.context import Context
 from publisher.function import handler as H
-from publisher.function.package import HANDLER, build_zip
+from publisher.function.package import HANDLER, RUNTIME, build_zip
 
 WAD = R.WAD
 GOOD = "ggpStaked=1500&avaxStaked=1000"
@@ -346,13 +349,72 @@ print(json.dumps({"resp": resp, "third_party": third_party, "path": sys.path,
 def test_zip_is_deterministic_and_minimal(tmp_path):
     a, size = build_zip(tmp_path / "a" / "function.zip")
     b, _ = build_zip(tmp_path / "b" / "function.zip")
-    assert a.read_bytes() == b.read_bytes() and size == a.stat().st_size < 20_000
+    # Bytecode from another interpreter process is the same bytes too.
+    other = subprocess.run([sys.executable, "-c", "import sys; from publisher.function.package import build_zip; "
+                            "build_zip(sys.argv[1])", str(tmp_path / "c" / "function.zip")], capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr
+    assert a.read_bytes() == b.read_bytes() == (tmp_path / "c" / "function.zip").read_bytes()
+    assert size == a.stat().st_size < 40_000
     with zipfile.ZipFile(a) as zf:
-        assert zf.namelist() == ["handler.py", "rewards.py"]
+        assert zf.namelist() == sorted(["handler.py", "rewards.py", importlib.util.cache_from_source("handler.py"),
+                                        importlib.util.cache_from_source("rewards.py")])
         assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in zf.infolist())
         import publisher.compute.rewards as src
         assert zf.read("rewards.py") == open(src.__file__, "rb").read()
     assert HANDLER == "handler.handler"
+
+
+def test_zip_bytecode_is_this_runtimes_compiled_sources(tmp_path):
+    zip_path, _ = build_zip(tmp_path / "function.zip")
+    with zipfile.ZipFile(zip_path) as zf:
+        for name in ("handler.py", "rewards.py"):
+            pyc = zf.read(importlib.util.cache_from_source(name))
+            # PEP 552 header: magic, flags (bit 0: hash-based; bit 1 clear: never checked), source hash.
+            assert pyc[:4] == importlib.util.MAGIC_NUMBER
+            assert int.from_bytes(pyc[4:8], "little") == 0b01
+            assert pyc[8:16] == importlib.util.source_hash(zf.read(name))
+            code = marshal.loads(pyc[16:])
+            assert code.co_filename == name
+            assert code.co_consts[0] == compile(zf.read(name), name, "exec").co_consts[0]  # the module docstring
+    assert f"python{sys.version_info.major}.{sys.version_info.minor}" == RUNTIME
+
+
+EXTRACTED_CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import handler
+print(json.dumps({"resp": handler.handler(json.loads(sys.argv[2]), None),
+                  "cached": [handler.__cached__, handler.rewards.__cached__]}))
+"""
+
+
+def test_extracted_function_imports_its_bytecode_and_falls_back_to_source(tmp_path, params_file):
+    """Lambda extracts the zip into a read-only directory (-B: nothing is written): the modules
+    load from the shipped bytecode without reading the sources, and without the bytecode the
+    sources are what runs."""
+    zip_path, _ = build_zip(tmp_path / "function.zip")
+    task = tmp_path / "task"
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(task)
+    for name in ("handler.py", "rewards.py"):  # sources that fail if anything reads them
+        (task / name).write_text("raise SystemExit('source read')\n")
+    env = {"PATH": os.environ.get("PATH", ""), "REWARDS_PARAMS_URL": params_file.as_uri()}
+    query = "ggpStaked=2500.5&avaxStaked=3000"
+
+    def run():
+        return subprocess.run([sys.executable, "-I", "-S", "-B", "-c", EXTRACTED_CHILD, str(task), json.dumps(event(query))],
+                              capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
+
+    proc = run()
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["resp"]["statusCode"] == 200
+    assert out["resp"]["body"] == H.handler(event(query), None)["body"]
+    assert out["cached"] == [str(task / importlib.util.cache_from_source(n)) for n in ("handler.py", "rewards.py")]
+    shutil.rmtree(task / "__pycache__")
+    proc = run()
+    assert proc.returncode == 1 and "source read" in proc.stderr
+    assert not (task / "__pycache__").exists()
 
 
 def test_zip_runs_on_the_standard_library_alone(tmp_path, params_file, params_bytes):

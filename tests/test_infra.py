@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import yaml
@@ -35,6 +36,17 @@ def test_function_behaviour_keys_only_on_its_two_parameters():
     behaviours = res["Distribution"]["Properties"]["DistributionConfig"]["CacheBehaviors"]
     assert [b["PathPattern"] for b in behaviours] == ["/rewards/byStake"]
     assert "OriginRequestPolicyId" not in behaviours[0]  # nothing beyond the cache key reaches the function
+
+
+def test_function_runtime_is_the_python_its_bytecode_was_compiled_for(tmp_path):
+    from publisher.function.package import build_zip
+
+    zip_path, _ = build_zip(tmp_path / "function.zip")
+    with zipfile.ZipFile(zip_path) as zf:
+        tags = {m.group(1) for n in zf.namelist() if (m := re.fullmatch(r"__pycache__/\w+\.cpython-3(\d+)\.pyc", n))}
+    assert len(tags) == 1, zf.namelist()
+    runtime = _load_stack()["Resources"]["RewardsFunction"]["Properties"]["Runtime"]
+    assert runtime == f"python3.{tags.pop()}"  # else Lambda ignores the bytecode and compiles on every cold start
 
 
 def test_cdn_normalization_matches_serve():

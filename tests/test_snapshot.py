@@ -157,7 +157,7 @@ def test_apy_base_is_the_last_block_at_or_before_the_window_start(demo, demo_sna
 
 def test_a_pinned_read_returns_the_old_values_after_new_blocks(demo, demo_profile, rpc):
     number, now = head(rpc)
-    pinned = number - 1
+    pinned = number  # the seeded head: the stakers and minipools are written in its block
     first = Reader(RpcClient([demo.url]), demo_profile).read(block=pinned)
     assert first.block.number == pinned
     ch = Chain(demo, pinned)

@@ -19,7 +19,7 @@ class Devnet:
     chain_id: int
     scenario: Scenario
     addresses: dict[str, str]
-    seconds: float  # time taken to deploy and seed
+    seconds: float  # time taken to generate the scenario, deploy and seed
     # Base URLs of the stand-ins: "validator_api" (Glacier), "pchain_rpc", "price_api" (CoinGecko).
     services: dict[str, str] = field(default_factory=dict)
     standins: Standins | None = None  # their fault switches
@@ -27,14 +27,17 @@ class Devnet:
 
 
 @contextmanager
-def running(scenario: str = "demo", port: int | None = None, *, as_network: str | None = None) -> Iterator[Devnet]:
-    """Start anvil, deploy, seed ``scenario``, start the stand-ins; stop everything on exit.
+def running(scenario: str = "demo", port: int | None = None, *, as_network: str | None = None,
+            stakers: int | None = None, minipools: int | None = None) -> Iterator[Devnet]:
+    """Start anvil, deploy, seed ``scenario`` (resized to ``stakers``/``minipools`` when given, see
+    scenarios.resolve), start the stand-ins; stop everything on exit.
 
     ``as_network`` ("mainnet", "fuji") rehearses that network: its chain id, the contracts at its
     shipped profile's addresses, the stand-ins answering at its request paths (rehearsal.py)."""
     from .seed import deploy, seed
 
-    sc = build(scenario)
+    t0 = time.monotonic()
+    sc = build(scenario, stakers, minipools)
     profile = None
     if as_network:
         from ..config import load_profile
@@ -43,7 +46,6 @@ def running(scenario: str = "demo", port: int | None = None, *, as_network: str 
     chain_id = profile.chain_id if profile else CHAIN_ID
     network = profile.validator_network if profile else NETWORK
     with Anvil(port, chain_id=chain_id) as node, Standins(sc, network=network) as standins:
-        t0 = time.monotonic()
         client = RpcClient([node.url], max_attempts=2)
         if profile:
             from . import rehearsal

@@ -21,7 +21,7 @@ from ..errors import PublisherError
 CHAIN_ID = 43112  # Avalanche's local-network C-Chain id
 GENESIS_TIME = 1767225600  # 2026-01-01T00:00:00Z: fixed so every run has the same blocks
 MNEMONIC = "test test test test test test test test test test test junk"
-BLOCK_GAS_LIMIT = 2_000_000_000  # room for batch seeding of the scale scenario
+BLOCK_GAS_LIMIT = 100_000_000_000  # room for the 100 000-staker state in one seeding block
 
 _ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 PR_SET_PDEATHSIG = 1

@@ -33,6 +33,16 @@ class Shape:
     # share of minipools per status, in status order
     status_mix: tuple[int, ...]
 
+    def resized(self, stakers: int, minipools: int | None = None) -> Shape:
+        """The same scenario at another size: minipools (unless given) and the status mix in
+        proportion, the history window unchanged."""
+        if minipools is None:
+            minipools = stakers * self.minipools // self.stakers
+        if stakers < 2 or minipools < 0:
+            raise ValueError(f"a scenario needs at least 2 stakers and no negative minipools, not {stakers} and {minipools}")
+        whole = sum(self.status_mix)
+        return Shape(stakers, minipools, self.days, tuple(n * minipools // whole for n in self.status_mix))
+
 
 SHAPES = {
     "demo": Shape(stakers=48, minipools=64, days=75, status_mix=(5, 5, 30, 6, 10, 4, 4)),
@@ -41,6 +51,38 @@ SHAPES = {
     # of them Finished), rounded up: what the "Running against mainnet" figures are measured on.
     "mainnet-size": Shape(stakers=600, minipools=1_000, days=45, status_mix=(10, 10, 330, 40, 520, 60, 30)),
 }
+# Named sizes: `scale` at the staker counts growth is measured at (benchmarks/bench_growth.py),
+# minipools in proportion. `scale` itself is the 10 000.
+SIZES = {"scale-1k": ("scale", 1_000), "scale-30k": ("scale", 30_000), "scale-100k": ("scale", 100_000)}
+
+
+def names() -> list[str]:
+    """Every scenario name the devnet accepts: the scenarios, then the named sizes, smallest first."""
+    return [*SHAPES, *sorted(SIZES, key=lambda n: SIZES[n][1])]
+
+
+def resolve(name: str, stakers: int | None = None, minipools: int | None = None) -> tuple[str, str, Shape]:
+    """(name, RNG seed, shape) of scenario ``name`` resized to ``stakers``/``minipools`` (None
+    keeps the scenario's own; minipools follow the stakers in proportion).
+
+    The seed depends on the base scenario and the size only, so `scale --stakers 30000` and
+    `scale-30k` are the same chain, and a base scenario at its own size is the chain it always was.
+    """
+    if name in SIZES:
+        base, own = SIZES[name]
+        stakers = own if stakers is None else stakers
+    elif name in SHAPES:
+        base = name
+    else:
+        raise ValueError(f"unknown scenario {name!r}; choose one of {', '.join(names())}")
+    shape = SHAPES[base]
+    if stakers is not None or minipools is not None:
+        shape = shape.resized(shape.stakers if stakers is None else stakers, minipools)
+    if shape == SHAPES[base]:
+        return base, base, shape
+    seed = f"{base}-{shape.stakers}x{shape.minipools}"
+    named = [n for n, (b, count) in SIZES.items() if b == base and SHAPES[b].resized(count) == shape]
+    return (named[0] if named else seed), seed, shape
 
 
 @dataclass
@@ -63,11 +105,10 @@ class Scenario:
         return [m for m in self.minipools if m["status"] in (LAUNCHED, STAKING)]
 
 
-def build(name: str) -> Scenario:
-    if name not in SHAPES:
-        raise ValueError(f"unknown scenario {name!r}; choose one of {', '.join(SHAPES)}")
-    shape = SHAPES[name]
-    rng = random.Random(f"ggp-devnet-{name}")
+def build(name: str, stakers: int | None = None, minipools: int | None = None) -> Scenario:
+    """The scenario's data; the same base scenario and size always give the same data."""
+    name, seed, shape = resolve(name, stakers, minipools)
+    rng = random.Random(f"ggp-devnet-{seed}")
     start = GENESIS_TIME + 3600
     now = GENESIS_TIME + shape.days * DAY + 6 * 3600
     prices = _prices(rng, start, shape.days)
@@ -75,7 +116,7 @@ def build(name: str) -> Scenario:
     rate = 0.075
     owners = [_address(rng) for _ in range(shape.stakers)]
     pools = _minipools(rng, shape, owners, now, rate)
-    stakers = _stakers(rng, owners, pools, price, now)
+    rows = _stakers(rng, owners, pools, price, now)
     ls_total = sum(m["avaxLiquidStakerAmt"] for m in pools if m["status"] in (LAUNCHED, STAKING))
     # Most of the vault is out staking, as on mainnet, leaving the reserve and a little idle AVAX.
     target = ls_total * 115 // 100
@@ -83,11 +124,15 @@ def build(name: str) -> Scenario:
     deposits = [(_address(rng), int(target * w / sum(weights)) // WAD * WAD) for w in weights]
     # A paused-flag example with no side effect on seeding (the devnet Oracle ignores the flag).
     paused = {"Oracle": True, "TokenggAVAX": False}
-    return Scenario(name, start, now, stakers, pools, prices, deposits, rate, paused)
+    return Scenario(name, start, now, rows, pools, prices, deposits, rate, paused)
 
 
 def _address(rng: random.Random) -> str:
-    return to_checksum_address(rng.randbytes(20))
+    # EIP-55 as eth_utils' to_checksum_address writes it, without its per-call validation,
+    # which dominated generating the large sizes.
+    raw = rng.randbytes(20).hex()
+    digest = keccak(raw.encode()).hex()
+    return "0x" + "".join(c.upper() if d in "89abcdef" else c for c, d in zip(raw, digest[:40], strict=True))
 
 
 def _prices(rng: random.Random, start: int, days: int) -> list[tuple[int, int, int]]:

@@ -21,6 +21,7 @@ from ..chain.abi import Fn
 from ..chain.rpc import RpcClient
 from ..errors import PublisherError
 from . import scenarios
+from .anvil import BLOCK_GAS_LIMIT
 from .scenarios import DAY, WAD, Scenario
 
 ARTIFACTS = Path(__file__).with_name("artifacts.json")
@@ -28,9 +29,15 @@ MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11"
 DEPLOYER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"  # first account of the fixed mnemonic
 TX_GAS = 1_500_000_000
 GGAVAX_CYCLE = 14 * DAY
-STAKER_BATCH = 1000
-MINIPOOL_BATCH = 200
-STATUS_GAS = 200_000  # one setStatus; many share a block
+STAKER_BATCH = 5000  # rows per setter transaction (few: see _seed_state)
+MINIPOOL_BATCH = 2500
+# Gas limits sized to the work, so a block's budget (anvil.BLOCK_GAS_LIMIT) holds them all.
+STAKER_GAS = 300_000  # per new staker row: ten storage words and the index
+MINIPOOL_GAS = 600_000  # per new minipool row: about twenty words and the index
+SMALL_GAS = 200_000  # a one-word setter
+SEND_BATCH = 500  # transactions per JSON-RPC batch inside one block
+SEND_BATCH_BYTES = 8 << 20  # and at most this much hex calldata per batch
+RECEIPT_BLOCKS = 50  # blocks of receipts per JSON-RPC batch
 
 # Devnet-only setters (mainnet has no such functions; they exist to seed state).
 register_contract = Fn("registerContract(string,address)")
@@ -47,7 +54,6 @@ deposit_from_staking = Fn("depositFromStaking(uint256,uint256)")
 sync_rewards = Fn("syncRewards()")
 set_stakers = Fn(f"setStakers({abis.STAKER}[])")
 set_minipools = Fn(f"setMinipools({abis.MINIPOOL}[])")
-set_status = Fn("setStatus(address,uint256)")
 set_total_ls = Fn("setTotalAVAXLiquidStakerAmt(uint256)")
 
 # name -> constructor argument names, in deployment order (the order fixes the addresses).
@@ -102,20 +108,21 @@ class Sender:
     clock: int = 0
     pending: list[tuple[str, str]] = field(default_factory=list)
     grouping: bool = False
+    queued: list[tuple[dict, str]] = field(default_factory=list)  # inside one_block, not yet sent
 
     def at(self, timestamp: int) -> None:
         # Strictly increasing: a block may not share its parent's time.
         self.clock = max(timestamp, self.clock + 1)
 
-    def send(self, to: str | None, data: bytes, what: str, gas: int = TX_GAS) -> str:
+    def send(self, to: str | None, data: bytes, what: str, gas: int = TX_GAS) -> None:
         tx = {"from": DEPLOYER, "data": "0x" + data.hex(), "gas": hex(gas)}
         if to:
             tx["to"] = to
-        tx_hash = self.client.request("eth_sendTransaction", [tx])
-        self.pending.append((tx_hash, what))
-        if not self.grouping:
-            self.mine(self.clock + 2)
-        return tx_hash
+        if self.grouping:
+            self.queued.append((tx, what))
+            return
+        self.pending.append((self.client.request("eth_sendTransaction", [tx]), what))
+        self.mine(self.clock + 2)
 
     def mine(self, timestamp: int) -> None:
         """Seal the pending transactions (or an empty block) at ``timestamp`` or just after."""
@@ -128,25 +135,53 @@ class Sender:
         """Everything sent inside goes into a single block at ``timestamp``.
 
         Anvil copies the whole state for every block it keeps in history, so on a large state
-        many small transactions are far cheaper in one block than in one block each.
+        many small transactions are far cheaper in one block than in one block each. They are
+        sent in JSON-RPC batches, with explicit nonces so the block's order is the order sent
+        whatever order the node handles a batch in.
         """
         self.grouping = True
         try:
             yield
         finally:
             self.grouping = False
+        self._flush()
         self.mine(timestamp)
 
+    def _flush(self) -> None:
+        queued, self.queued = self.queued, []
+        if not queued:
+            return
+        nonce = int(self.client.request("eth_getTransactionCount", [DEPLOYER, "pending"]), 16)
+        part: list[tuple[dict, str]] = []
+        size = 0
+        for i, (tx, what) in enumerate(queued):
+            part.append(({**tx, "nonce": hex(nonce + i)}, what))
+            size += len(tx["data"])
+            if size >= SEND_BATCH_BYTES or len(part) >= SEND_BATCH or i == len(queued) - 1:
+                hashes = self.client.batch([("eth_sendTransaction", [t]) for t, _ in part])
+                self.pending += [(h, w) for h, (_, w) in zip(hashes, part)]
+                part, size = [], 0
+
     def check(self) -> list[dict]:
-        """Receipts of everything sent so far; a revert names the step that caused it."""
+        """Receipts of everything sent so far; a revert names the step that caused it.
+
+        Read a block at a time: anvil answers each eth_getTransactionReceipt by walking its
+        block, so one by one they cost the square of a large block's transaction count."""
+        if not self.pending:
+            return []
+        first, last = (int(r["blockNumber"], 16) for r in self._receipts([self.pending[0][0], self.pending[-1][0]]))
+        by_hash: dict[str, dict] = {}
+        for i in range(first, last + 1, RECEIPT_BLOCKS):
+            calls = [("eth_getBlockReceipts", [hex(n)]) for n in range(i, min(i + RECEIPT_BLOCKS, last + 1))]
+            by_hash.update((r["transactionHash"], r) for block in self.client.batch(calls) for r in block or [])
         receipts = []
-        for i in range(0, len(self.pending), 200):
-            part = self.pending[i : i + 200]
-            got = self._receipts([h for h, _ in part])
-            for (h, what), r in zip(part, got):
-                if r.get("status") != "0x1":
-                    raise PublisherError(f"devnet seeding failed at: {what} (tx {h})")
-                receipts.append(r)
+        for h, what in self.pending:
+            r = by_hash.get(h)
+            if r is None:
+                raise PublisherError(f"devnet seeding failed at: {what} (tx {h} was not mined)")
+            if r.get("status") != "0x1":
+                raise PublisherError(f"devnet seeding failed at: {what} (tx {h})")
+            receipts.append(r)
         self.pending.clear()
         return receipts
 
@@ -167,14 +202,13 @@ def deploy(client: RpcClient, start: int) -> dict[str, str]:
     artifacts = load_artifacts()
     sender = Sender(client, clock=start)
     addresses: dict[str, str] = {}
-    hashes = []
     with manual_mining(client):
         for name, args in DEPLOY_ORDER:
             values = [_ctor_arg(a, addresses) for a in args]
             types = [_ctor_type(a) for a in args]
             code = bytes.fromhex(artifacts[name]["bytecode"][2:]) + (encode(types, values) if args else b"")
-            hashes.append((name, sender.send(None, code, f"deploy {name}")))
-        for (name, _), receipt in zip(hashes, sender.check()):
+            sender.send(None, code, f"deploy {name}")
+        for (name, _), receipt in zip(DEPLOY_ORDER, sender.check()):
             addresses[name] = to_checksum_address(receipt["contractAddress"])
         for name in REGISTERED:
             sender.send(addresses["Storage"], register_contract.encode(name, addresses[name]), f"register {name}")
@@ -246,32 +280,51 @@ def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
             send(a["TokenggAVAX"], sync_rewards.encode(), "ggAVAX sync")
             cycle_end = (s.clock + GGAVAX_CYCLE) // GGAVAX_CYCLE * GGAVAX_CYCLE
     s.check()
-    _seed_state(s, a, sc)
     s.at(sc.now - 60)
     if s.clock + 2 >= cycle_end:
         send(a["TokenggAVAX"], sync_rewards.encode(), "ggAVAX sync")
     s.check()
-    s.mine(sc.now)
+    _seed_state(s, a, sc)
 
 
 def _seed_state(s: Sender, a: dict[str, str], sc: Scenario) -> None:
-    """Write stakers and minipools; Withdrawable pools go through Staking first, as on mainnet."""
-    s.at(sc.now - 2 * 3600)
+    """Write stakers and minipools, each in its final status, in the last block, at ``sc.now``.
+
+    Anvil's work per block grows with the whole state, and its work per receipt with the
+    transactions of the block: so the large state goes into as few blocks (one, up to
+    anvil.BLOCK_GAS_LIMIT) and as few transactions as possible, and seeding grows linearly with
+    the size.
+    """
+    txs = []
     rows = [tuple(st[k] for k, _ in abis.STAKER_FIELDS) for st in sc.stakers]
     for i in range(0, len(rows), STAKER_BATCH):
-        s.send(a["Staking"], set_stakers.encode(rows[i : i + STAKER_BATCH]), f"stakers {i}..")
-    pools = []
-    for m in sc.minipools:
-        first = dict(m, status=scenarios.STAKING) if m["status"] == scenarios.WITHDRAWABLE else m
-        pools.append(tuple(first[k] for k, _ in abis.MINIPOOL_FIELDS))
+        part = rows[i : i + STAKER_BATCH]
+        txs.append((a["Staking"], set_stakers.encode(part), f"stakers {i}..", len(part) * STAKER_GAS))
+    pools = [tuple(m[k] for k, _ in abis.MINIPOOL_FIELDS) for m in sc.minipools]
     for i in range(0, len(pools), MINIPOOL_BATCH):
-        s.send(a["MinipoolManager"], set_minipools.encode(pools[i : i + MINIPOOL_BATCH]), f"minipools {i}..")
-    s.send(a["MinipoolManager"], set_total_ls.encode(sum(m["avaxLiquidStakerAmt"] for m in sc.active_pools())), "LS total")
-    with s.one_block(sc.now - 3600):
-        for m in sc.minipools:
-            if m["status"] == scenarios.WITHDRAWABLE:
-                s.send(a["MinipoolManager"], set_status.encode(m["nodeID"], scenarios.WITHDRAWABLE), "minipool ends", gas=STATUS_GAS)
+        part = pools[i : i + MINIPOOL_BATCH]
+        txs.append((a["MinipoolManager"], set_minipools.encode(part), f"minipools {i}..", len(part) * MINIPOOL_GAS))
+    ls_total = sum(m["avaxLiquidStakerAmt"] for m in sc.active_pools())
+    txs.append((a["MinipoolManager"], set_total_ls.encode(ls_total), "LS total", SMALL_GAS))
+    blocks = _by_gas(txs, BLOCK_GAS_LIMIT)
+    for k, block in enumerate(blocks):
+        with s.one_block(sc.now - (len(blocks) - 1 - k)):
+            for to, data, what, gas in block:
+                s.send(to, data, what, gas)
     s.check()
+
+
+def _by_gas(txs: list, budget: int) -> list[list]:
+    """Consecutive groups of transactions whose gas limits fit one block each."""
+    blocks: list[list] = [[]]
+    used = 0
+    for tx in txs:
+        if blocks[-1] and used + tx[-1] > budget:
+            blocks.append([])
+            used = 0
+        blocks[-1].append(tx)
+        used += tx[-1]
+    return blocks
 
 
 def _reserves(a: dict[str, str], ggp: int, wavax: int) -> tuple[int, int]:
