@@ -120,7 +120,7 @@ def main() -> None:
             if delay:
                 proxies = [DelayProxy(net.url, delay)] + [DelayProxy(u, delay) for u in services.values()]
                 rpc = proxies[0].url
-                services = {k: p.url for k, p in zip(services, proxies[1:])}
+                services = {k: p.url for k, p in zip(services, proxies[1:], strict=True)}
             for kind in ("first run (history from scratch)", "later run (history resumed)"):
                 times, line = [], ""
                 for _ in range(args.runs):

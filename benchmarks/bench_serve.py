@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support import load  # noqa: E402
+from support import load
 
 
 def listen_overflows() -> int:
     lines = [line.split() for line in Path("/proc/net/netstat").read_text().splitlines() if line.startswith("TcpExt:")]
-    return int(dict(zip(lines[0], lines[1]))["ListenOverflows"])
+    return int(dict(zip(lines[0], lines[1], strict=True))["ListenOverflows"])
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from eth_utils import keccak
 
 from publisher.chain import abis
 from publisher.chain.abi import Fn
-from publisher.chain.reader import Reader, WAD
+from publisher.chain.reader import WAD, Reader
 from publisher.chain.rpc import RpcClient
 from publisher.collect import collect, devnet_profile
 from publisher.config import Profile, load_profile
@@ -106,7 +106,7 @@ class NaiveReader:
     def minipool(self, a: dict[str, str], i: int) -> Minipool:
         row = self.call(a["MinipoolManager"], abis.getMinipool, i)
         values = []
-        for (_, typ), v in zip(abis.MINIPOOL_FIELDS, row):
+        for (_, typ), v in zip(abis.MINIPOOL_FIELDS, row, strict=True):
             values.append(_checksum(v) if typ == "address" else "0x" + v.hex() if typ in ("bytes", "bytes32") else v)
         return Minipool(*values)
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from moto.server import ThreadedMotoServer  # noqa: E402
+from moto.server import ThreadedMotoServer
+from support.soak import soak
 
-from publisher.devnet import running  # noqa: E402
-from support.soak import soak  # noqa: E402
+from publisher.devnet import running
 
 
 def main() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from . import sources
 from .chain.reader import DAY, Reader, Reorged, find_block_at, verify_canonical

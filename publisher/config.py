@@ -10,9 +10,10 @@ import json
 import os
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .errors import PublisherError
 

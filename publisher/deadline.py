@@ -13,8 +13,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 # A publish every 5 minutes (the mainnet cadence), one run at a time: a run that cannot finish in
 # 4 minutes is stuck, and ending it leaves room for the next scheduled run.
@@ -54,7 +54,7 @@ def _on_alarm(signum, frame) -> None:
         _arm()
         return
     # The outermost expired deadline wins: its owner is the one that has to give up.
-    at, what, seconds, token = due[0]
+    _at, what, seconds, token = due[0]
     # Name what the run was stuck on (the innermost deadline: a request to a source).
     raise DeadlineExceeded(what, seconds, token, during=_stack[-1][1])
 

@@ -246,7 +246,7 @@ class Snapshot:
         return json.dumps(to_jsonable(self), sort_keys=True, indent=1) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> "Snapshot":
+    def from_json(cls, text: str) -> Snapshot:
         try:
             data = _parse(text)
         except (ValueError, RecursionError) as exc:
@@ -262,7 +262,7 @@ class Snapshot:
         Path(path).write_text(self.to_json())
 
     @classmethod
-    def load(cls, path: str | Path) -> "Snapshot":
+    def load(cls, path: str | Path) -> Snapshot:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:

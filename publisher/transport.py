@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
 from email.utils import parsedate_to_datetime
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import requests

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +27,7 @@ def strict_loads(data: bytes):
     return json.loads(data, parse_constant=refuse)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(path: str) -> jsonschema_rs.Draft202012Validator:
     """The endpoint's schema compiled by jsonschema-rs: JSON Schema 2020-12 natively, and fast
     enough for tens of thousands of entity files (measured: about 4x fastjsonschema here)."""

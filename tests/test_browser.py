@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 import requests
+from support.browser import Chromium
 
 from publisher.build import build
 from publisher.serve import make_server
-
-from support.browser import Chromium
 
 PAGES = {"index": "/", "reference": "/docs.html", "calculator": "/calculator.html"}
 WIDTHS = {1280: 900, 390: 844}
@@ -178,4 +176,4 @@ def test_dark_mode_follows_the_system(site, page, shots):
                                    " getComputedStyle(document.querySelector('.chart text')).fill]")
         page.screenshot(shots / f"index-{scheme}-1280.png")
     assert colors["light"][0] == "rgb(255, 255, 255)" and colors["dark"][0] != colors["light"][0]
-    assert all(a != b for a, b in zip(colors["light"], colors["dark"]))
+    assert all(a != b for a, b in zip(colors["light"], colors["dark"], strict=True))

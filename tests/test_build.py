@@ -232,7 +232,7 @@ def test_history_from_another_chain_is_not_resumed(demo, demo_profile, tmp_path)
 
 def test_stale_oracle_price_is_refused(demo_snapshot, demo_profile, tmp_path):
     old = dataclasses.replace(demo_snapshot.oracle, timestamp=demo_snapshot.block.timestamp - demo_profile.oracle_max_age - 1)
-    with pytest.raises(PublisherError, match="Oracle GGP price is .* old"):
+    with pytest.raises(PublisherError, match=r"Oracle GGP price is .* old"):
         build(dataclasses.replace(demo_snapshot, oracle=old), demo_profile, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 

@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import eth_abi
 import pytest
+from support.chain import (
+    DAY,
+    MAX_UINT,
+    WAD,
+    artifacts,
+    checkpoint,
+    div_wad,
+    eth_call,
+    eth_calls,
+    head,
+    header,
+    mine_at,
+    mul_wad,
+)
 
 from publisher.chain import abis
 from publisher.chain.abi import Fn
 from publisher.chain.reader import registry_key
-
-from support.chain import (
-    DAY, MAX_UINT, WAD, artifacts, checkpoint, div_wad, eth_call, eth_calls, head, header, mine_at, mul_wad,
-)
 
 PROTOCOL_TOKENS = ("TokenGGP", "TokenggAVAX", "WAVAX")
 
@@ -24,7 +34,7 @@ PROTOCOL_TOKENS = ("TokenGGP", "TokenggAVAX", "WAVAX")
 OWNERS: dict[str, tuple[str, ...]] = {
     "storage_getAddress": ("Storage",), "storage_getBool": ("Storage",),
     "totalSupply": PROTOCOL_TOKENS, "balanceOf": PROTOCOL_TOKENS, "name": PROTOCOL_TOKENS,
-    "symbol": PROTOCOL_TOKENS, "decimals": PROTOCOL_TOKENS + ("PriceFeed",), "MAX_SUPPLY": ("TokenGGP",),
+    "symbol": PROTOCOL_TOKENS, "decimals": (*PROTOCOL_TOKENS, "PriceFeed"), "MAX_SUPPLY": ("TokenGGP",),
     **{n: ("TokenggAVAX",) for n in (
         "totalAssets", "totalReleasedAssets", "stakingTotalAssets", "amountAvailableForStaking", "lastRewardsAmt",
         "lastSync", "rewardsCycleEnd", "rewardsCycleLength", "convertToAssets", "convertToShares", "asset")},
@@ -257,7 +267,7 @@ def vault_state(demo, rpc, block) -> dict:
         (a["ProtocolDAO"], abis.dao_setting["TargetGGAVAXReserveRate"], ()),
         (v, abis.totalAssets, ()), (v, abis.amountAvailableForStaking, ()),
     ], block)
-    out = dict(zip(names, values))
+    out = dict(zip(names, values, strict=True))
     out["time"] = int(header(rpc, block)["timestamp"], 16)
     return out
 

@@ -2,6 +2,7 @@
 compiled artifacts, startup failures and the `publisher devnet` command."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import queue
@@ -17,20 +18,18 @@ from pathlib import Path
 
 import pytest
 from eth_utils import keccak
+from support.chain import MAX_UINT, WAD, artifacts, checkpoint, eth_call, header, send
 
 from publisher.chain import abis
 from publisher.chain.abi import Fn, event_topic
 from publisher.chain.reader import registry_key
 from publisher.chain.rpc import RpcClient, RpcError
-from publisher.devnet import running
+from publisher.devnet import running, scenarios
 from publisher.devnet.anvil import CHAIN_ID, Anvil, _port_taken, free_port
-from publisher.devnet import scenarios
 from publisher.devnet.scenarios import DAY
 from publisher.devnet.seed import MULTICALL3, REGISTERED
 from publisher.errors import PublisherError
 from publisher.protocol import MinipoolStatus
-
-from support.chain import MAX_UINT, WAD, artifacts, checkpoint, eth_call, header, send
 
 ROOT = Path(__file__).resolve().parents[1]
 storage_getString = Fn("getString(bytes32)", "string")
@@ -129,13 +128,13 @@ def test_history_window_spans_45_days_of_prices_and_reward_cycles(demo, rpc):
     assert [int(e["topics"][1], 16) for e in oracle] == [p for _, p, _ in demo.scenario.prices]
     assert [int.from_bytes(bytes.fromhex(e["topics"][1][2:]), "big", signed=True) for e in feed] == [u for _, _, u in demo.scenario.prices]
     for series in (t_oracle, t_feed):
-        assert max(b - a for a, b in zip(series, series[1:])) <= DAY + 3600, "a daily update at least"
+        assert max(b - a for a, b in itertools.pairwise(series)) <= DAY + 3600, "a daily update at least"
         assert head_time - series[-1] <= 2 * DAY
     # ggAVAX streams 14-day cycles: a new one starts within a day of each end, across the window.
     cycle_ends = [int(e["topics"][1], 16) for e in cycles]
     assert len(cycles) >= 45 // 14
     assert t_cycles[0] - t_oracle[0] <= DAY
-    for started, end in zip(t_cycles[1:], cycle_ends):
+    for started, end in zip(t_cycles[1:], cycle_ends, strict=True):
         assert end <= started <= end + DAY
     assert head_time < cycle_ends[-1]
 
@@ -297,9 +296,8 @@ def test_port_in_use_is_a_one_line_actionable_error():
             Anvil(port).start()
         text = _one_line(err.value)
         assert f"port {port}" in text and "in use" in text and "--port" in text
-        with pytest.raises(PublisherError):
-            with running("demo", port):
-                pass
+        with pytest.raises(PublisherError), running("demo", port):
+            pass
 
 
 def test_port_in_use_from_the_command_line():
@@ -326,7 +324,7 @@ def test_unusable_anvil_is_a_one_line_error(kind, tmp_path, monkeypatch):
         Anvil().start()
     text = _one_line(err.value)
     if kind == "exits at once":
-        assert "anvil exited at startup: anvil: unsupported flag" == text
+        assert text == "anvil exited at startup: anvil: unsupported flag"
     else:
         assert str(path) in text and "npm ci" in text
 

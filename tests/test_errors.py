@@ -15,11 +15,11 @@ import time
 
 import pytest
 import requests
+from support.chain import WAD, checkpoint, send
+from support.flaky_proxy import FlakyProxy
 
 from publisher.chain.abi import Fn
 from publisher.devnet.standins import Fault
-from support.chain import WAD, checkpoint, send
-from support.flaky_proxy import FlakyProxy
 
 MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11"
 SECRET = "sk-live-7f3a9c"  # recognizable: must never appear in any output
@@ -134,7 +134,7 @@ def test_eth_call_answering_random_bytes(demo, tmp_path):
     with FlakyProxy(demo.url, always="random", only="eth_call") as proxy:
         got = run_cli(["snapshot", "--rpc-url", proxy.url, "--out", str(tmp_path / "s.json")])
     line = one_line_error(got)
-    assert "multicall of" in line and "malformed result" in line or "undecodable" in line, line
+    assert ("multicall of" in line and "malformed result" in line) or "undecodable" in line, line
     assert not (tmp_path / "s.json").exists()
 
 

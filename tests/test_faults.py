@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+from support.chain import checkpoint, header
+from support.flaky_proxy import FlakyProxy
 
 from publisher.chain.rpc import RpcClient, RpcUnavailable
 from publisher.devnet.standins import Fault
 from publisher.sources.http import HttpClient, SourceUnavailable
-from support.chain import checkpoint, header
-from support.flaky_proxy import FlakyProxy
 
 EPOCH = "1800000000"
 SECRET = "sk-live-7f3a9c"
@@ -169,14 +169,13 @@ def test_head_moving_during_the_run_keeps_one_block(demo, tmp_path):
     hash is that block's canonical hash."""
     rpc = RpcClient([demo.url])
     out = tmp_path / "out"
-    with checkpoint(rpc):
-        with FlakyProxy(demo.url, on_request=lambda n, body: rpc.request("evm_mine", [])) as proxy:
-            got = run_cli(["build", "--rpc-url", proxy.url, "--out", out], {"SOURCE_DATE_EPOCH": EPOCH})
-            assert got.returncode == 0, got.stderr
-            status = json.loads((out / "status.json").read_text())
-            number = status["block"]["number"]
-            assert header(rpc, number)["hash"] == status["block"]["hash"]
-            assert int(header(rpc)["number"], 16) > number + 10  # the head really moved
+    with checkpoint(rpc), FlakyProxy(demo.url, on_request=lambda n, body: rpc.request("evm_mine", [])) as proxy:
+        got = run_cli(["build", "--rpc-url", proxy.url, "--out", out], {"SOURCE_DATE_EPOCH": EPOCH})
+        assert got.returncode == 0, got.stderr
+        status = json.loads((out / "status.json").read_text())
+        number = status["block"]["number"]
+        assert header(rpc, number)["hash"] == status["block"]["hash"]
+        assert int(header(rpc)["number"], 16) > number + 10  # the head really moved
     for path in ("metrics.json", "ggAvax.json", "prices.json", "stakers.json"):
         assert json.loads((out / path).read_text())["meta"]["block"]["hash"] == status["block"]["hash"], path
 
@@ -217,7 +216,7 @@ def test_a_reorg_of_an_explicit_block_ends_the_run(demo, previous):
     rpc = RpcClient([demo.url])
     before = tree(previous)
     with checkpoint(rpc):
-        hook, state = _reorg_hook(rpc, at_request=3)
+        hook, _state = _reorg_hook(rpc, at_request=3)
         pinned = int(header(rpc)["number"], 16)
         with FlakyProxy(demo.url, on_request=hook) as proxy:
             got = run_cli(["build", "--rpc-url", proxy.url, "--block", pinned, "--out", previous, "--force"],
@@ -247,7 +246,7 @@ SOURCE_FAULTS = [
 @pytest.mark.parametrize("faults,expect", [c[1:] for c in SOURCE_FAULTS], ids=[c[0] for c in SOURCE_FAULTS])
 def test_source_faults(demo, previous, faults, expect):
     for name, fault in faults.items():
-        setattr(getattr(demo.standins, name), "fault", fault)
+        getattr(demo.standins, name).fault = fault
     before = tree(previous)
     got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
     outcome, text = expect

@@ -49,7 +49,7 @@ def check_every_staker_is_paid_its_forecast(read, dist, snap_stakers, when: int)
 
 
 def test_ggp_forecast_equals_the_distribution_to_the_wei(tmp_path):
-    with live_devnet(seed=3) as (net, live, profile):
+    with live_devnet(seed=3) as (_net, live, profile):
         for _ in range(4):
             live.step()
         read = publish(profile, tmp_path / "out")
@@ -67,7 +67,7 @@ def test_ggp_forecast_equals_the_distribution_to_the_wei(tmp_path):
 
 
 def test_overdue_ggp_forecast_equals_the_late_distribution_to_the_wei(tmp_path):
-    with live_devnet(seed=4) as (net, live, profile):
+    with live_devnet(seed=4) as (_net, live, profile):
         live.lateness[live.op.call("RewardsPool", abis.getRewardsCycleCount)] = 10 * DAY
         end = live.op.call("RewardsPool", abis.getRewardsCycleStartTime) + 30 * DAY
         while live.now < end + 3 * DAY + DAY // 2:
@@ -87,7 +87,7 @@ def test_overdue_ggp_forecast_equals_the_late_distribution_to_the_wei(tmp_path):
 
 
 def test_cycling_minipools_are_paid_the_published_rate(tmp_path):
-    with live_devnet(seed=5) as (net, live, profile):
+    with live_devnet(seed=5) as (_net, live, profile):
         live.step()
         read = publish(profile, tmp_path / "out")
         rate = read("/rewards/params")["validatorRate"]
@@ -112,7 +112,7 @@ def test_cycling_minipools_are_paid_the_published_rate(tmp_path):
 def test_same_seed_same_chain():
     heads = []
     for _ in range(2):
-        with running_live(seed=7) as (net, live):
+        with running_live(seed=7) as (_net, live):
             for _ in range(20):
                 live.step()
             head = live.client.request("eth_getBlockByNumber", ["latest", False])

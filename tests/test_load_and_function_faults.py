@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -15,12 +14,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
+from support import load
 
 from publisher.build import build
 from publisher.compute import params as P
 from publisher.compute import rewards as R
 from publisher.function import handler as H
-from support import load
 
 QUERY = "ggpStaked=1500&avaxStaked=1000"
 
@@ -55,7 +54,7 @@ def test_serve_under_load_has_no_errors(served):
     function: with the stdlib's backlog of 5 the kernel dropped SYNs (1 s retransmits, timeouts)."""
     port, out = served
     staker = json.loads((out / "stakers.json").read_text())["stakers"][0]["stakerAddr"]
-    paths = ["/prices", f"/rewards/byStake?{QUERY}", "/metrics", f"/rewards/byStake?ggpStaked=200&avaxStaked=2000",
+    paths = ["/prices", f"/rewards/byStake?{QUERY}", "/metrics", "/rewards/byStake?ggpStaked=200&avaxStaked=2000",
              f"/stakers/{staker}", "/rewards/byStake?ggpStaked=1&avaxStaked=1000"]
     got = load.run(port, paths, total=2000, concurrency=50, timeout=10)
     print(f"serve load: {got.requests} requests, {got.rps:.0f} req/s, p50 {got.pct(0.5) * 1000:.1f} ms, "

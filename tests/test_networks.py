@@ -21,6 +21,7 @@ import requests
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
 from moto.server import ThreadedMotoServer
+from support.chain import artifacts, checkpoint, eth_call, send
 
 from publisher.chain import abis
 from publisher.chain.reader import registry_key
@@ -29,8 +30,6 @@ from publisher.config import PROFILE_DIR, load_profile
 from publisher.devnet import running
 from publisher.devnet.seed import DEPLOYER, set_reserves
 from publisher.endpoints.registry import file_for, load_all
-
-from support.chain import artifacts, checkpoint, eth_call, send
 
 TJ_FACTORY = "0x9Ad6C38BE94206cA50bb0d90783181662f0Cfa10"
 TJ_INIT_CODE_HASH = "0x0bbca9af0511ad1a1da383135cf3a8d2ac620e549ef9f6ae3a4c33c2fed0af91"

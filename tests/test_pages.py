@@ -162,6 +162,6 @@ def test_the_trailing_apy_compounds_the_share_price_over_the_window():
     share = [(d * day, 1 + 0.0005 * d) for d in range(0, 61)]
     apy = trailing_apy(share, 30)
     assert [t for t, _ in apy] == [d * day for d in range(30, 61)]
-    t, value = apy[-1]
+    _t, value = apy[-1]
     assert value == pytest.approx(((1.03 / 1.015) ** (365 / 30) - 1) * 100)
     assert trailing_apy(share[:30], 30) == []  # less than a window: nothing to plot, nothing made up

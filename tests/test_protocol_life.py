@@ -8,6 +8,7 @@ session devnet is left as it was.
 from __future__ import annotations
 
 from eth_utils import keccak
+from support.chain import DAY, WAD, checkpoint, div_wad, eth_call, head, mul_wad, send
 
 from publisher.chain import abis
 from publisher.chain.abi import Fn
@@ -16,8 +17,6 @@ from publisher.compute import rewards as R
 from publisher.devnet import operator as O
 from publisher.devnet.scenarios import LAUNCHED, STAKING, WITHDRAWABLE
 from publisher.devnet.seed import DEPLOYER
-
-from support.chain import DAY, WAD, checkpoint, div_wad, eth_call, head, mul_wad, send
 
 YEAR = 365 * DAY
 set_uint = Fn("setUint(string,uint256)")
@@ -35,13 +34,13 @@ def send_at(rpc, t: int, to: str, data: bytes) -> dict:
 def staker(demo, rpc, addr: str) -> dict:
     a = demo.addresses
     row = eth_call(rpc, a["Staking"], staker_of, eth_call(rpc, a["Staking"], index_of, addr))
-    return dict(zip((k for k, _ in abis.STAKER_FIELDS), row))
+    return dict(zip((k for k, _ in abis.STAKER_FIELDS), row, strict=True))
 
 
 def pools(demo, rpc) -> list[dict]:
     a = demo.addresses
     count = eth_call(rpc, a["MinipoolManager"], abis.getMinipoolCount)
-    return [dict(zip((k for k, _ in abis.MINIPOOL_FIELDS), eth_call(rpc, a["MinipoolManager"], abis.getMinipool, i)))
+    return [dict(zip((k for k, _ in abis.MINIPOOL_FIELDS), eth_call(rpc, a["MinipoolManager"], abis.getMinipool, i), strict=True))
             for i in range(count)]
 
 
@@ -133,7 +132,7 @@ def test_staking_end_splits_rewards_cycles_the_pool_and_resets_its_record(demo, 
         ls_reward = half - half * 15 * 10**16 // WAD
         compounded = m["avaxNodeOpAmt"] + ls_reward
         got = eth_call(rpc, a["MinipoolManager"], abis.getMinipoolByNodeID, nid)
-        got = dict(zip((k for k, _ in abis.MINIPOOL_FIELDS), got))
+        got = dict(zip((k for k, _ in abis.MINIPOOL_FIELDS), got, strict=True))
         # Cycled: back to Launched with both principals compounded by the stakers' reward …
         assert got["status"] == LAUNCHED
         assert got["avaxNodeOpAmt"] == got["avaxLiquidStakerAmt"] == compounded
@@ -166,7 +165,7 @@ def test_zero_reward_slashes_the_expected_reward_in_ggp(demo, rpc):
         send_at(rpc, t, a["MinipoolManager"], O.record_end.encode(nid, end, 0))
         expected_avax = m["avaxLiquidStakerAmt"] * 10**17 // WAD * (end - m["startTime"]) // YEAR
         slash = min(before["ggpStaked"], expected_avax * WAD // price)
-        got = dict(zip((k for k, _ in abis.MINIPOOL_FIELDS), eth_call(rpc, a["MinipoolManager"], abis.getMinipoolByNodeID, nid)))
+        got = dict(zip((k for k, _ in abis.MINIPOOL_FIELDS), eth_call(rpc, a["MinipoolManager"], abis.getMinipoolByNodeID, nid), strict=True))
         assert got["status"] == WITHDRAWABLE and got["ggpSlashAmt"] == slash > 0
         assert got["avaxTotalRewardAmt"] == got["avaxNodeOpRewardAmt"] == got["avaxLiquidStakerRewardAmt"] == 0
         assert staker(demo, rpc, owner)["ggpStaked"] == before["ggpStaked"] - slash

@@ -400,7 +400,10 @@ def test_change_bounds_and_network_switches_need_force(dirs, demo_profile, s3, b
 
 def test_dry_run_prints_the_plan_and_changes_nothing(dirs, s3, bucket, endpoint):
     run(dirs["base"], bucket, endpoint)
-    listing = lambda: {o["Key"]: (o["ETag"], o["LastModified"]) for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+
+    def listing():
+        return {o["Key"]: (o["ETag"], o["LastModified"]) for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+
     before = listing()
     gone = dirs["gone_addr"]
     out = cli("--dir", dirs["removed"], "--bucket", bucket, "--endpoint-url", endpoint, "--dry-run").stdout

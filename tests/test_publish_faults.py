@@ -17,12 +17,12 @@ from pathlib import Path
 import boto3
 import pytest
 from moto.server import ThreadedMotoServer
+from support.s3_fault_proxy import S3FaultProxy
 
 from publisher.build import build
 from publisher.chain.rpc import RpcClient
 from publisher.config import load_profile
 from publisher.snapshot import Snapshot
-from support.s3_fault_proxy import S3FaultProxy
 
 EPOCH = "1800000000"
 AWS_SECRET = "wJalrXUtnFEMI-K7MDENG-never-print-me"

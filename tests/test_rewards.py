@@ -22,9 +22,8 @@ from publisher.compute import rewards as R
 from publisher.config import load_profile
 from publisher.devnet import running
 from publisher.devnet.seed import DEPLOYER
-from publisher.endpoints import registry
+from publisher.endpoints import registry, units
 from publisher.endpoints import rewards as E
-from publisher.endpoints import units
 from publisher.endpoints.context import Context
 
 WAD = R.WAD

@@ -8,7 +8,10 @@ import eth_abi
 import pytest
 from click.testing import CliRunner
 from eth_utils import keccak
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.chain import head
+from support.flaky_proxy import FlakyProxy
 
 from publisher.chain import abis, codec
 from publisher.chain.abi import Fn
@@ -20,9 +23,6 @@ from publisher.collect import collect
 from publisher.devnet.anvil import free_port
 from publisher.devnet.seed import MULTICALL3
 from publisher.errors import PublisherError
-
-from support.chain import head
-from support.flaky_proxy import FlakyProxy
 
 
 def fast_client(urls: list[str], **kw) -> RpcClient:

@@ -11,6 +11,7 @@ import json
 
 import pytest
 from eth_utils import keccak, to_checksum_address
+from support.chain import DAY, WAD, artifacts, checkpoint, head, send
 from web3 import Web3
 
 from publisher.chain import abis
@@ -19,10 +20,18 @@ from publisher.chain.reader import Reader
 from publisher.chain.rpc import RpcClient
 from publisher.errors import PublisherError
 from publisher.snapshot import (
-    BlockRef, DexReserves, FeedRound, GGPToken, Minipool, OraclePrice, RewardsPool, Settings, Snapshot, Staker, Vault,
+    BlockRef,
+    DexReserves,
+    FeedRound,
+    GGPToken,
+    Minipool,
+    OraclePrice,
+    RewardsPool,
+    Settings,
+    Snapshot,
+    Staker,
+    Vault,
 )
-
-from support.chain import DAY, WAD, artifacts, checkpoint, head, send
 
 CHAIN_FIELDS = ("network", "chain_id", "block", "addresses", "settings", "ggavax", "ggp", "oracle", "rewards_pool",
                 "staker_count", "total_ggp_stake", "stakers", "minipool_count", "total_avax_liquid_staker_amt",
@@ -64,7 +73,7 @@ def expected_staker(ch: Chain, i: int) -> Staker:
 
 def expected_minipool(ch: Chain, i: int) -> Minipool:
     values = []
-    for (_, typ), v in zip(abis.MINIPOOL_FIELDS, ch("MinipoolManager", "getMinipool", i)):
+    for (_, typ), v in zip(abis.MINIPOOL_FIELDS, ch("MinipoolManager", "getMinipool", i), strict=True):
         values.append(hexs(v) if typ in ("bytes", "bytes32") else v)
     return Minipool(*values)
 
@@ -169,7 +178,7 @@ def test_a_pinned_read_returns_the_old_values_after_new_blocks(demo, demo_profil
     a = demo.addresses
     staker = demo.scenario.stakers[3]
     row = tuple(staker[k] for k, _ in abis.STAKER_FIELDS)
-    changed = row[:6] + (row[6] + 1000 * WAD,) + row[7:]
+    changed = (*row[:6], row[6] + 1000 * WAD, *row[7:])
     node = next(m["nodeID"] for m in demo.scenario.minipools if m["status"] == 2)
     with checkpoint(rpc):
         send(rpc, a["Oracle"], Fn("setGGPPriceInAVAX(uint256,uint256)").encode(first.oracle.price * 2, now + 100))

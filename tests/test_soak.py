@@ -6,9 +6,9 @@ import logging
 
 import pytest
 from moto.server import ThreadedMotoServer
+from support.soak import soak
 
 from publisher.devnet import running
-from support.soak import soak
 
 SCHEDULE = ["none", "stall", "s3 error", "reorg", "price jump", "missing history", "none"]
 

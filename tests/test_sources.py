@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fractions import Fraction
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -18,6 +18,7 @@ import requests
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient
 from publisher.collect import collect, devnet_profile
+from publisher.compute import prices as compute_prices
 from publisher.compute.nodeid import node_id
 from publisher.config import load_profile
 from publisher.devnet import running
@@ -26,7 +27,6 @@ from publisher.devnet.seed import DEPLOYER
 from publisher.devnet.standins import Fault, Standins, missing_node
 from publisher.errors import PublisherError
 from publisher.snapshot import PricePoint
-from publisher.compute import prices as compute_prices
 from publisher.sources import history, prices
 from publisher.sources.validators import MAX_PAGES
 
@@ -147,7 +147,7 @@ def test_demo_snapshot_validators(demo, demo_snapshot):
 def test_demo_snapshot_price_history(demo, demo_snapshot):
     snap = demo_snapshot
     points = snap.price_history
-    by_day = {datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d"): (g, a) for t, g, a in demo.scenario.prices}
+    by_day = {datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d"): (g, a) for t, g, a in demo.scenario.prices}
     assert [p.date for p in points] == sorted(by_day) and len(points) == len(demo.scenario.prices)
     for p in points:
         assert (p.ggp_in_avax, p.avax_usd) == by_day[p.date]
@@ -178,7 +178,7 @@ def test_glacier_down_falls_back_to_pchain(profile, services, demo_snapshot):
     assert snap.missing_validators == demo_snapshot.missing_validators
     same = ("node_id", "tx_hash", "start_timestamp", "end_timestamp", "amount_staked", "amount_delegated",
             "delegation_fee_pct", "delegator_count", "validation_reward")
-    for a, b in zip(snap.validators, demo_snapshot.validators):
+    for a, b in zip(snap.validators, demo_snapshot.validators, strict=True):
         assert [getattr(a, f) for f in same] == [getattr(b, f) for f in same]
         assert a.source == "pchain" and a.uptime_pct is not None
     assert len(services.glacier.hits) == 5
@@ -405,4 +405,4 @@ def test_history_halves_refused_ranges(demo, chain, demo_snapshot):
 def test_price_point_days_follow_event_time(demo_snapshot):
     for p in demo_snapshot.price_history:
         assert isinstance(p, PricePoint)
-        assert datetime.fromtimestamp(p.timestamp, timezone.utc).strftime("%Y-%m-%d") == p.date
+        assert datetime.fromtimestamp(p.timestamp, UTC).strftime("%Y-%m-%d") == p.date

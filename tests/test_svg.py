@@ -1,6 +1,7 @@
 """The build-time chart module: scales, ticks, the geometry each point records, and the fallbacks."""
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -8,7 +9,6 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from publisher import svg
-
 
 
 def parse(markup) -> ET.Element:
@@ -26,7 +26,7 @@ def plotted(fig: ET.Element):
 def test_ticks_are_round_evenly_spaced_and_cover_the_data(lo, hi):
     t = svg.ticks(lo, hi)
     assert t[0] <= lo and t[-1] >= hi and 3 <= len(t) <= 12
-    steps = {round(b - a, 12) for a, b in zip(t, t[1:])}
+    steps = {round(b - a, 12) for a, b in itertools.pairwise(t)}
     assert len(steps) == 1
     step = steps.pop()
     mantissa = step / 10 ** math.floor(math.log10(step))
@@ -40,7 +40,7 @@ def test_every_point_is_drawn_where_the_recorded_scale_puts_it():
     plot, (x0, x1, y0, y1), (left, right, bottom, top) = plotted(fig)
     groups = plot.findall("g")
     assert [g.get("data-series") for g in groups] == ["GGP in AVAX", "other"]
-    for g, series in zip(groups, (a, b)):
+    for g, series in zip(groups, (a, b), strict=True):
         circles = g.findall("circle")
         assert [(float(c.get("data-x")), float(c.get("data-y"))) for c in circles] == list(series.points)
         for c in circles:
@@ -72,7 +72,7 @@ def test_numbers_are_labelled_with_the_precision_they_need(value, step, text):
 def test_screen_readers_get_a_table_of_the_same_data():
     s = svg.Series("APR", ((0, 5.5), (10, 13.25), (150, 45.75)))
     fig = parse(svg.line_chart("c3", "APR by collateralization", [s], x_label="collateralization, %", y_label="APR, %"))
-    svg_el = fig.find("svg") if fig.find("svg") is not None else fig.find("svg")
+    svg_el = fig.find("svg")
     assert svg_el.get("role") == "img" and svg_el.get("aria-labelledby") == "c3-title"
     table = fig.find(".//table")
     assert table.find("caption").text == "APR by collateralization"

@@ -13,7 +13,7 @@ import eth_abi
 from eth_utils import keccak
 
 from . import codec
-from .codec import split_types  # noqa: F401  (re-exported: part of this module's interface)
+from .codec import split_types
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Fn:
     _out: codec.Node | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        name, _, rest = self.signature.partition("(")
+        _name, _, rest = self.signature.partition("(")
         object.__setattr__(self, "inputs", tuple(split_types(rest[:-1])))
         object.__setattr__(self, "outputs", tuple(split_types(self.returns)))
         object.__setattr__(self, "selector", keccak(text=self.signature)[:4])

@@ -13,11 +13,16 @@ back lower-case with 0x, as eth_abi returns them.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import cache
+from typing import Any
 
 from eth_abi.exceptions import (
-    EncodingTypeError, InsufficientDataBytes, InvalidPointer, NonEmptyPaddingBytes, ValueOutOfBounds,
+    EncodingTypeError,
+    InsufficientDataBytes,
+    InvalidPointer,
+    NonEmptyPaddingBytes,
+    ValueOutOfBounds,
 )
 
 try:  # pycryptodome directly: half the cost of going through eth_hash, which wraps it
@@ -57,7 +62,7 @@ ZERO = bytes(32)
 class Node:
     """A compiled type: whether it is dynamic, its head size, and its two functions."""
 
-    __slots__ = ("dynamic", "size", "decode", "encode")
+    __slots__ = ("decode", "dynamic", "encode", "size")
 
     def __init__(self, dynamic: bool, size: int, decode: Decoder, encode: Encoder):
         self.dynamic, self.size, self.decode, self.encode = dynamic, size, decode, encode
@@ -226,7 +231,7 @@ def _sequence(nodes: list[Node] | None, item: Node | None = None):
             raise ValueOutOfBounds(f"expected {len(parts)} values, got {len(values)}")
         head_size = sum(p.size for p in parts)
         heads, tails, offset = [], [], head_size
-        for part, value in zip(parts, values):
+        for part, value in zip(parts, values, strict=True):
             encoded = part.encode(value)
             if part.dynamic:
                 heads.append(offset.to_bytes(32, "big"))
@@ -257,7 +262,7 @@ def _sequence(nodes: list[Node] | None, item: Node | None = None):
     return decode_array, encode_array
 
 
-@lru_cache(maxsize=None)
+@cache
 def compile_type(text: str) -> Node:
     text = text.strip()
     if text.endswith("[]"):
@@ -284,7 +289,7 @@ def compile_type(text: str) -> Node:
     for prefix, make, low, high, step in (("uint", _uint, 8, 256, 8), ("int", _int, 8, 256, 8), ("bytes", _fixed_bytes, 1, 32, 1)):
         if text.startswith(prefix) and text[len(prefix):].isdigit():
             n = int(text[len(prefix):])
-            if low <= n <= high and n % step == 0 and not text[len(prefix)] == "0":
+            if low <= n <= high and n % step == 0 and text[len(prefix)] != "0":
                 return make(n)
             raise Unsupported(text)
         if text == prefix and prefix != "bytes":

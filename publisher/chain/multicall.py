@@ -3,16 +3,16 @@ several chunks per JSON-RPC batch, chunks halved and retried when a node refuses
 heavy, and every failed sub-call reported by contract, function and arguments."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from eth_abi import decode
 from eth_abi.exceptions import DecodingError
 
+from ..errors import PublisherError
 from . import abis
 from .abi import Fn
 from .rpc import RpcClient, RpcError, RpcUnavailable
-from ..errors import PublisherError
 
 # Avalanche's public nodes cap eth_call at 50M gas; stay under it with room for the wrapper.
 CHUNK_GAS = 40_000_000
@@ -113,7 +113,7 @@ class Multicall:
 
     def _chunks(self, calls: list[Call], encoded: list[bytes]) -> list[list[int]]:
         chunks, current, gas, size = [], [], 0, 0
-        for i, (call, data) in enumerate(zip(calls, encoded)):
+        for i, (call, data) in enumerate(zip(calls, encoded, strict=True)):
             cost, length = call.gas + CALL_OVERHEAD_GAS, len(data) + 128
             if current and (gas + cost > self.chunk_gas or size + length > self.chunk_bytes):
                 chunks.append(current)
@@ -142,14 +142,14 @@ class Multicall:
                     continue
                 if len(group[0]) > 1:
                     half = len(group[0]) // 2
-                    queue = [group[0][:half], group[0][half:]] + queue
+                    queue = [group[0][:half], group[0][half:], *queue]
                     continue
                 raise
-            for chunk, answer in zip(group, answers):
+            for chunk, answer in zip(group, answers, strict=True):
                 if isinstance(answer, RpcError):
                     if _heavy(answer) and len(chunk) > 1:
                         half = len(chunk) // 2
-                        queue = [chunk[:half], chunk[half:]] + queue
+                        queue = [chunk[:half], chunk[half:], *queue]
                         continue
                     first = calls[chunk[0]]
                     raise CallFailed(f"multicall of {len(chunk)} calls from {first.describe()} failed: {answer.rpc_message}")
@@ -161,7 +161,7 @@ class Multicall:
                                      f"result ({type(exc).__name__})") from None
                 if len(results) != len(chunk):
                     raise CallFailed(f"multicall returned {len(results)} results for {len(chunk)} calls")
-                for i, (ok, data) in zip(chunk, results):
+                for i, (ok, data) in zip(chunk, results, strict=True):
                     raw[i] = (ok, bytes(data))
                     self._shared[i] = len(chunk) > 1
                 if self.on_chunk:

@@ -12,19 +12,29 @@ from dataclasses import dataclass
 from eth_abi.exceptions import DecodingError
 from eth_utils import keccak, to_checksum_address
 
-from . import abis
-from .abi import Fn
-from .codec import checksum
-from .multicall import Call, Multicall
-from .rpc import RpcClient, RpcError, RpcUnavailable
 from ..compute.prices import dex_problem
 from ..config import Profile
 from ..errors import PublisherError
 from ..progress import Progress
 from ..snapshot import (
-    BlockRef, DexReserves, FeedRound, GGPToken, Minipool, OraclePrice, RewardsPool, Settings,
-    Snapshot, Staker, Vault, VaultPoint,
+    BlockRef,
+    DexReserves,
+    FeedRound,
+    GGPToken,
+    Minipool,
+    OraclePrice,
+    RewardsPool,
+    Settings,
+    Snapshot,
+    Staker,
+    Vault,
+    VaultPoint,
 )
+from . import abis
+from .abi import Fn
+from .codec import checksum
+from .multicall import Call, Multicall
+from .rpc import RpcClient, RpcError, RpcUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +230,7 @@ class Reader:
         calls += [Call(storage, abis.storage_getBool, (registry_key("contract.paused", n),), contract=label) for n in abis.PAUSABLE]
         out = self._run("registry", calls)
         addresses = {}
-        for name, addr in zip(names, out[: len(names)]):
+        for name, addr in zip(names, out[: len(names)], strict=True):
             if int(addr, 16) == 0:
                 raise PublisherError(f"Storage {storage} has no address for contract {name!r}")
             addresses[name] = to_checksum_address(addr)
@@ -231,7 +241,7 @@ class Reader:
                 log.warning(msg)
         addresses["Storage"] = to_checksum_address(storage)
         addresses["Multicall3"] = to_checksum_address(self.profile.multicall)
-        paused = dict(zip(abis.PAUSABLE, out[len(names):]))
+        paused = dict(zip(abis.PAUSABLE, out[len(names):], strict=True))
         return addresses, paused
 
     def _scalars(self, a: dict[str, str], *, read_dex: bool) -> dict:
@@ -285,7 +295,7 @@ class Reader:
                       Call(p.dex_pair, abis.token1, contract=pair, optional=True)]
             keys += ["dex_reserves", "dex_token0", "dex_token1"]
         out = self._run("protocol state", calls)
-        return dict(zip(keys, out))
+        return dict(zip(keys, out, strict=True))
 
     def _collections(self, a: dict[str, str], s: dict):
         count, pools = s["staker_count"], s["minipool_count"]
@@ -365,7 +375,7 @@ def _hex(value: bytes) -> str:
 
 def _minipool(row) -> Minipool:
     values = []
-    for (field, typ), v in zip(abis.MINIPOOL_FIELDS, row):
+    for (_, typ), v in zip(abis.MINIPOOL_FIELDS, row, strict=True):
         if typ == "address":
             v = checksum(v)
         elif typ in ("bytes", "bytes32"):

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import requests
 
-
 from ..errors import PublisherError
 from ..transport import Backoff, BodyTooLarge, Exhausted, Retry, check_url, mask_url, with_retries  # noqa: F401 (mask_url: re-export)
 from ..transport import attempt as send_attempt
@@ -104,7 +103,7 @@ class RpcClient:
         if not calls:
             return []
         ids = [next(self._ids) for _ in calls]
-        body = [{"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in zip(ids, calls)]
+        body = [{"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in zip(ids, calls, strict=True)]
         payload = json.dumps(body[0] if len(body) == 1 else body, separators=(",", ":")).encode()
         self.counters.rpc_calls += len(calls)
         self.counters.eth_calls += sum(1 for m, _ in calls if m == "eth_call")
@@ -112,7 +111,7 @@ class RpcClient:
         items = answer if isinstance(answer, list) else [answer]
         by_id = {item.get("id"): item for item in items if isinstance(item, dict)}
         results = []
-        for i, (method, _) in zip(ids, calls):
+        for i, (method, _) in zip(ids, calls, strict=True):
             item = by_id.get(i)
             if item is None:
                 raise RpcUnavailable(f"{self._where()} returned no answer for {method}")

@@ -3,9 +3,9 @@ local stand-ins for the third-party APIs (validators, P-Chain, prices) fed from 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from ..chain.rpc import RpcClient
 from .anvil import CHAIN_ID, GENESIS_TIME, Anvil

@@ -98,7 +98,7 @@ class Anvil:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "Anvil":
+    def start(self) -> Anvil:
         if _port_taken(self.port):
             raise PublisherError(f"port {self.port} is already in use: choose another with --port or stop the process using it")
         cmd = [
@@ -147,7 +147,7 @@ class Anvil:
             self.proc.stderr.close()
         self.proc = None
 
-    def __enter__(self) -> "Anvil":
+    def __enter__(self) -> Anvil:
         return self.start()
 
     def __exit__(self, *exc) -> None:

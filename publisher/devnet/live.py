@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from eth_utils import keccak, to_checksum_address
 

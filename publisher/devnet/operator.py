@@ -75,7 +75,7 @@ class Operator:
     def calls(self, items: list[tuple[str, Fn, tuple]]) -> list:
         raw = self.client.batch([("eth_call", [{"to": self.a[n], "data": "0x" + fn.encode(*args).hex()}, "latest"])
                                  for n, fn, args in items])
-        return [fn.decode(bytes.fromhex(r[2:])) for (_, fn, _), r in zip(items, raw)]
+        return [fn.decode(bytes.fromhex(r[2:])) for (_, fn, _), r in zip(items, raw, strict=True)]
 
     def setting(self, name: str) -> int:
         """A ProtocolDAO uint setting by name (e.g. "MinipoolCycleDuration")."""
@@ -83,12 +83,12 @@ class Operator:
 
     def stakers(self) -> list[dict]:
         rows = self.call("Staking", abis.getStakers, 0, 0)
-        return [dict(zip((k for k, _ in abis.STAKER_FIELDS), row)) for row in rows]
+        return [dict(zip((k for k, _ in abis.STAKER_FIELDS), row, strict=True)) for row in rows]
 
     def minipools(self) -> list[dict]:
         count = self.call("MinipoolManager", abis.getMinipoolCount)
         rows = self.calls([("MinipoolManager", abis.getMinipool, (i,)) for i in range(count)])
-        return [dict(zip((k for k, _ in abis.MINIPOOL_FIELDS), row)) for row in rows]
+        return [dict(zip((k for k, _ in abis.MINIPOOL_FIELDS), row, strict=True)) for row in rows]
 
     # ---- GGP rewards ----
 
@@ -100,7 +100,7 @@ class Operator:
                     if st["rewardsStartTime"] != 0 and st["rewardsStartTime"] <= when
                     and when - st["rewardsStartTime"] >= min_seconds and st["avaxValidatingHighWater"] > 0]
         stakes = self.calls([("Staking", abis.getEffectiveGGPStaked, (addr,)) for addr in eligible])
-        return dict(zip(eligible, stakes))
+        return dict(zip(eligible, stakes, strict=True))
 
     def distribute_rewards(self, when: int) -> Distribution:
         """Start the next rewards cycle and distribute it to every eligible staker, all in one
@@ -117,7 +117,7 @@ class Operator:
         after = self.calls([("Staking", ggp_rewards, (addr,)) for addr in stakes])
         cycle = self.call("RewardsPool", abis.getRewardsCycleCount)
         total = self.call("ClaimNodeOp", abis.getRewardsCycleTotal)
-        paid = {addr: a - b for addr, a, b in zip(stakes, after, before)}
+        paid = {addr: a - b for addr, a, b in zip(stakes, after, before, strict=True)}
         return Distribution(self.s.clock, cycle, total, tegs, paid)
 
     # ---- minipools ----

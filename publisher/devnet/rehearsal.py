@@ -56,7 +56,7 @@ def install(client: RpcClient, profile: Profile, start: int) -> dict[str, str]:
             types = [S._ctor_type(a) for a in args]
             code = bytes.fromhex(artifacts[name]["bytecode"][2:]) + (encode(types, [arg(a) for a in args]) if args else b"")
             sender.send(None, code, f"deploy {name}")
-        for (name, _), receipt in zip(S.DEPLOY_ORDER, sender.check()):
+        for (name, _), receipt in zip(S.DEPLOY_ORDER, sender.check(), strict=True):
             temp[name] = to_checksum_address(receipt["contractAddress"])
         accounts = _dump(client)
         for name, target in want.items():

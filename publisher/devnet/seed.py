@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import rlp
 from eth_abi import encode
@@ -159,7 +159,7 @@ class Sender:
             size += len(tx["data"])
             if size >= SEND_BATCH_BYTES or len(part) >= SEND_BATCH or i == len(queued) - 1:
                 hashes = self.client.batch([("eth_sendTransaction", [t]) for t, _ in part])
-                self.pending += [(h, w) for h, (_, w) in zip(hashes, part)]
+                self.pending += [(h, w) for h, (_, w) in zip(hashes, part, strict=True)]
                 part, size = [], 0
 
     def check(self) -> list[dict]:
@@ -208,7 +208,7 @@ def deploy(client: RpcClient, start: int) -> dict[str, str]:
             types = [_ctor_type(a) for a in args]
             code = bytes.fromhex(artifacts[name]["bytecode"][2:]) + (encode(types, values) if args else b"")
             sender.send(None, code, f"deploy {name}")
-        for (name, _), receipt in zip(DEPLOY_ORDER, sender.check()):
+        for (name, _), receipt in zip(DEPLOY_ORDER, sender.check(), strict=True):
             addresses[name] = to_checksum_address(receipt["contractAddress"])
         for name in REGISTERED:
             sender.send(addresses["Storage"], register_contract.encode(name, addresses[name]), f"register {name}")

@@ -191,7 +191,7 @@ class Service:
         with self._lock:
             self.hits.clear()
 
-    def start(self) -> "Service":
+    def start(self) -> Service:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.service = self
@@ -423,7 +423,7 @@ class Standins:
         for s in self.all:
             s.reset()
 
-    def start(self) -> "Standins":
+    def start(self) -> Standins:
         try:
             for s in self.all:
                 s.start()
@@ -436,7 +436,7 @@ class Standins:
         for s in self.all:
             s.stop()
 
-    def __enter__(self) -> "Standins":
+    def __enter__(self) -> Standins:
         return self.start()
 
     def __exit__(self, *exc) -> None:

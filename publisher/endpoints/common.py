@@ -1,14 +1,15 @@
 """Values several endpoints share, computed once per build through ``Context.cached``."""
 from __future__ import annotations
 
-from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
 from ..compute.nodeid import node_id, tx_id
 from ..compute.prices import usd_prices
+from ..compute.rewards import UINT256_MAX
 from ..errors import PublisherError
+from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
 from ..snapshot import Minipool, Staker
 from .context import Context
-from ..compute.rewards import UINT256_MAX
 from .units import pct_wad, tokens
+
 
 def status_counts(minipools) -> dict[str, int]:
     """Minipools per status name, every status present (zero when none)."""

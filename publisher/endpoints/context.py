@@ -2,7 +2,8 @@
 (APY, rewards parameters …) are computed once per build however many endpoints use them."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..snapshot import Snapshot
 
@@ -20,7 +21,7 @@ class Context:
         self.validator_default_rate_pct = validator_default_rate_pct
         self._memo: dict[Callable, Any] = {}
 
-    def cached(self, fn: Callable[["Context"], Any]) -> Any:
+    def cached(self, fn: Callable[[Context], Any]) -> Any:
         if fn not in self._memo:
             self._memo[fn] = fn(self)
         return self._memo[fn]

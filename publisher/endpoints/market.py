@@ -5,7 +5,6 @@ from fractions import Fraction
 
 from ..compute.prices import dex_quote, dex_state
 from ..sources import history
-
 from . import schema as S
 from .common import meta, usd
 from .context import Context

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
 from ..compute.nodeid import node_id
+from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
 from . import schema as S
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
 from .registry import Deferred, Param, endpoint
-from .units import tokens
 from .rewards import ADDRESS_REWARDS, rewards_inputs, staker_rewards
+from .units import tokens
 
 TOKENS = S.NON_NEGATIVE
 COUNT = {"type": "integer", "minimum": 0}

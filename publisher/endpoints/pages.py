@@ -23,8 +23,8 @@ import jinja2
 import markupsafe
 
 from .. import svg
-from ..protocol import STATUS_LABELS
 from ..compute import rewards as R
+from ..protocol import STATUS_LABELS
 from . import schema as S
 from .context import Context
 from .openapi import document

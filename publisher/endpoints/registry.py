@@ -3,10 +3,10 @@ render function — and build, check, the OpenAPI document, serve and publish al
 from __future__ import annotations
 
 import re
-from functools import cache, lru_cache
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
-
+from functools import cache
+from typing import Any
 
 # Cache-Control per policy; "{max_age}" follows the profile's publish cadence.
 CACHE_POLICIES = {
@@ -76,11 +76,11 @@ class Endpoint:
             return url_path
         names = re.findall(r"\{([^}]+)\}", self.path)
         lower = {p.name for p in self.params if p.lowercase}
-        values = [v.lower() if n in lower else v for n, v in zip(names, m.groups())]
-        return self.path.format(**dict(zip(names, values)))
+        values = [v.lower() if n in lower else v for n, v in zip(names, m.groups(), strict=True)]
+        return self.path.format(**dict(zip(names, values, strict=True)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pattern(template: str) -> re.Pattern:
     parts = re.split(r"(\{[^}]+\})", template)
     return re.compile("^" + "".join("([^/]+)" if p.startswith("{") else re.escape(p) for p in parts) + "$")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..compute.rewards import WAD, canonical_json, pct
 
-__all__ = ["WAD", "tokens", "pct_wad", "dumps"]
+__all__ = ["WAD", "dumps", "pct_wad", "tokens"]
 
 
 def tokens(wei: int, decimals: int = 18) -> float:

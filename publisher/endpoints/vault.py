@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..protocol import ACTIVE_STATUSES, STATUS_LABELS, MinipoolStatus
 from ..compute.apy import ggavax_apy
+from ..protocol import ACTIVE_STATUSES, STATUS_LABELS, MinipoolStatus
 from . import schema as S
 from .common import meta, status_counts, usd
 from .context import Context

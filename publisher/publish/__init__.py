@@ -39,7 +39,7 @@ from .plan import (
 )
 from .s3 import S3Sink
 
-__all__ = ["publish", "Result", "Plan"]
+__all__ = ["Plan", "Result", "publish"]
 
 # The live objects the change bounds read besides /status (accumulated files: they may only grow).
 GUARDED = ("/prices", "/metrics", "/prices/history")

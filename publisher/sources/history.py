@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 from eth_abi.exceptions import DecodingError
 
@@ -143,7 +143,7 @@ class _Fold:
         self.days: dict[str, PricePoint] = {}
 
     @classmethod
-    def resume(cls, points: Sequence[PricePoint]) -> "_Fold":
+    def resume(cls, points: Sequence[PricePoint]) -> _Fold:
         f = cls()
         last = points[-1]
         f.price, f.answer, f.clock = last.ggp_in_avax, last.avax_usd, last.timestamp
@@ -158,7 +158,7 @@ class _Fold:
         self.clock = max(self.clock, e.timestamp)
         if self.price is None or self.answer is None:
             return
-        day = datetime.fromtimestamp(self.clock, timezone.utc).strftime("%Y-%m-%d")
+        day = datetime.fromtimestamp(self.clock, UTC).strftime("%Y-%m-%d")
         point = PricePoint(day, self.price, self.answer, e.block, self.clock)
         if day in self.days:  # keep the share price a run recorded for this day
             old = self.days[day]
@@ -288,7 +288,7 @@ def with_share_price(points: tuple[PricePoint, ...], snap: Snapshot) -> tuple[Pr
     if not points or points[-1].block > snap.block.number:
         return points
     last = replace(points[-1], ggavax_assets_per_share=snap.ggavax.assets_per_share, ggavax_time=snap.block.timestamp)
-    return points[:-1] + (last,)
+    return (*points[:-1], last)
 
 
 def from_snapshot(snap: Snapshot) -> PriorHistory | None:

@@ -12,9 +12,9 @@ from decimal import Decimal
 
 import requests
 
+from ..errors import PublisherError
 from ..transport import Backoff, BodyTooLarge, Exhausted, check_url, with_retries
 from ..transport import attempt as send_attempt
-from ..errors import PublisherError
 
 
 class SourceError(PublisherError):

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ..protocol import ACTIVE_STATUSES
 from ..compute.nodeid import node_id
 from ..errors import PublisherError
+from ..protocol import ACTIVE_STATUSES
 from ..snapshot import Snapshot, Validator
 from .http import HttpClient, SourceUnavailable, one_line
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Iterator
 
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient
@@ -35,7 +35,7 @@ def eth_calls(client: RpcClient, items: list[tuple[str, Fn, tuple]], block="late
     """Many individual eth_calls at one block, sent as one JSON-RPC batch (no Multicall3)."""
     tag = block_tag(block)
     raw = client.batch([("eth_call", [{"to": to, "data": "0x" + fn.encode(*args).hex()}, tag]) for to, fn, args in items])
-    return [fn.decode(bytes.fromhex(r[2:])) for (_, fn, _), r in zip(items, raw)]
+    return [fn.decode(bytes.fromhex(r[2:])) for (_, fn, _), r in zip(items, raw, strict=True)]
 
 
 def header(client: RpcClient, block="latest") -> dict:

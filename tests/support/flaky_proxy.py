@@ -79,7 +79,7 @@ class FlakyProxy:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "FlakyProxy":
+    def __enter__(self) -> FlakyProxy:
         self._thread.start()
         return self
 

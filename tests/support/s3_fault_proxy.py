@@ -42,7 +42,7 @@ class S3FaultProxy:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def __enter__(self) -> "S3FaultProxy":
+    def __enter__(self) -> S3FaultProxy:
         self._thread.start()
         return self
 
