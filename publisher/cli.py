@@ -243,7 +243,7 @@ def serve(directory: str, host: str, port: int) -> None:
         server = make_server(Path(directory), host, port)
     except OSError as exc:
         raise PublisherError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    bound_host, bound_port = server.server_address[:2]
+    bound_host, bound_port = str(server.server_address[0]), server.server_address[1]
     click.echo(f"serving {directory} at http://{bound_host}:{bound_port}/  (Ctrl-C to stop)")
     sys.stdout.flush()
     try:

@@ -48,7 +48,7 @@ class Site:
             return self._function(path, query, method)
         if ep is not None:
             path = ep.canonical(path)
-        missing = 404, {}, error_body(404, "not_found", f"no such resource: {raw_path[:200]}")
+        missing: tuple[int, dict, bytes] = 404, {}, error_body(404, "not_found", f"no such resource: {raw_path[:200]}")
         if len(path) > MAX_PATH or any(len(part) > MAX_SEGMENT for part in path.split("/")):
             return missing  # no published name is this long, and the file system would refuse it
         if any(part.startswith(".") for part in path.split("/")):

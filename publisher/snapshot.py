@@ -302,9 +302,9 @@ def to_jsonable(obj):
     return obj
 
 
-def from_jsonable(tp, data):
+def from_jsonable(tp: typing.Any, data: typing.Any) -> typing.Any:
     origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise TypeError(f"{tp.__name__}: expected an object")
         hints = typing.get_type_hints(tp)

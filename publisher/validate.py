@@ -174,7 +174,7 @@ def compare_previous(old: Mapping[str, bytes], new: Mapping[str, bytes], *, max_
 ACCUMULATED = {"/prices/history": ("points", "date")}
 
 
-def compare_accumulated(old: dict[str, bytes], new: dict[str, bytes]) -> list[str]:
+def compare_accumulated(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[str]:
     out = []
     for path, (field, key) in ACCUMULATED.items():
         if path not in old:

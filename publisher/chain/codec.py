@@ -31,7 +31,7 @@ try:  # pycryptodome directly: half the cost of going through eth_hash, which wr
     def _keccak(data: bytes) -> bytes:
         return _keccak_mod.new(digest_bits=256, data=data).digest()
 except ImportError:  # pragma: no cover - eth_hash picks whatever backend is installed
-    from eth_hash.auto import keccak as _keccak
+    from eth_hash.auto import keccak as _keccak  # type: ignore[assignment]
 
 
 def split_types(text: str) -> list[str]:
@@ -244,20 +244,23 @@ def _sequence(nodes: list[Node] | None, item: Node | None = None):
     if nodes is not None:
         return (lambda data, pos: decode_items(data, pos, nodes)), (lambda values: encode_items(values, nodes))
 
+    assert item is not None  # an array's element type
+    elem: Node = item
+
     def decode_array(data: bytes, pos: int) -> tuple:
         count = _word(data, pos)
         start = pos + 32
-        if count * item.size > len(data) - start:
+        if count * elem.size > len(data) - start:
             raise InsufficientDataBytes(f"array of {count} at {pos} runs past the data")
-        if not item.dynamic and item.size == 32:
+        if not elem.dynamic and elem.size == 32:
             # Flat arrays of words (uint256[], address[]): no head/tail bookkeeping.
-            return tuple(item.decode(data, start + 32 * i) for i in range(count))
-        return decode_items(data, start, [item] * count)
+            return tuple(elem.decode(data, start + 32 * i) for i in range(count))
+        return decode_items(data, start, [elem] * count)
 
     def encode_array(values) -> bytes:
         if not isinstance(values, (list, tuple)):
             raise EncodingTypeError(f"expected a list or tuple, got {type(values).__name__}")
-        return len(values).to_bytes(32, "big") + encode_items(values, [item] * len(values))
+        return len(values).to_bytes(32, "big") + encode_items(values, [elem] * len(values))
 
     return decode_array, encode_array
 

@@ -84,7 +84,8 @@ class Multicall:
         again = [i for i, (ok, data) in raw.items() if not ok and not data and self._shared[i]]
         if again:
             self._execute([[i] for i in again], calls, encoded, raw)
-        out, failures = [], []
+        out: list = []
+        failures: list = []
         for i, call in enumerate(calls):
             ok, data = raw[i]
             if not ok:
@@ -112,7 +113,9 @@ class Multicall:
         return str(int(b, 16)) if b.startswith("0x") else b
 
     def _chunks(self, calls: list[Call], encoded: list[bytes]) -> list[list[int]]:
-        chunks, current, gas, size = [], [], 0, 0
+        chunks: list[list[int]] = []
+        current: list[int] = []
+        gas = size = 0
         for i, (call, data) in enumerate(zip(calls, encoded, strict=True)):
             cost, length = call.gas + CALL_OVERHEAD_GAS, len(data) + 128
             if current and (gas + cost > self.chunk_gas or size + length > self.chunk_bytes):

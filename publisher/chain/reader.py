@@ -241,8 +241,8 @@ class Reader:
                 log.warning(msg)
         addresses["Storage"] = to_checksum_address(storage)
         addresses["Multicall3"] = to_checksum_address(self.profile.multicall)
-        paused = dict(zip(abis.PAUSABLE, out[len(names):], strict=True))
-        return addresses, paused
+        paused = {name: bool(flag) for name, flag in zip(abis.PAUSABLE, out[len(names):], strict=True)}
+        return dict(addresses), paused
 
     def _scalars(self, a: dict[str, str], *, read_dex: bool) -> dict:
         p = self.profile
@@ -289,6 +289,7 @@ class Reader:
         keys.append("fee_bips")
         if read_dex:
             # Optional: a pair that reverts loses /prices/tj its quote, not the run.
+            assert p.dex_pair is not None
             pair = f"DEX pair {p.dex_pair}"
             calls += [Call(p.dex_pair, abis.getReserves, contract=pair, optional=True),
                       Call(p.dex_pair, abis.token0, contract=pair, optional=True),
@@ -319,7 +320,7 @@ class Reader:
         out = self._run("staker views", calls)
         k = len(views)
         return tuple(
-            Staker(checksum(row[0]), *row[1:], *out[i * k : i * k + k - 1], bool(out[i * k + k - 1]))
+            Staker(checksum(row[0]), *row[1:], *out[i * k : i * k + k - 1], bool(out[i * k + k - 1]))  # type: ignore[call-arg]  # the struct's fields, then the views, in declaration order
             for i, row in enumerate(rows)
         )
 

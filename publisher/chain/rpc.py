@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import requests
 
@@ -110,14 +111,15 @@ class RpcClient:
         answer = self._post(payload, calls[0][0] if len(calls) == 1 else f"batch of {len(calls)}")
         items = answer if isinstance(answer, list) else [answer]
         by_id = {item.get("id"): item for item in items if isinstance(item, dict)}
-        results = []
+        results: list[Any] = []
         for i, (method, _) in zip(ids, calls, strict=True):
             item = by_id.get(i)
             if item is None:
                 raise RpcUnavailable(f"{self._where()} returned no answer for {method}")
             if "error" in item and item["error"] is not None:
                 err = item["error"] if isinstance(item["error"], dict) else {"message": str(item["error"])}
-                exc = RpcError(method, err.get("code"), str(err.get("message", "unknown error"))[:300], err.get("data"))
+                code = err.get("code")
+                exc = RpcError(method, code if isinstance(code, int) else None, str(err.get("message", "unknown error"))[:300], err.get("data"))
                 if raise_errors:
                     raise exc
                 results.append(exc)

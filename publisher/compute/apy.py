@@ -78,15 +78,15 @@ def _history(snap: Snapshot):
     """The recorded share price that is the latest at least a window old, else the oldest at least
     MIN_HISTORY_DAYS old (a shorter window than asked, stated in the response)."""
     now = snap.block.timestamp
-    recorded = [p for p in snap.price_history
+    recorded = [(p.ggavax_time, p.ggavax_assets_per_share) for p in snap.price_history
                 if p.ggavax_assets_per_share and p.ggavax_time is not None and p.ggavax_time < now]
-    full = [p for p in recorded if p.ggavax_time <= now - snap.apy_window_days * 86_400]
-    short = [p for p in recorded if p.ggavax_time <= now - MIN_HISTORY_DAYS * 86_400]
+    full = [r for r in recorded if r[0] <= now - snap.apy_window_days * 86_400]
+    short = [r for r in recorded if r[0] <= now - MIN_HISTORY_DAYS * 86_400]
     if full:
-        point = max(full, key=lambda p: p.ggavax_time)
+        at, share_price = max(full)
     elif short:
-        point = min(short, key=lambda p: p.ggavax_time)
+        at, share_price = min(short)
     else:
         return None
-    return (point.ggavax_assets_per_share, point.ggavax_time, None, "history",
-            f"recorded in the price history at {point.ggavax_time} and read at block {snap.block.number}")
+    return (share_price, at, None, "history",
+            f"recorded in the price history at {at} and read at block {snap.block.number}")

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -121,7 +122,8 @@ class Anvil:
 
     def _wait_ready(self, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
-        body = {"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}
+        assert self.proc is not None and self.proc.stderr is not None  # started by start()
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 err = (self.proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()

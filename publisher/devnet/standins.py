@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from eth_utils import keccak
@@ -101,7 +102,7 @@ def validator_records(scenario: Scenario) -> list[Record]:
             continue
         rng = random.Random(f"standin-{nid}")
         if m["status"] == STAKING:
-            start, end, tx = m["startTime"], m["endTime"], tx_id(m["txID"])
+            start, end, tx = m["startTime"], m["endTime"], tx_id(m["txID"]) or ""  # staking pools carry their txID
         else:  # Launched: the P-Chain validation began shortly after creation
             start = m["creationTime"] + 1800
             end = start + m["duration"]
@@ -194,7 +195,7 @@ class Service:
     def start(self) -> Service:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
-        self._server.service = self
+        self._server.service = self  # type: ignore[attr-defined]  # read back by _Handler
         threading.Thread(target=self._server.serve_forever, args=(0.05,), name=type(self).__name__, daemon=True).start()
         return self
 
@@ -234,7 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _dispatch(self, method: str) -> None:
-        svc: Service = self.server.service
+        svc: Service = self.server.service  # type: ignore[attr-defined]
         parts = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY:
@@ -318,7 +319,7 @@ class GlacierStandin(Service):
         following = offset + size
         if fault and fault.page_loop:
             following = following % max(1, len(rows))  # back to the start: it never ends
-        answer = {"validators": [glacier_json(r) for r in page]}
+        answer: dict[str, Any] = {"validators": [glacier_json(r) for r in page]}
         if following < len(rows) or (fault and fault.page_loop):
             self._serial += 1
             answer["nextPageToken"] = base64.urlsafe_b64encode(f"{following}:{self._serial}".encode()).decode()

@@ -46,6 +46,7 @@ TAG = "Prices"
 )
 def prices(ctx: Context):
     s, u = ctx.snap, ctx.cached(usd)
+    assert s.feed is not None and u is not None  # the build refuses a snapshot without a feed
     check = s.price_check
     yield "/prices", {
         "ggpInAvax": float(u["ggp_in_avax"]),
@@ -106,6 +107,7 @@ def prices_tj(ctx: Context):
     }
     if state == "ok":
         q = dex_quote(s)
+        assert q is not None  # dex_state said "ok": there is a readable pair
         body |= {
             "ggpInAvax": float(q["ggp_in_avax"]), "ggpInUSD": float(q["ggp_usd"]) if q["ggp_usd"] is not None else None,
             "deviationFromOraclePct": float(q["deviation_pct"]),

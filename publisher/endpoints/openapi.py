@@ -2,6 +2,8 @@
 parameter examples taken from the published data so every example resolves."""
 from __future__ import annotations
 
+from typing import Any
+
 from .. import __version__
 from ..compute.nodeid import node_id
 from . import schema as S
@@ -58,7 +60,7 @@ def _operation(ep: Endpoint, examples: dict[str, str], max_age: int) -> dict:
     for code in sorted(codes):
         responses[code] = {"description": ERRORS[code],
                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-    op = {"operationId": ep.path.strip("/").replace("/", "_").replace("{", "").replace("}", "") or "index",
+    op: dict[str, Any] = {"operationId": ep.path.strip("/").replace("/", "_").replace("{", "").replace("}", "") or "index",
           "summary": ep.summary, "description": ep.description, "tags": [ep.tag] if ep.tag else [],
           "responses": responses}
     if params:

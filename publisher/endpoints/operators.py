@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import partial
 
 from ..compute.nodeid import node_id
 from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
@@ -107,10 +108,12 @@ def staker(ctx: Context):
     shared = ctx.cached(rewards_inputs)
     for st in ctx.snap.stakers:
         mine = pools.get(st.staker_addr, [])
-        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, mine, shared), lambda st=st, mine=mine: {
-            "staker": staker_record(st, mine), "minipools": [minipool_record(m) for m in mine],
-            "rewards": staker_rewards(ctx, st),
-        })
+        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, mine, shared), partial(_staker_body, ctx, st, mine))
+
+
+def _staker_body(ctx: Context, st, mine: list) -> dict:
+    return {"staker": staker_record(st, mine), "minipools": [minipool_record(m) for m in mine],
+            "rewards": staker_rewards(ctx, st)}
 
 
 @endpoint(
@@ -140,7 +143,11 @@ def minipools(ctx: Context):
 )
 def minipool(ctx: Context):
     for m in ctx.snap.minipools:
-        yield f"/minipools/{node_id(m.node_id)}", Deferred(m, lambda m=m: {"minipool": minipool_record(m)})
+        yield f"/minipools/{node_id(m.node_id)}", Deferred(m, partial(_minipool_body, m))
+
+
+def _minipool_body(m) -> dict:
+    return {"minipool": minipool_record(m)}
 
 
 PROVIDER = S.obj({

@@ -18,6 +18,7 @@ import functools
 import json
 import re
 import time
+from typing import Any
 
 import jinja2
 import markupsafe
@@ -28,7 +29,7 @@ from ..protocol import STATUS_LABELS
 from . import schema as S
 from .context import Context
 from .openapi import document
-from .registry import endpoint, load_all
+from .registry import endpoint, load_all, resolve
 from .rewards import parsed_params
 
 HTML = "text/html; charset=utf-8"
@@ -101,7 +102,8 @@ def response(ctx: Context, path: str):
     memo = ctx.cached(_responses)
     if path not in memo:
         ep = load_all()[path]
-        memo[path] = next((body for p, body in ep.render(ctx) if p == path), None)
+        assert ep.render is not None  # a file endpoint
+        memo[path] = next((resolve(body) for p, body in ep.render(ctx) if p == path), None)
     return memo[path]
 
 
@@ -116,7 +118,7 @@ def _example(ctx: Context, path: str, params: list[dict]):
         p = ctx.cached(parsed_params)  # what the function evaluates: the published params, parsed
         q = CALCULATOR_EXAMPLE
         ggp, avax = (int(q[k]) * R.WAD for k in ("ggpStaked", "avaxStaked"))
-        body = {"inputs": {**q, "ggpStakedWei": str(ggp), "avaxStakedWei": str(avax)}, "meta": p.stamp(),
+        body: Any = {"inputs": {**q, "ggpStakedWei": str(ggp), "avaxStakedWei": str(avax)}, "meta": p.stamp(),
                 "result": R.estimate(p, ggp, avax)}
         url = f"{path}?ggpStaked={q['ggpStaked']}&avaxStaked={q['avaxStaked']}"
     else:
@@ -125,7 +127,8 @@ def _example(ctx: Context, path: str, params: list[dict]):
             return {"url": path, "json": None}
         url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
         if "{" in path:
-            body = next((b for p, b in ep.render(ctx) if p == ep.canonical(url)), None)
+            assert ep.render is not None
+            body = next((resolve(b) for p, b in ep.render(ctx) if p == ep.canonical(url)), None)
         else:
             body = response(ctx, path)
         if body is None:

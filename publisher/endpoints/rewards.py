@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import partial
 
 from ..compute import params as P
 from ..compute import rewards as R
@@ -359,4 +360,4 @@ function_endpoint(
 def address_rewards(ctx: Context):
     shared = ctx.cached(rewards_inputs)
     for st in ctx.snap.stakers:
-        yield rewards_path(st.staker_addr), Deferred((st, shared), lambda st=st: staker_rewards(ctx, st))
+        yield rewards_path(st.staker_addr), Deferred((st, shared), partial(staker_rewards, ctx, st))

@@ -23,7 +23,7 @@ def array(items: dict) -> dict:
 
 
 def obj(properties: dict, optional: dict | None = None, *, closed: bool = True, description: str = "") -> dict:
-    schema = {
+    schema: dict = {
         "type": "object",
         "properties": {**properties, **(optional or {})},
         "required": sorted(properties),

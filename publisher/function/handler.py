@@ -19,7 +19,7 @@ import time
 try:
     from ..compute import rewards
 except ImportError:  # packaged: rewards.py sits next to this file at the top of the zip
-    import rewards
+    import rewards  # type: ignore[no-redef]
 
 PATH = "/rewards/byStake"
 NAMES = ("ggpStaked", "avaxStaked")

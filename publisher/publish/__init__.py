@@ -193,6 +193,8 @@ def _guards(live: dict[str, bytes], files, status: dict, profile) -> list[str]:
 
 
 def _block(status: bytes | None) -> int | None:
+    if status is None:
+        return None
     try:
         return int(strict_loads(status)["block"]["number"])
     except (TypeError, ValueError, KeyError):

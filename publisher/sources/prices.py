@@ -45,6 +45,7 @@ def cross_check(http: HttpClient, snap: Snapshot, bounds: dict[str, float], warn
     answers in an unexpected shape the run continues with a warning.
     """
     ours = usd_prices(snap)
+    assert ours is not None  # called only with a feed
     source = http.where("/simple/price")
     try:
         quoted = fetch_usd(http)

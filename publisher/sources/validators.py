@@ -121,13 +121,13 @@ class Glacier:
             start_timestamp=p.integer("startTimestamp"),
             end_timestamp=p.integer("endTimestamp"),
             amount_staked=p.navax("amountStaked"),
-            amount_delegated=p.navax("amountDelegated", optional=True) or 0,
+            amount_delegated=p.maybe_navax("amountDelegated") or 0,
             delegation_fee_pct=p.percent_text("delegationFee"),
-            delegator_count=p.integer("delegatorCount", optional=True) or 0,
+            delegator_count=p.maybe_integer("delegatorCount") or 0,
             uptime_pct=p.percent_number("uptimePerformance"),
             validation_reward=rewards.navax("validationRewardAmount"),
-            delegation_reward=rewards.navax("delegationRewardAmount", optional=True) or 0,
-            avalanchego_version=p.text("avalancheGoVersion", optional=True),
+            delegation_reward=rewards.maybe_navax("delegationRewardAmount") or 0,
+            avalanchego_version=p.maybe_text("avalancheGoVersion"),
             source=self.name,
         )
 
@@ -161,16 +161,16 @@ class PChain:
     def _parse(self, i: int, rec) -> Validator:
         p = _Fields(self.http, "", f"result.validators[{i}]", rec)
         stake = p.navax("weight") if isinstance(rec, dict) and "weight" in rec else p.navax("stakeAmount")
-        uptime = p.percent_text("uptime", optional=True)
+        uptime = p.maybe_percent_text("uptime")
         return Validator(
             node_id=p.node_id("nodeID"),
             tx_hash=p.text("txID"),
             start_timestamp=p.navax("startTime"),
             end_timestamp=p.navax("endTime"),
             amount_staked=stake,
-            amount_delegated=p.navax("delegatorWeight", optional=True) or 0,
+            amount_delegated=p.maybe_navax("delegatorWeight") or 0,
             delegation_fee_pct=p.percent_text("delegationFee"),
-            delegator_count=p.navax("delegatorCount", optional=True) or 0,
+            delegator_count=p.maybe_navax("delegatorCount") or 0,
             uptime_pct=uptime,
             validation_reward=p.navax("potentialReward"),
             delegation_reward=0,
@@ -206,7 +206,12 @@ class _Fields:
             raise self._bad(key, "is not an object")
         return value
 
-    def text(self, key: str, optional: bool = False) -> str | None:
+    def text(self, key: str) -> str:
+        value = self.maybe_text(key, optional=False)
+        assert value is not None  # a missing key raised above
+        return value
+
+    def maybe_text(self, key: str, optional: bool = True) -> str | None:
         value = self._get(key, optional)
         if value is None:
             return None
@@ -220,7 +225,12 @@ class _Fields:
             raise self._bad(key, "is not a NodeID")
         return value
 
-    def navax(self, key: str, optional: bool = False) -> int | None:
+    def navax(self, key: str) -> int:
+        value = self.maybe_navax(key, optional=False)
+        assert value is not None  # a missing key raised above
+        return value
+
+    def maybe_navax(self, key: str, optional: bool = True) -> int | None:
         """A decimal string of an integer (nAVAX amounts, and the P-Chain's numbers)."""
         value = self._get(key, optional)
         if value is None:
@@ -229,7 +239,12 @@ class _Fields:
             raise self._bad(key, "is not an integer string")
         return int(value)
 
-    def integer(self, key: str, optional: bool = False) -> int | None:
+    def integer(self, key: str) -> int:
+        value = self.maybe_integer(key, optional=False)
+        assert value is not None  # a missing key raised above
+        return value
+
+    def maybe_integer(self, key: str, optional: bool = True) -> int | None:
         value = self._get(key, optional)
         if value is None:
             return None
@@ -237,7 +252,12 @@ class _Fields:
             raise self._bad(key, "is not a non-negative integer")
         return value
 
-    def percent_text(self, key: str, optional: bool = False) -> str | None:
+    def percent_text(self, key: str) -> str:
+        value = self.maybe_percent_text(key, optional=False)
+        assert value is not None  # a missing key raised above
+        return value
+
+    def maybe_percent_text(self, key: str, optional: bool = True) -> str | None:
         value = self._get(key, optional)
         if value is None:
             return None
