@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import signal
 import sys
 import time
 
@@ -75,6 +76,16 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
+def stop_on_signals() -> None:
+    """Ctrl-C and SIGTERM stop the long-running commands cleanly (devnet, serve), even when the
+    process was started with SIGINT ignored, as a shell's background jobs and some supervisors do."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def within_run_deadline(fn):
     """Bound a whole run (PUBLISHER_RUN_DEADLINE seconds) so a stalled source cannot hold the
     scheduled job past its next turn."""
@@ -112,6 +123,7 @@ def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int 
 
     if live and (scenario != "demo" or stakers or minipools is not None):
         raise click.UsageError("--live runs the demo scenario at its own size")
+    stop_on_signals()
     with running(scenario, port, as_network=as_network, stakers=stakers, minipools=minipools) as net:
         sc = net.scenario
         click.echo(f"devnet '{sc.name}'{f' rehearsing {as_network}' if as_network else ''} ready in {net.seconds:.1f}s: "
@@ -243,6 +255,7 @@ def serve(directory: str, host: str, port: int) -> None:
         server = make_server(Path(directory), host, port)
     except OSError as exc:
         raise PublisherError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    stop_on_signals()
     bound_host, bound_port = str(server.server_address[0]), server.server_address[1]
     click.echo(f"serving {directory} at http://{bound_host}:{bound_port}/  (Ctrl-C to stop)")
     sys.stdout.flush()

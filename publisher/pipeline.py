@@ -301,8 +301,16 @@ class _Bodies(dict):
             return default
 
 
-def _carry(writer: TreeWriter, path: str, live: Path, old: list) -> bool:
-    """Link the live tree's file; False if it is gone (then it is rendered again)."""
+def _carry(writer: TreeWriter, path: str, live: Path, old: list, verify: bool = False) -> bool:
+    """Link the live tree's file; False if it is gone (then it is rendered again). ``verify``
+    (aggregates: few files, and the guards compare them) also refuses a file that no longer
+    matches its record, edited in place since the build that wrote it."""
+    if verify:
+        try:
+            if sha256((live / file_for(path)).read_bytes()) != old[0]:
+                return False
+        except OSError:
+            return False
     try:
         writer.link(path, live, old[0])
     except FileNotFoundError:
@@ -345,7 +353,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
             old = prev_files.get(path)
             entity = "{" in ep.path
             ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
-            if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old):
+            if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old, verify=not entity):
                 # Same inputs, same content: the previous file, block stamp included.
                 entries[path], kept[path] = old, None if entity else live / file_for(path)
                 carried += 1
@@ -368,7 +376,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
                         entries[path] = [sha256(data), len(data), ikey, ckey]
                         carried += 1
                         continue
-                    if old is not None and _carry(writer, path, live, old):
+                    if old is not None and _carry(writer, path, live, old, verify=True):
                         entries[path] = [old[0], old[1], ikey, ckey]
                         carried += 1
                         continue
