@@ -1,7 +1,10 @@
 """Shared fixtures: one seeded demo devnet per test session (per xdist worker), and its snapshot."""
 from __future__ import annotations
 
+import logging
+
 import pytest
+from moto.server import ThreadedMotoServer
 
 from publisher.chain.rpc import RpcClient
 from publisher.collect import collect, devnet_profile
@@ -28,3 +31,14 @@ def demo_snapshot(demo_profile):
 @pytest.fixture
 def rpc(demo):
     return RpcClient([demo.url])
+
+
+@pytest.fixture(scope="module")
+def moto():
+    """moto's S3 (and CloudFront) server over real HTTP, one per test module."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import logging
 import os
 import re
 import shutil
@@ -20,7 +19,6 @@ import pytest
 import requests
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
-from moto.server import ThreadedMotoServer
 from support.chain import artifacts, checkpoint, eth_call, send
 
 from publisher.chain import abis
@@ -97,16 +95,6 @@ def mainnet():
 def fuji():
     with running("demo", as_network="fuji") as net:
         yield net
-
-
-@pytest.fixture(scope="module")
-def moto():
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 def env_for(net, **extra) -> dict[str, str]:

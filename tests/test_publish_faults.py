@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -16,7 +15,6 @@ from pathlib import Path
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 from support.s3_fault_proxy import S3FaultProxy
 
 from publisher.build import build
@@ -27,16 +25,6 @@ from publisher.snapshot import Snapshot
 EPOCH = "1800000000"
 AWS_SECRET = "wJalrXUtnFEMI-K7MDENG-never-print-me"
 API_KEY = "sk-live-7f3a9c"
-
-
-@pytest.fixture(scope="module")
-def moto():
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 def aws_env(**extra) -> dict[str, str]:

@@ -2,10 +2,7 @@
 `python benchmarks/soak.py`): every fault kind once against a devnet that moves between runs."""
 from __future__ import annotations
 
-import logging
-
 import pytest
-from moto.server import ThreadedMotoServer
 from support.soak import soak
 
 from publisher.devnet import running
@@ -18,16 +15,6 @@ def moving_devnet():
     # Its own devnet: the soak moves time and prices, which the shared one must not see.
     with running("demo") as net:
         yield net
-
-
-@pytest.fixture(scope="module")
-def moto():
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 def test_short_soak_loses_nothing(moving_devnet, moto, tmp_path):
