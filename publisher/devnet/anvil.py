@@ -116,7 +116,7 @@ class Anvil:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                          preexec_fn=_stop_with_parent if tie else None)
         except OSError as exc:
-            raise PublisherError(f"cannot start anvil ({cmd[0]}): {exc.strerror}; run `npm ci` in the project root") from exc
+            raise PublisherError(f"cannot start anvil ({cmd[0]}): {exc.strerror}; run `npm install` in the project root") from exc
         self._wait_ready()
         return self
 
