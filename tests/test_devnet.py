@@ -254,7 +254,7 @@ def _compile_tools() -> str:
     if node is None:
         pytest.skip("node is not installed, so the contracts cannot be recompiled here")
     if not (ROOT / "node_modules" / "solc").is_dir():
-        pytest.skip("node_modules/solc is missing (run `npm ci`), so the contracts cannot be recompiled here")
+        pytest.skip("node_modules/solc is missing (run `npm install`), so the contracts cannot be recompiled here")
     return node
 
 
@@ -326,7 +326,7 @@ def test_unusable_anvil_is_a_one_line_error(kind, tmp_path, monkeypatch):
     if kind == "exits at once":
         assert text == "anvil exited at startup: anvil: unsupported flag"
     else:
-        assert str(path) in text and "npm ci" in text
+        assert str(path) in text and "npm install" in text
 
 
 def _process(pid: int) -> tuple[str, str] | None:
