@@ -5,20 +5,18 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import queue
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from eth_utils import keccak
 from support.chain import MAX_UINT, WAD, artifacts, checkpoint, eth_call, header, send
+from support.devnet_cli import DevnetCli
 
 from publisher.chain import abis
 from publisher.chain.abi import Fn, event_topic
@@ -202,30 +200,12 @@ def test_a_sized_devnet_holds_the_size_asked_and_is_deterministic():
 
 def test_publisher_devnet_takes_a_size():
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "publisher.cli", "devnet", "--scenario", "scale", "--stakers", "150", "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    out: queue.Queue = queue.Queue()
-    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
-    lines: list[str] = []
-    try:
-        deadline = time.monotonic() + 120
-        while not any("Ctrl-C" in line for line in lines):
-            assert time.monotonic() < deadline, f"devnet did not become ready: {lines}"
-            line = out.get(timeout=max(0.1, deadline - time.monotonic()))
-            assert line is not None, f"devnet exited early: {''.join(lines)}{proc.stderr.read()}"
-            lines.append(line)
-        text = "".join(lines)
+    with DevnetCli("--scenario", "scale", "--stakers", "150", "--port", str(port)) as dev:
+        text = dev.wait_for("Ctrl-C")
         assert re.search(r"^devnet 'scale-150x45' ready in [\d.]+s: 150 stakers, 45 minipools$", text, re.M), text
         storage = re.search(r"^\s+Staking\s+(0x[0-9a-fA-F]{40})\s*$", text, re.M).group(1)
         assert eth_call(RpcClient([f"http://127.0.0.1:{port}"]), storage, abis.getStakerCount) == 150
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        dev.interrupt()
 
 
 def test_build_accepts_a_named_size(tmp_path):
@@ -367,30 +347,10 @@ def test_anvil_does_not_outlive_a_killed_publisher():
 # ---- `publisher devnet` ------------------------------------------------------------------------
 
 
-def _lines(stream, into: queue.Queue) -> None:
-    for line in stream:
-        into.put(line)
-    into.put(None)
-
-
 def test_publisher_devnet_serves_until_interrupted():
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "publisher.cli", "devnet", "--scenario", "demo", "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    out: queue.Queue = queue.Queue()
-    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
-    lines: list[str] = []
-    try:
-        deadline = time.monotonic() + 120
-        while not any("Ctrl-C" in line for line in lines):
-            assert time.monotonic() < deadline, f"devnet did not become ready: {lines}"
-            line = out.get(timeout=max(0.1, deadline - time.monotonic()))
-            assert line is not None, f"devnet exited early: {''.join(lines)}{proc.stderr.read()}"
-            lines.append(line)
-        text = "".join(lines)
+    with DevnetCli("--scenario", "demo", "--port", str(port)) as dev:
+        text = dev.wait_for("Ctrl-C")
         url = re.search(r"RPC URL\s+(\S+)\s+\(chain id (\d+)\)", text)
         assert url and url.group(1) == f"http://127.0.0.1:{port}" and int(url.group(2)) == CHAIN_ID
         printed = dict(re.findall(r"^\s+(\w+)\s+(0x[0-9a-fA-F]{40})\s*$", text, re.M))
@@ -403,38 +363,14 @@ def test_publisher_devnet_serves_until_interrupted():
             got = eth_call(client, printed["Storage"], abis.storage_getAddress, registry_key("contract.address", name))
             assert got.lower() == printed[name].lower()
         time.sleep(0.5)
-        assert proc.poll() is None, "keeps serving"
-
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=90) == 0  # a bound, not a timing: teardown is slow on a loaded machine
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    rest = []
-    while (line := out.get(timeout=5)) is not None:
-        rest.append(line)
-    assert "stopping" in "".join(rest)
+        assert dev.proc.poll() is None, "keeps serving"
+        assert "stopping" in dev.interrupt()
     assert not _port_taken(port), "anvil stopped with the command"
 
 
 def test_publisher_devnet_live_keeps_the_protocol_moving():
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "publisher.cli", "devnet", "--live", "--pace", "0", "--seed", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    out: queue.Queue = queue.Queue()
-    threading.Thread(target=_lines, args=(proc.stdout, out), daemon=True).start()
-    lines: list[str] = []
-    try:
-        deadline = time.monotonic() + 180
-        while not any("GGP cycle" in line for line in lines):
-            assert time.monotonic() < deadline, f"no GGP distribution: {lines[-5:]}"
-            line = out.get(timeout=max(0.1, deadline - time.monotonic()))
-            assert line is not None, f"devnet exited early: {''.join(lines)}{proc.stderr.read()}"
-            lines.append(line)
-        text = "".join(lines)
+    with DevnetCli("--live", "--pace", "0", "--seed", "2") as dev:
+        text = dev.wait_for("GGP cycle", seconds=180)
         url = re.search(r"RPC URL\s+(\S+)", text).group(1)
         storage = re.search(r"^\s+Storage\s+(0x[0-9a-fA-F]{40})\s*$", text, re.M).group(1)
         client = RpcClient([url])
@@ -443,9 +379,4 @@ def test_publisher_devnet_live_keeps_the_protocol_moving():
         assert eth_call(client, pool, abis.getRewardsCycleCount) >= 4
         days = [int(d) for d in re.findall(r"^day (\d+) ", text, re.M)]
         assert days[:3] == [1, 2, 3] and len(days) >= 10
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=90) == 0  # a bound, not a timing: teardown is slow on a loaded machine
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        dev.interrupt()

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import requests
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
 from support.chain import artifacts, checkpoint, eth_call, send
+from support.devnet_cli import DevnetCli
 
 from publisher.chain import abis
 from publisher.chain.reader import registry_key
@@ -290,16 +290,8 @@ def test_a_broken_pair_costs_only_the_quote(breakage, reason, mainnet, tmp_path)
 
 
 def test_publisher_devnet_as_fuji_prints_the_profile_addresses_and_real_paths():
-    proc = subprocess.Popen([sys.executable, "-m", "publisher.cli", "devnet", "--as", "fuji"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    lines: list[str] = []
-    try:
-        deadline = time.monotonic() + 120
-        while not any("Ctrl-C" in ln for ln in lines):
-            line = proc.stdout.readline()
-            assert line and time.monotonic() < deadline, "".join(lines) + proc.stderr.read()
-            lines.append(line)
-        text = "".join(lines)
+    with DevnetCli("--as", "fuji") as dev:
+        text = dev.wait_for("Ctrl-C")
         p = load_profile("fuji")
         assert re.search(r"RPC URL\s+\S+\s+\(chain id 43113\)", text)
         printed = dict(re.findall(r"^\s+(\w+)\s+(0x[0-9a-fA-F]{40})\s*$", text, re.M))
@@ -309,9 +301,4 @@ def test_publisher_devnet_as_fuji_prints_the_profile_addresses_and_real_paths():
         glacier = re.search(r"PUBLISHER_VALIDATOR_API_URL=(\S+)", text).group(1)
         assert requests.get(f"{glacier}/v1/networks/fuji/validators", timeout=10).status_code == 200
         assert requests.get(f"{glacier}/v1/networks/local/validators", timeout=10).status_code == 404
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        dev.interrupt()
