@@ -302,14 +302,17 @@ def test_a_lost_manifest_means_a_reconcile_not_a_full_upload(dirs, s3, bucket, e
     assert run(dirs["base"], bucket, endpoint).plan.empty
 
 
-def test_every_nth_run_reconciles(dirs, s3, bucket, endpoint, monkeypatch):
+def test_a_reconcile_runs_when_the_last_is_old(dirs, s3, bucket, endpoint, monkeypatch):
+    import time
+
     import publisher.publish as P
 
-    monkeypatch.setattr(P, "RECONCILE_EVERY", 2)
-    run(dirs["base"], bucket, endpoint)  # run 1, a reconcile (nothing was there)
+    run(dirs["base"], bucket, endpoint)  # a reconcile (nothing was there)
     s3.delete_object(Bucket=bucket, Key="prices/tj")
-    assert not run(dirs["changed"], bucket, endpoint).plan.reconcile  # run 2
-    result = run(dirs["newer"], bucket, endpoint)  # run 3: two runs since the last reconcile
+    assert not run(dirs["changed"], bucket, endpoint).plan.reconcile  # the last one is recent
+    later = time.time() + P.RECONCILE_SECONDS
+    monkeypatch.setattr(P.time, "time", lambda: later)
+    result = run(dirs["newer"], bucket, endpoint)
     assert result.plan.reconcile and "prices/tj" in [i.key for i in result.plan.upload]
     assert published(s3, bucket) == etags(expected(dirs["newer"]))
 

@@ -24,7 +24,7 @@ from ..pipeline import read_record
 from ..validate import compare_previous, load_dir, network_profile, strict_loads, validate
 from .plan import (
     MANIFEST_KEY,
-    RECONCILE_EVERY,
+    RECONCILE_SECONDS,
     Item,
     Plan,
     items,
@@ -142,13 +142,14 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
             raise PublisherError(f"refusing to publish to {target}: {problems[0]}{more}; --force overrides")
 
-    reconcile = verify or live_root is None or live_root.run + 1 - live_root.reconciled >= RECONCILE_EVERY
+    now = int(time.time())
+    reconcile = verify or live_root is None or now - live_root.reconciled_at >= RECONCILE_SECONDS
     listing = md5 = None
     if reconcile:
         listing = sink.listing(prefix)
         md5 = lambda x: hashlib.md5(x if isinstance(x, bytes) else local.read(x.url)).hexdigest()  # noqa: E731
     plan = make_plan(all_items, prefix=prefix, status=status, live_root=live_root, live_shards=live_shards,
-                     live_status=live_status, listing=listing, md5=md5)
+                     live_status=live_status, listing=listing, md5=md5, now=now)
     result = Result(plan, target, status["block"]["number"], _block(live_status), dry_run)
     if not dry_run:
         for item in plan.upload:  # every file it sends is the file the build validated, or nothing is sent

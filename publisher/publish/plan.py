@@ -6,8 +6,8 @@ Object keys mirror URL paths without the file extension (``/stakers/0xab…`` ->
 mtimes and ETags say nothing about content across machines and multipart uploads. It is sharded so
 a run moves what changed, not the whole list:
 
-- ``_manifest.json``, the root: this run's stamp, the /status entry, a run counter and the sha256
-  of every shard;
+- ``_manifest.json``, the root: this run's stamp, the /status entry, a run counter, when the
+  bucket was last reconciled and the sha256 of every shard;
 - ``_manifest/<shard>.json``: the entries of one shard. Entity keys are spread over 256 shards by
   a hash of their last segment (so /stakers/0xab… and /rewards/0xab… share one); aggregates and
   docs form the shard ``aggregates``.
@@ -15,7 +15,8 @@ a run moves what changed, not the whole list:
 A run compares its own shards' digests with the root's and reads only the shards that differ. A
 lost or tampered object is found by a full reconcile — a listing of the bucket compared with the
 local files' MD5 (the ETag of a single-part upload) — on ``--verify``, when the root is missing or
-unreadable, and every ``RECONCILE_EVERY`` runs.
+unreadable, and once ``RECONCILE_SECONDS`` have passed since the last one (wall time, not runs:
+``publisher watch`` may publish every few seconds).
 """
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ from ..endpoints.registry import CACHE_POLICIES, match
 
 MANIFEST_KEY = "_manifest.json"
 SHARD_DIR = "_manifest/"
-MANIFEST_FORMAT = "ggp-publisher-manifest/2"
+MANIFEST_FORMAT = "ggp-publisher-manifest/3"
 AGGREGATES = "aggregates"
-RECONCILE_EVERY = 24  # runs that changed something; about two hours at the mainnet cadence
+RECONCILE_SECONDS = 2 * 3600  # a listing costs one request per 1 000 objects
 # Upload order. Entity files go before the aggregates that list them, so a client following a
 # link from a fresh /stakers never meets a 404; docs after data; "final" (/status) after the
 # manifest, so the live /status only ever describes complete data.
@@ -119,7 +120,7 @@ class Root:
     shards: dict[str, str]
     status: dict | None
     run: int
-    reconciled: int
+    reconciled_at: int  # unix time of the last full reconcile
 
 
 def parse_root(data: bytes | None) -> Root | None:
@@ -132,7 +133,7 @@ def parse_root(data: bytes | None) -> Root | None:
         if doc["format"] != MANIFEST_FORMAT or not isinstance(doc["shards"], dict):
             return None
         return Root({str(k): str(v) for k, v in doc["shards"].items()}, doc.get("status"),
-                    int(doc["run"]), int(doc["reconciled"]))
+                    int(doc["run"]), int(doc["reconciledAt"]))
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -145,7 +146,7 @@ def parse_shard(data: bytes | None) -> dict[str, dict] | None:
     return {k: v for k, v in doc.items() if isinstance(v, dict)} if isinstance(doc, dict) else None
 
 
-def root(status_item: Item, status: dict, shard_bodies: dict[str, bytes], run: int, reconciled: int) -> bytes:
+def root(status_item: Item, status: dict, shard_bodies: dict[str, bytes], run: int, reconciled_at: int) -> bytes:
     return canonical({
         "format": MANIFEST_FORMAT,
         "generatedAt": status["generatedAt"],
@@ -154,7 +155,7 @@ def root(status_item: Item, status: dict, shard_bodies: dict[str, bytes], run: i
         "block": status["block"],
         "status": status_item.entry(),
         "run": run,
-        "reconciled": reconciled,
+        "reconciledAt": reconciled_at,
         "shards": {name: sha256(body) for name, body in shard_bodies.items()},
     })
 
@@ -239,14 +240,15 @@ def _etag_is(etag: str, md5: str) -> bool:
 
 def make_plan(all_items: list[Item], *, prefix: str, status: dict, live_root: Root | None,
               live_shards: dict[str, dict | None], live_status: bytes | None,
-              listing: dict[str, tuple[int, str]] | None = None, md5=None) -> Plan:
+              listing: dict[str, tuple[int, str]] | None = None, md5=None, now: int = 0) -> Plan:
     """Decide uploads and deletes.
 
     ``live_shards``: the shards read from the bucket (those ``shards_to_read`` named); every other
     shard is the same as ours, entry for entry. ``listing`` (key -> (size, ETag)) and ``md5``
     (item or bytes -> hex) make it a full reconcile: an object is unchanged only if the bucket
-    holds it with our bytes. /status is compared with the live object itself, because the
-    manifest is written just before it and may describe a /status that never made it.
+    holds it with our bytes (``now``, unix time, is then recorded as the reconcile's time).
+    /status is compared with the live object itself, because the manifest is written just before
+    it and may describe a /status that never made it.
     """
     old = live_root.shards if live_root else {}
     local_shards = _with_emptied(shards(all_items), old)
@@ -281,8 +283,8 @@ def make_plan(all_items: list[Item], *, prefix: str, status: dict, live_root: Ro
     status_item = next(i for i in all_items if i.wave == "final")
     changed = bool(upload or delete or send)
     run = (live_root.run if live_root else 0) + (1 if changed or live_root is None else 0)
-    reconciled = run if listing is not None else live_root.reconciled if live_root else run
-    body = root(status_item, status, local_shards, run, reconciled)
+    reconciled_at = now if listing is not None or live_root is None else live_root.reconciled_at
+    body = root(status_item, status, local_shards, run, reconciled_at)
     return Plan(prefix, upload, unchanged, sorted(delete),
                 {shard_key(prefix, n): local_shards[n] for n in sorted(send)}, body,
                 manifest_changed=changed or live_root is None or listing is not None,
