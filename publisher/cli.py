@@ -40,6 +40,20 @@ RPC_URL = click.option("--rpc-url", envvar="PUBLISHER_RPC_URL", help="RPC URL(s)
 BLOCK = click.option("--block", type=int, help="Pin the run to this block (default: latest).")
 
 
+def publish_target(fn):
+    """The options naming where a built directory is published (``publish`` and ``watch``)."""
+    for option in reversed((
+        click.option("--bucket", required=True, help="Target S3 bucket."),
+        click.option("--prefix", default="", help="Key prefix inside the bucket."),
+        click.option("--endpoint-url", help="An S3-compatible endpoint instead of AWS (also used for CloudFront)."),
+        click.option("--region", help="AWS region (default: the AWS configuration's, else us-east-1)."),
+        click.option("--distribution-id", help="CloudFront distribution to invalidate when docs change."),
+        click.option("--max-age", type=click.IntRange(min=1), help="Data max-age in seconds (default: the build's cadenceSeconds)."),
+    )):
+        fn = option(fn)
+    return fn
+
+
 def fail_cleanly(fn):
     """The one error boundary: every failure ends as one line naming its cause, and exit 1.
     "unexpected <type>" is reserved for bugs; its message is never shown (it could quote a URL with
@@ -187,14 +201,12 @@ def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str
 @within_run_deadline
 def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full) -> None:
     """Build every endpoint into OUT (default out/), validated, swapped in atomically."""
-    from pathlib import Path
-
-    from .collect import collect, open_network
+    from .collect import open_network
     from .config import load_profile
     from .pipeline import build as build_api
     from .progress import Progress
+    from .runs import read_and_build
     from .snapshot import Snapshot
-    from .sources import history
 
     t0 = time.monotonic()
     if from_snapshot:
@@ -202,11 +214,9 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
         built = build_api(snap, load_profile(snap.network), out_dir, force=force, full=full)
     else:
         with open_network(network, rpc_url, scenario) as profile:
-            prior = history.load_published(Path(out_dir) / "prices" / "history.json")
-            got = collect(profile, block, Progress(), history_prior=prior)
-            built = build_api(got.snapshot, profile, out_dir, force=force, full=full)
-        _summary(got)
-        snap = got.snapshot
+            run = read_and_build(profile, out_dir, block, force=force, full=full, progress=Progress())
+        _summary(run.collected)
+        snap, built = run.collected.snapshot, run.built
     click.echo(f"built     {built.endpoints} endpoints, {built.count} files, {built.bytes:,} bytes "
                f"into {built.out_dir} (block {snap.block.number}) in {time.monotonic() - t0:.2f}s")
     click.echo(f"changed   {built.rendered} rendered, {built.carried} carried unchanged, "
@@ -269,12 +279,7 @@ def serve(directory: str, host: str, port: int) -> None:
 
 @main.command()
 @click.option("--dir", "directory", type=click.Path(exists=True, file_okay=False), default="out", show_default=True)
-@click.option("--bucket", required=True, help="Target S3 bucket.")
-@click.option("--prefix", default="", help="Key prefix inside the bucket.")
-@click.option("--endpoint-url", help="An S3-compatible endpoint instead of AWS (also used for CloudFront).")
-@click.option("--region", help="AWS region (default: the AWS configuration's, else us-east-1).")
-@click.option("--distribution-id", help="CloudFront distribution to invalidate when docs change.")
-@click.option("--max-age", type=click.IntRange(min=1), help="Data max-age in seconds (default: the build's cadenceSeconds).")
+@publish_target
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("--force", is_flag=True, help="Publish even beyond the change bounds or with an older block than the live data.")
 @click.option("--verify", is_flag=True, help="Reconcile with a listing of the bucket: re-upload lost or altered objects.")
@@ -289,6 +294,41 @@ def publish(directory, bucket, prefix, endpoint_url, region, distribution_id, ma
                          verify=verify)
     for line in result.describe():
         click.echo(line)
+
+
+@main.command()
+@NETWORK
+@RPC_URL
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="out", show_default=True)
+@publish_target
+@click.option("--poll", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
+              help="Seconds between looks at the head.")
+@click.option("--heartbeat", type=click.FloatRange(min=1),
+              help="Publish at least this often, changed or not (default: the network's cadence).")
+@click.option("--runs", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Stop after this many publishes (0: run until interrupted).")
+@fail_cleanly
+def watch(network, rpc_url, out_dir, bucket, prefix, endpoint_url, region, distribution_id, max_age,
+          poll, heartbeat, runs) -> None:
+    """Follow the head; build and publish each block that changes the protocol (every guard of a
+    single run holds; a failed run changes nothing and is retried)."""
+    from .collect import open_network
+    from .runs import Target
+    from .watch import watch as follow
+
+    target = Target(bucket, prefix, endpoint_url, region, distribution_id, max_age)
+    stop_on_signals()
+    with open_network(network, rpc_url) as profile:
+        every = heartbeat or profile.cadence_seconds
+        click.echo(f"watching  {network} every {poll:g}s, publishing to s3://{bucket}/{prefix} "
+                   f"(heartbeat {every:g}s; Ctrl-C to stop)")
+        try:
+            done = follow(profile, out_dir, target, poll=poll, heartbeat=every, runs=runs,
+                          echo=click.echo)
+        except KeyboardInterrupt:
+            click.echo("stopping")
+            return
+    click.echo(f"stopped   after {done} publishes")
 
 
 @main.group()

@@ -1,0 +1,59 @@
+"""One run of the publisher, composed from the stages: read the chain and the sources, build,
+publish. ``publisher build`` is the first two, ``publisher watch`` all three for every head that
+changes the protocol."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .collect import Collected, collect
+from .config import Profile
+from .pipeline import Built, build
+from .progress import Progress
+from .sources import history
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where ``publish`` sends a built directory."""
+
+    bucket: str
+    prefix: str = ""
+    endpoint_url: str | None = None
+    region: str | None = None
+    distribution_id: str | None = None
+    max_age: int | None = None
+
+
+@dataclass
+class Run:
+    collected: Collected
+    built: Built
+    published: object | None = None  # publish.Result
+    seconds: dict[str, float] = field(default_factory=dict)  # by stage
+
+
+def read_and_build(profile: Profile, out: str | Path, block: int | None = None, *, force: bool = False,
+                   full: bool = False, progress: Progress | None = None) -> Run:
+    """The snapshot at ``block`` (the head when None), built into ``out``. The price history
+    resumes from the one ``out`` already holds."""
+    t0 = time.monotonic()
+    prior = history.load_published(Path(out) / "prices" / "history.json")
+    got = collect(profile, block, progress, history_prior=prior)
+    t1 = time.monotonic()
+    built = build(got.snapshot, profile, out, force=force, full=full)
+    return Run(got, built, seconds={"read": t1 - t0, "build": time.monotonic() - t1})
+
+
+def read_build_publish(profile: Profile, out: str | Path, target: Target) -> Run:
+    """A whole run at the head: nothing is published unless the build passed every guard, and
+    publish applies its own (the change bounds against the live data, /status last)."""
+    from .publish import publish
+
+    run = read_and_build(profile, out)
+    t0 = time.monotonic()
+    run.published = publish(out, target.bucket, target.prefix, endpoint_url=target.endpoint_url,
+                            region=target.region, distribution_id=target.distribution_id, max_age=target.max_age)
+    run.seconds["publish"] = time.monotonic() - t0
+    return run

@@ -1,0 +1,159 @@
+"""``publisher watch``: follow the chain's head and publish every block that changes the protocol.
+
+Each turn asks the node for its head. The head is published (a whole run: read, build, publish,
+under the run deadline and with every guard) when
+
+- ``start``: nothing has been published by this watch yet;
+- ``logs``: a block since the last one examined carries a log of a watched contract (the
+  protocol's registry contracts, the AVAX/USD feed, the DEX pair): stakes, minipools, ggAVAX
+  deposits and syncs, oracle and feed prices, swaps;
+- ``settings``: a digest of what changes without a log (the registry's addresses, the pause
+  switches, the ProtocolDAO settings) differs from the last block examined;
+- ``reorg``: the last block examined is no longer canonical;
+- ``heartbeat``: ``heartbeat`` seconds passed since the last publish (time alone moves values:
+  ggAVAX's streamed assets, the countdown to the next distribution, /status's age).
+
+A run that fails leaves the live data as it was; the watch prints the one-line cause, waits
+(doubling, at most a minute) and tries again with the same reason. It never forces past a guard.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .chain import abis
+from .chain.multicall import Call, Multicall
+from .chain.reader import _ref, at_hash, registry_key
+from .chain.rpc import RpcClient
+from .config import Profile
+from .deadline import DeadlineExceeded, deadline, run_seconds
+from .errors import PublisherError
+from .runs import Run, Target, read_build_publish
+from .snapshot import BlockRef, Snapshot
+
+LOG_SPAN = 2048  # the widest eth_getLogs range public Avalanche nodes serve; wider gaps just rebuild
+POLL_DEADLINE = 30.0  # one look at the head; the node is asked again next turn
+MAX_BACKOFF = 60.0
+
+
+@dataclass
+class Examined:
+    block: BlockRef  # the last block examined: published, or found to change nothing
+    addresses: tuple[str, ...]  # whose logs change the protocol
+    dao: str  # the ProtocolDAO, whose settings change without a log
+    digest: str  # of the state that changes without a log, at ``block``
+
+
+class Follower:
+    """Says whether the head needs publishing, in one or two requests per new block."""
+
+    def __init__(self, client: RpcClient, profile: Profile):
+        self.client, self.profile = client, profile
+        self.examined: Examined | None = None
+
+    def look(self) -> tuple[BlockRef, str | None]:
+        """The head and why it must be published (None: nothing changed since the last look)."""
+        seen = self.examined
+        if seen is None:
+            return self._head(), "start"
+        head_header, at_seen = self.client.batch([("eth_getBlockByNumber", ["latest", False]),
+                                                  ("eth_getBlockByNumber", [hex(seen.block.number), False])])
+        head = _ref(head_header, self.client)
+        if head.number < seen.block.number:
+            return head, None  # a node behind the one we read last (a fallback URL): wait for it
+        if at_seen is None or _ref(at_seen, self.client).hash != seen.block.hash:
+            return head, "reorg"
+        if head.number == seen.block.number:
+            return head, None
+        if head.number - seen.block.number > LOG_SPAN:
+            return head, f"{head.number - seen.block.number} blocks since the last look"
+        logs = self.client.request("eth_getLogs", [{"fromBlock": hex(seen.block.number + 1), "toBlock": hex(head.number),
+                                                    "address": list(seen.addresses)}])
+        if not isinstance(logs, list):
+            raise PublisherError(f"{self.client.describe()} answered eth_getLogs with a malformed value")
+        if logs:
+            blocks = sorted({int(entry["blockNumber"], 16) for entry in logs if isinstance(entry, dict) and "blockNumber" in entry})
+            where = f" in block {blocks[0]}" if len(blocks) == 1 else f" in {len(blocks)} blocks" if blocks else ""
+            return head, f"logs ({len(logs)}{where})"
+        digest = self._digest(head, seen.dao)
+        if digest != seen.digest:
+            return head, "settings"
+        self.examined = Examined(head, seen.addresses, seen.dao, digest)
+        return head, None
+
+    def published(self, snap: Snapshot) -> None:
+        """Start the next look from the block just published."""
+        a = snap.addresses
+        watched = {v.lower() for k, v in a.items() if k != "Multicall3"}
+        watched |= {x.lower() for x in (self.profile.avax_usd_feed, self.profile.dex_pair) if x}
+        dao = a["ProtocolDAO"]
+        self.examined = Examined(snap.block, tuple(sorted(watched)), dao, self._digest(snap.block, dao))
+
+    def _head(self) -> BlockRef:
+        return _ref(self.client.request("eth_getBlockByNumber", ["latest", False]), self.client)
+
+    def _digest(self, block: BlockRef, dao: str) -> str:
+        storage = self.profile.storage
+        calls = [Call(storage, abis.storage_getAddress, (registry_key("contract.address", n),), optional=True)
+                 for n in abis.REGISTRY_NAMES]
+        calls += [Call(storage, abis.storage_getBool, (registry_key("contract.paused", n),), optional=True)
+                  for n in abis.PAUSABLE]
+        calls += [Call(dao, fn, (), optional=True) for fn in abis.dao_setting.values()]
+        calls += [Call(dao, abis.getClaimingContractPct, (n,), optional=True) for n in abis.CLAIMING_CONTRACTS]
+        calls.append(Call(dao, abis.getWithdrawForDelegationEnabled, optional=True))
+        values = Multicall(self.client, self.profile.multicall, at_hash(block), label=str(block.number)).run(calls)
+        return hashlib.sha256(repr(values).encode()).hexdigest()
+
+
+def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, heartbeat: float,
+          runs: int = 0, echo: Callable[[str], None] = print) -> int:
+    """Follow the head until interrupted (or ``runs`` publishes). Returns the publishes made."""
+    follower = Follower(RpcClient(list(profile.rpc_urls), max_attempts=2), profile)
+    done = failures = 0
+    last_publish = float("-inf")
+    pending: str | None = None  # a reason whose run failed: it still holds
+    while not runs or done < runs:
+        try:
+            with deadline(POLL_DEADLINE, "a look at the head"):
+                head, why = follower.look()
+        except (PublisherError, DeadlineExceeded) as exc:
+            failures += 1
+            echo(f"error     {exc}; looking again in {_backoff(poll, failures):g}s")
+            time.sleep(_backoff(poll, failures))
+            continue
+        why = why or pending or ("heartbeat" if time.monotonic() - last_publish >= heartbeat else None)
+        if why is None:
+            time.sleep(poll)
+            continue
+        seen_at = time.monotonic()
+        try:
+            with deadline(run_seconds(), "the run"):
+                run = read_build_publish(profile, out, target)
+                follower.published(run.collected.snapshot)
+        except (PublisherError, DeadlineExceeded, OSError) as exc:
+            failures += 1
+            pending = why
+            cause = exc if not isinstance(exc, OSError) else f"{exc.strerror or type(exc).__name__}: {exc.filename or ''}"
+            echo(f"error     {cause}; live data unchanged, retrying in {_backoff(poll, failures):g}s")
+            time.sleep(_backoff(poll, failures))
+            continue
+        failures, pending, done = 0, None, done + 1
+        last_publish = time.monotonic()
+        echo(describe(run, why, head, last_publish - seen_at))
+    return done
+
+
+def describe(run: Run, why: str, head: BlockRef, seconds: float) -> str:
+    snap, built, result = run.collected.snapshot, run.built, run.published
+    plan = result.plan  # type: ignore[attr-defined]
+    stages = ", ".join(f"{k} {v:.2f}" for k, v in run.seconds.items())
+    return (f"block     {snap.block.number} ({why}; head was {head.number}): {built.rendered} rendered, "
+            f"{len(plan.upload)} objects published ({plan.upload_bytes:,} bytes), {len(plan.delete)} deleted "
+            f"in {seconds:.2f}s ({stages})")
+
+
+def _backoff(poll: float, failures: int) -> float:
+    return round(min(max(poll, 0.5) * 2 ** failures, MAX_BACKOFF), 1)
