@@ -111,6 +111,9 @@ class Follower:
 def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, heartbeat: float,
           runs: int = 0, echo: Callable[[str], None] = print) -> int:
     """Follow the head until interrupted (or ``runs`` publishes). Returns the publishes made."""
+    with deadline(POLL_DEADLINE, "reading the live price history"):
+        if resume_history(out, target):
+            echo("resumed   the price history from the live /prices/history")
     follower = Follower(RpcClient(list(profile.rpc_urls), max_attempts=2), profile)
     done = failures = 0
     last_publish = float("-inf")
@@ -144,6 +147,24 @@ def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, hea
         last_publish = time.monotonic()
         echo(describe(run, why, head, last_publish - seen_at))
     return done
+
+
+def resume_history(out: str | Path, target: Target) -> bool:
+    """A new task starts with an empty disk: extending the live price history costs a few log
+    queries, rebuilding it thousands. The run still verifies it against the chain before use."""
+    path = Path(out) / "prices" / "history.json"
+    if path.exists():
+        return False
+    from .publish.plan import normalize_prefix, object_key
+    from .publish.s3 import S3Sink
+
+    sink = S3Sink(target.bucket, endpoint_url=target.endpoint_url, region=target.region, workers=1)
+    data = sink.get(object_key(normalize_prefix(target.prefix), "/prices/history"))
+    if data is None:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return True
 
 
 def describe(run: Run, why: str, head: BlockRef, seconds: float) -> str:

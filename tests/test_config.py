@@ -92,13 +92,13 @@ def test_cli_choices_come_from_the_code():
     assert bad.exit_code == 2 and "nope" in bad.output
 
 
-def _stack() -> dict:
+def _stack(name: str = "aws-stack.yaml") -> dict:
     class Loader(yaml.SafeLoader):
         pass
 
     Loader.add_multi_constructor("!", lambda loader, suffix, node: {suffix: loader.construct_scalar(node)}
                                  if isinstance(node, yaml.ScalarNode) else None)
-    return yaml.load((ROOT / "templates" / "aws-stack.yaml").read_text(), Loader=Loader)
+    return yaml.load((ROOT / "templates" / name).read_text(), Loader=Loader)
 
 
 def test_publish_cadence_has_one_source():
@@ -112,6 +112,7 @@ def test_publish_cadence_has_one_source():
     assert stack["Parameters"]["DataMaxAgeSeconds"]["Default"] == cadence
     env = stack["Resources"]["RewardsFunction"]["Properties"]["Environment"]["Variables"]
     assert env["REWARDS_PARAMS_TTL"] == {"Ref": "DataMaxAgeSeconds"}
+    assert _stack("aws-watch.yaml")["Parameters"]["DataMaxAgeSeconds"]["Default"] == cadence
 
 
 def test_check_reads_the_network_from_status(tmp_path):

@@ -8,25 +8,52 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
 import yaml
+
+from publisher.config import ENV_VARS, NETWORKS
 
 ROOT = Path(__file__).resolve().parents[1]
 STACK = ROOT / "templates" / "aws-stack.yaml"
+WATCH_STACK = ROOT / "templates" / "aws-watch.yaml"
 
 
-def test_stack_template_is_cfn_lint_clean():
-    run = subprocess.run([sys.executable, "-c", "import sys; from cfnlint.runner import main; sys.exit(main())", str(STACK)],
+@pytest.mark.parametrize("template", [STACK, WATCH_STACK], ids=lambda p: p.name)
+def test_stack_templates_are_cfn_lint_clean(template):
+    run = subprocess.run([sys.executable, "-c", "import sys; from cfnlint.runner import main; sys.exit(main())", str(template)],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def _load_stack() -> dict:
+def _load_stack(path: Path = STACK) -> dict:
     class Loader(yaml.SafeLoader):
         pass
 
-    # CloudFormation short-form tags (!Ref, !Sub …) read as plain values: enough to inspect the shape.
-    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
-    return yaml.load(STACK.read_text(), Loader=Loader)
+    # CloudFormation short-form tags read as plain values: enough to inspect the shape. A !Ref
+    # keeps the name it refers to.
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: f"<{node.value}>" if suffix == "Ref" else None)
+    return yaml.load(path.read_text(), Loader=Loader)
+
+
+def test_watch_task_command_is_one_the_cli_accepts():
+    from publisher import cli
+
+    stack = _load_stack(WATCH_STACK)
+    container = stack["Resources"]["Task"]["Properties"]["ContainerDefinitions"][0]
+    command = container["Command"]
+    assert command[0] == "watch"
+    params = stack["Parameters"]
+    # Each parameter as deployed by default (else its name): unknown options or values fail here.
+    args = [str(params.get(a[1:-1], {}).get("Default", a)) if a.startswith("<") else a for a in command[1:]]
+    ctx = cli.watch.make_context("watch", args)
+    assert ctx.params["bucket"] == "<BucketName>" and ctx.params["distribution_id"] == "<DistributionId>"
+    assert ctx.params["max_age"] == params["DataMaxAgeSeconds"]["Default"]
+    assert set(params["Network"]["AllowedValues"]) <= set(NETWORKS)
+    # Secrets become the variables the code reads (config.ENV_VARS names every one).
+    assert {s["Name"] for s in container["Secrets"]} <= {v.name for v in ENV_VARS}
+    # The policy a publish needs is the API stack's, handed over by name.
+    assert "PublishAccessPolicyArn" in _load_stack()["Outputs"]
+    assert stack["Resources"]["TaskRole"]["Properties"]["ManagedPolicyArns"] == ["<PublishAccessPolicyArn>"]
 
 
 def test_function_behaviour_keys_only_on_its_two_parameters():

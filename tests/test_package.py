@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -30,8 +31,14 @@ def installed(tmp_path_factory):
     """(bin dir, environment, working directory) of a fresh install of the wheel."""
     tmp = tmp_path_factory.mktemp("installed")
     dist = tmp / "dist"
-    # The wheel, built from the checkout with the locked build backend the test set installed.
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(dist), str(ROOT)],
+    # The wheel, built with the locked build backend from a copy of what the image's build sees
+    # (.dockerignore): nothing is written into the checkout, where parallel workers would collide.
+    src = tmp / "src"
+    for name in ("pyproject.toml", "README.md"):
+        src.mkdir(exist_ok=True)
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "publisher", src / "publisher", ignore=shutil.ignore_patterns("__pycache__"))
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(dist), str(src)],
          cwd=tmp, env=dict(os.environ))
     wheel = next(dist.glob("ggp_publisher-*.whl"))
     venv = tmp / "venv"
@@ -94,3 +101,25 @@ def test_installed_publisher_builds_checks_serves_and_packages(installed):
     packaged = _run([publisher, "function", "package", "--out", "fn.zip"], cwd=work, env=env)
     assert "packaged" in packaged.stdout
     assert {"handler.py", "rewards.py"} <= set(zipfile.ZipFile(work / "fn.zip").namelist())
+
+
+def test_installed_publisher_watches_and_publishes(installed, moto, demo):
+    """What the watch task's image runs (Dockerfile, templates/aws-watch.yaml): the installed
+    package following a devnet and publishing to S3, resuming the live price history."""
+    import boto3
+
+    bin_dir, env, work, _ = installed
+    env = {**env, "AWS_ACCESS_KEY_ID": "AKIATESTPUBLISHER", "AWS_SECRET_ACCESS_KEY": "test-secret",
+           "AWS_DEFAULT_REGION": "us-east-1", "PUBLISHER_VALIDATOR_API_URL": demo.services["validator_api"],
+           "PUBLISHER_PCHAIN_RPC_URL": demo.services["pchain_rpc"], "PUBLISHER_PRICE_API_URL": demo.services["price_api"]}
+    s3 = boto3.client("s3", endpoint_url=moto, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    s3.create_bucket(Bucket="api-installed")
+    watch = [str(bin_dir / "publisher"), "watch", "--rpc-url", demo.url, "--bucket", "api-installed",
+             "--endpoint-url", moto, "--runs", "1"]
+    first = _run([*watch, "--out", "one"], cwd=work, env=env)
+    assert "(start; head was" in first.stdout and "resumed" not in first.stdout
+    live = json.loads(s3.get_object(Bucket="api-installed", Key="status")["Body"].read())
+    assert live["block"]["number"] == json.loads((work / "one" / "status.json").read_text())["block"]["number"]
+    second = _run([*watch, "--out", "two"], cwd=work, env=env)  # a new task: nothing on its disk
+    assert "resumed" in second.stdout
+    assert (work / "two" / "prices" / "history.json").read_bytes() == (work / "one" / "prices" / "history.json").read_bytes()
