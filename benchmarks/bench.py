@@ -6,6 +6,7 @@ Measures, in one devnet session: the snapshot; a full build by stage and `publis
 rebuild one block later with k = 0, 1, 10, 100 changed stakers (each after a warm-up, so both
 trees behind out/ exist, as in a long-running publisher); publishing against moto's S3 server over
 HTTP (first, nothing changed, one block later with 10 changed stakers: seconds, requests, bytes);
+`publisher watch` following the devnet into that bucket (block-to-bucket latency, bench_watch.py);
 the rewards function (warm p50/p99, cold import); `publisher serve` requests per second.
 
 Every figure carries the load average of the moment, because the machine is shared: wall seconds
@@ -33,6 +34,7 @@ WAD = 10**18
 TARGETS = {
     "full build": "<= 6 s", "check": "<= 3 s", "rebuild k<=10": "snapshot + <= 1 s",
     "publish unchanged": "<= 2 s, <= 5 requests", "publish k=10": "<= 3 s, <= 15 objects, <= 1 MB beyond",
+    "watch block-to-bucket": "<= 5 s",
 }
 
 
@@ -146,6 +148,7 @@ def main() -> None:
 
 
 def publish_figures(out: Path, snap, net, profile, row) -> dict:
+    import bench_watch
     import boto3
     from moto.server import ThreadedMotoServer
 
@@ -183,6 +186,8 @@ def publish_figures(out: Path, snap, net, profile, row) -> dict:
             row(f"publish: {name}", f"{c.wall:.2f} s (cpu {c.cpu:.2f}), {requests} requests",
                 f"load {c.load}; {len(plan.upload)} objects ({plan.upload_bytes:,} B) + "
                 f"{len(plan.shards) + int(plan.manifest_changed)} manifest objects; {beyond:,} B beyond the objects")
+        # The same bucket and tree, now followed by `publisher watch`.
+        figures["watch"] = bench_watch.figures(net, out, endpoint, "api", snap, row=row)
     finally:
         server.stop()
     return figures

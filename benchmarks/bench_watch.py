@@ -1,0 +1,147 @@
+"""Benchmark: `publisher watch`'s block-to-bucket latency.
+
+Run: python benchmarks/bench_watch.py [--scenario scale] [--changes 5] [--poll 0.5] [--json FILE]
+(or as part of `make bench`, which runs it after publishing the same tree with bench.py).
+
+Seeds the devnet, starts moto's S3 server, and runs the real CLI, `publisher watch`, as a
+subprocess. Once its first publish is live, each sample changes the GGP stake of k stakers in one
+block (the Staking contract logs it) and times from the moment that block is mined to the moment
+the bucket's /status names it or a later block, polling the bucket every 20 ms. Prints each
+sample, the median and the maximum, and the watch's own breakdown (read, build, publish); asserts
+nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+WAD = 10**18
+
+
+def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 5, k: int = 1,
+            poll: float = 0.5, row=print) -> dict:
+    """Watch ``net`` into ``bucket`` with ``out`` as its build directory; ``changes`` samples."""
+    import boto3
+
+    from publisher.devnet.changes import write_stakers
+
+    s3 = boto3.client("s3", endpoint_url=endpoint)
+
+    def live_block() -> int:
+        try:
+            return json.loads(s3.get_object(Bucket=bucket, Key="status")["Body"].read())["block"]["number"]
+        except s3.exceptions.NoSuchKey:
+            return -1
+
+    env = {**os.environ, "PUBLISHER_VALIDATOR_API_URL": net.services["validator_api"],
+           "PUBLISHER_PCHAIN_RPC_URL": net.services["pchain_rpc"], "PUBLISHER_PRICE_API_URL": net.services["price_api"]}
+    cmd = [sys.executable, "-m", "publisher.cli", "watch", "--rpc-url", net.url, "--bucket", bucket,
+           "--endpoint-url", endpoint, "--out", str(out), "--poll", str(poll)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines: list[str] = []
+    published = threading.Condition()
+
+    def follow() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            with published:
+                lines.append(line.rstrip())
+                published.notify_all()
+
+    threading.Thread(target=follow, daemon=True).start()
+
+    def wait_for_line(count: int, timeout: float) -> str:
+        with published:
+            if not published.wait_for(lambda: sum(x.startswith("block") for x in lines) >= count or proc.poll() is not None, timeout):
+                raise SystemExit(f"watch published nothing in {timeout:g}s: {lines[-3:]}")
+            if proc.poll() is not None:
+                raise SystemExit(f"watch stopped: {lines[-3:]}")
+            return [x for x in lines if x.startswith("block")][count - 1]
+
+    samples = []
+    try:
+        first = wait_for_line(1, 600)
+        row("watch: first publish", first.split(":", 1)[1].strip()[:90], "")
+        stakers = list(snap.stakers)
+        for i in range(changes):
+            changed = [dataclasses.replace(st, ggp_staked=st.ggp_staked + (i + 1) * WAD)
+                       for st in stakers[i * k: (i + 1) * k]]
+            write_stakers(net.url, net.addresses["Staking"], changed)
+            t0 = time.perf_counter()
+            block = int(json.loads(_rpc(net.url, "eth_blockNumber")), 16)
+            while live_block() < block:
+                time.sleep(0.02)
+            latency = time.perf_counter() - t0
+            line = wait_for_line(i + 2, 60)
+            stages = dict((m[0], float(m[1])) for m in re.findall(r"(read|build|publish) ([\d.]+)", line))
+            objects = int(re.search(r"(\d+) objects published", line).group(1))
+            samples.append({"latency": latency, "objects": objects, **stages, "load": round(os.getloadavg()[0], 2)})
+            row(f"watch: block-to-bucket, sample {i + 1}", f"{latency:.2f} s",
+                f"load {samples[-1]['load']}; {objects} objects; " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    lat = [s["latency"] for s in samples]
+    result = {"poll": poll, "k": k, "samples": samples, "median": statistics.median(lat), "max": max(lat)}
+    row(f"watch: block-to-bucket (k={k}, poll {poll:g}s)", f"median {result['median']:.2f} s, max {result['max']:.2f} s",
+        "target <= 5 s")
+    return result
+
+
+def _rpc(url: str, method: str) -> str:
+    import requests
+
+    answer = requests.post(url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": []}, timeout=10).json()
+    return json.dumps(answer["result"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", default="scale")
+    ap.add_argument("--changes", type=int, default=5)
+    ap.add_argument("--k", type=int, default=1, help="stakers changed per sample")
+    ap.add_argument("--poll", type=float, default=0.5)
+    ap.add_argument("--json", dest="json_path")
+    args = ap.parse_args()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from publisher.collect import collect, devnet_profile
+    from publisher.config import load_profile
+    from publisher.devnet import running
+
+    for var, value in (("AWS_ACCESS_KEY_ID", "bench"), ("AWS_SECRET_ACCESS_KEY", "bench"), ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(var, value)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="api")
+    try:
+        with running(args.scenario) as net, tempfile.TemporaryDirectory(prefix="bench-watch-") as tmp:
+            snap = collect(devnet_profile(load_profile("devnet"), net)).snapshot
+            report = figures(net, Path(tmp) / "out", endpoint, "api", snap, changes=args.changes, k=args.k,
+                             poll=args.poll, row=lambda name, value, note: print(f"{name:<42} {value:<44} {note}", flush=True))
+    finally:
+        server.stop()
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
