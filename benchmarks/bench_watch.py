@@ -55,6 +55,8 @@ def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 
     def follow() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
+            if not line.startswith(("block", "watching")):
+                print(f"  watch said: {line.rstrip()}", flush=True)
             with published:
                 lines.append(line.rstrip())
                 published.notify_all()
@@ -77,9 +79,8 @@ def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 
         for i in range(changes):
             changed = [dataclasses.replace(st, ggp_staked=st.ggp_staked + (i + 1) * WAD)
                        for st in stakers[i * k: (i + 1) * k]]
-            write_stakers(net.url, net.addresses["Staking"], changed)
+            block = write_stakers(net.url, net.addresses["Staking"], changed)
             t0 = time.perf_counter()
-            block = int(json.loads(_rpc(net.url, "eth_blockNumber")), 16)
             while live_block() < block:
                 time.sleep(0.02)
             latency = time.perf_counter() - t0
@@ -87,8 +88,9 @@ def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 
             stages = dict((m[0], float(m[1])) for m in re.findall(r"(read|build|publish) ([\d.]+)", line))
             objects = int(re.search(r"(\d+) objects published", line).group(1))
             samples.append({"latency": latency, "objects": objects, **stages, "load": round(os.getloadavg()[0], 2)})
+            why = line.split("(", 1)[1].split(";")[0]
             row(f"watch: block-to-bucket, sample {i + 1}", f"{latency:.2f} s",
-                f"load {samples[-1]['load']}; {objects} objects; " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
+                f"load {samples[-1]['load']}; {why}; {objects} objects; " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
     finally:
         proc.terminate()
         try:
@@ -100,13 +102,6 @@ def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 
     row(f"watch: block-to-bucket (k={k}, poll {poll:g}s)", f"median {result['median']:.2f} s, max {result['max']:.2f} s",
         "target <= 5 s")
     return result
-
-
-def _rpc(url: str, method: str) -> str:
-    import requests
-
-    answer = requests.post(url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": []}, timeout=10).json()
-    return json.dumps(answer["result"])
 
 
 def main() -> None:
