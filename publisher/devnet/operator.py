@@ -165,8 +165,8 @@ class Operator:
         self.send("TokenggAVAX", redeem_for.encode(who, shares), "ggAVAX redeem")
 
     def set_prices(self, ggp_in_avax: int, avax_usd: int) -> None:
-        self.send("Oracle", set_price.encode(ggp_in_avax, self.s.clock + 2), "oracle price")
-        self.send("PriceFeed", update_answer.encode(avax_usd, self.s.clock + 2), "AVAX/USD round")
+        self.send("Oracle", set_price.encode(ggp_in_avax, self.s.next_block_time()), "oracle price")
+        self.send("PriceFeed", update_answer.encode(avax_usd, self.s.next_block_time()), "AVAX/USD round")
 
     def pause(self, name: str, paused: bool) -> None:
         self.send("Storage", set_paused.encode(name, paused), f"pause {name}={paused}")

@@ -87,7 +87,7 @@ def fresh_feed(client: RpcClient, addresses: dict[str, str], sc: Scenario) -> No
     with S.manual_mining(client):
         s = S.Sender(client, clock=sc.now)
         s.at(sc.now + 60)
-        s.send(addresses["PriceFeed"], S.update_answer.encode(sc.prices[-1][2], s.clock + 2), "fresh AVAX/USD round")
+        s.send(addresses["PriceFeed"], S.update_answer.encode(sc.prices[-1][2], s.next_block_time()), "fresh AVAX/USD round")
         s.check()
 
 

@@ -108,6 +108,7 @@ class Sender:
     clock: int = 0
     pending: list[tuple[str, str]] = field(default_factory=list)
     grouping: bool = False
+    group_time: int = 0  # the timestamp asked for the block ``one_block`` is filling
     queued: list[tuple[dict, str]] = field(default_factory=list)  # inside one_block, not yet sent
 
     def at(self, timestamp: int) -> None:
@@ -124,6 +125,11 @@ class Sender:
         self.pending.append((self.client.request("eth_sendTransaction", [tx]), what))
         self.mine(self.clock + 2)
 
+    def next_block_time(self) -> int:
+        """When the block the next transaction lands in will be sealed: what a price update dates
+        itself (a feed round or oracle price dated after its own block is refused by readers)."""
+        return max(self.group_time, self.clock + 1) if self.grouping else self.clock + 2
+
     def mine(self, timestamp: int) -> None:
         """Seal the pending transactions (or an empty block) at ``timestamp`` or just after."""
         self.at(timestamp)
@@ -139,7 +145,7 @@ class Sender:
         sent in JSON-RPC batches, with explicit nonces so the block's order is the order sent
         whatever order the node handles a batch in.
         """
-        self.grouping = True
+        self.grouping, self.group_time = True, timestamp
         try:
             yield
         finally:
@@ -265,8 +271,8 @@ def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
     daily_reward = int(ls_total * sc.validator_rate / 365)
     for day, (t, ggp_price, avax_usd) in enumerate(sc.prices):
         s.at(t)
-        send(a["Oracle"], set_price.encode(ggp_price, s.clock + 2), "oracle price")
-        send(a["PriceFeed"], update_answer.encode(avax_usd, s.clock + 2), "AVAX/USD round")
+        send(a["Oracle"], set_price.encode(ggp_price, s.next_block_time()), "oracle price")
+        send(a["PriceFeed"], update_answer.encode(avax_usd, s.next_block_time()), "AVAX/USD round")
         reserve_ggp = 400_000 * WAD
         dex_price = ggp_price * (1000 + (day % 7) - 3) // 1000
         send(a["DexPair"], set_reserves.encode(*_reserves(a, reserve_ggp, reserve_ggp * dex_price // WAD)), "DEX reserves")
