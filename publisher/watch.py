@@ -111,9 +111,7 @@ class Follower:
 def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, heartbeat: float,
           runs: int = 0, echo: Callable[[str], None] = print) -> int:
     """Follow the head until interrupted (or ``runs`` publishes). Returns the publishes made."""
-    with deadline(POLL_DEADLINE, "reading the live price history"):
-        if resume_history(out, target):
-            echo("resumed   the price history from the live /prices/history")
+    live = LiveData(target, Path(out))
     follower = Follower(RpcClient(list(profile.rpc_urls), max_attempts=2), profile)
     done = failures = 0
     last_publish = float("-inf")
@@ -134,7 +132,11 @@ def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, hea
         seen_at = time.monotonic()
         try:
             with deadline(run_seconds(), "the run"):
-                run = read_build_publish(profile, out, target)
+                history_from = live.history_if_not_ours()
+                if history_from:
+                    echo("resumed   the price history from the live /prices/history (the live data is not this watch's)")
+                run = read_build_publish(profile, out, target, history_from=history_from)
+                live.published()
                 follower.published(run.collected.snapshot)
         except (PublisherError, DeadlineExceeded, OSError) as exc:
             failures += 1
@@ -149,22 +151,36 @@ def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, hea
     return done
 
 
-def resume_history(out: str | Path, target: Target) -> bool:
-    """A new task starts with an empty disk: extending the live price history costs a few log
-    queries, rebuilding it thousands. The run still verifies it against the chain before use."""
-    path = Path(out) / "prices" / "history.json"
-    if path.exists():
-        return False
-    from .publish.plan import normalize_prefix, object_key
-    from .publish.s3 import S3Sink
+class LiveData:
+    """What is live in the bucket, as far as the next run's price history is concerned. The history
+    may only grow, and it is checked against the live one: when the live data is not what this
+    watch published last (a new task's first run, or a move a person published with --force),
+    the run resumes from the live history instead of its own. One small GET per run."""
 
-    sink = S3Sink(target.bucket, endpoint_url=target.endpoint_url, region=target.region, workers=1)
-    data = sink.get(object_key(normalize_prefix(target.prefix), "/prices/history"))
-    if data is None:
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return True
+    def __init__(self, target: Target, out: Path):
+        from .publish.plan import normalize_prefix
+        from .publish.s3 import S3Sink
+
+        self.sink = S3Sink(target.bucket, endpoint_url=target.endpoint_url, region=target.region, workers=1)
+        self.prefix, self.out = normalize_prefix(target.prefix), out
+        self.ours: bytes | None = None  # the /status this watch published last
+        self.copy = out.parent / f".{out.name}.live-history.json"
+
+    def history_if_not_ours(self) -> Path | None:
+        from .publish.plan import object_key
+
+        status = self.sink.get(object_key(self.prefix, "/status"))
+        if status is None or status == self.ours:
+            return None
+        data = self.sink.get(object_key(self.prefix, "/prices/history"))
+        if data is None:
+            return None
+        self.copy.parent.mkdir(parents=True, exist_ok=True)
+        self.copy.write_bytes(data)
+        return self.copy
+
+    def published(self) -> None:
+        self.ours = (self.out / "status.json").read_bytes()
 
 
 def describe(run: Run, why: str, head: BlockRef, seconds: float) -> str:

@@ -186,3 +186,37 @@ def test_watch_follows_the_living_devnet(moto, bucket, tmp_path):
         moved = len(live.distributions) - distributions
     assert [line.split("(")[1].split(" ")[0].rstrip(";") for line in lines] == ["start"] + ["logs"] * 9
     assert moved >= 1  # at least one GGP distribution happened under the watch
+
+
+def test_a_move_the_bounds_refuse_waits_for_a_person_then_the_watch_carries_on(moto, bucket, tmp_path):
+    """GGP triples (beyond the 50 % bound; the price API agrees): the watch refuses it every
+    turn, the live data stays; once a person publishes it with --force, the watch goes on."""
+    from publisher.publish import publish
+    from publisher.runs import read_and_build
+
+    with running("demo") as net:
+        client = RpcClient([net.url])
+        profile = devnet_profile(load_profile("devnet"), net)
+        lines: list[str] = []
+        state: dict = {}
+
+        def on_line(line: str) -> None:
+            lines.append(line)
+            if len(lines) == 1:
+                state["live"] = read(moto, bucket, "status")
+                price, _ = eth_call(client, net.addresses["Oracle"], abis.getGGPPriceInAVAX)
+                ts = int(header(client)["timestamp"], 16)
+                send(client, net.addresses["Oracle"], set_price.encode(price * 3, ts + 1))
+                avax_usd = net.scenario.prices[-1][2]
+                net.scenario.prices.append((ts + 1, price * 3, avax_usd))
+                net.standins.refresh()  # the USD cross-check sees the same move
+            elif len(lines) == 3:
+                assert read(moto, bucket, "status") == state["live"]  # refused twice, nothing changed
+                read_and_build(profile, tmp_path / "by-hand", force=True)
+                publish(tmp_path / "by-hand", bucket, endpoint_url=moto, force=True)
+
+        watch(profile, tmp_path / "out", Target(bucket, endpoint_url=moto), poll=0.1, heartbeat=3600, runs=2,
+              echo=on_line)
+    assert [line.split()[0] for line in lines] == ["block", "error", "error", "resumed", "block"], lines
+    assert "refusing to publish" in lines[1] and "ggpInAvax moved 200.0%" in lines[1]
+    assert read(moto, bucket, "status")["block"]["number"] >= state["live"]["block"]["number"] + 1
