@@ -163,9 +163,11 @@ def main() -> None:
     with running(args.scenario) as net:
         up = time.perf_counter() - t_start
         profile = devnet_profile(load_profile("devnet"), net)
-        runs = []
+        runs, cpu = [], []  # CPU seconds of this process: the machine may be shared
         for _ in range(max(1, args.runs)):
+            c0 = time.process_time()
             runs.append(collect(profile))
+            cpu.append(time.process_time() - c0)
         snap = runs[0].snapshot
         chain_only = []
         for _ in range(max(1, args.runs)):
@@ -199,8 +201,9 @@ def main() -> None:
     print(f"{'ratio naive / Reader.read()':<40}{naive['requests'] / cc.http_requests:>9,.0f}x{'':>30}"
           f"{naive['seconds'] / chain_secs:>9.1f}x")
     print()
-    print(f"snapshot runs (s): {', '.join(f'{r.seconds:.2f}' for r in runs)}; "
-          f"third-party API requests per run: {runs[0].http.requests}; RPC retries: {c.retries}")
+    print(f"snapshot runs (wall s / CPU s): {', '.join(f'{r.seconds:.2f} / {c:.2f}' for r, c in zip(runs, cpu, strict=True))}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"third-party API requests per run: {runs[0].http.requests}; RPC retries: {c.retries}")
     if args.sample > 1:
         print(f"* EXTRAPOLATED: the naive reader read every {args.sample}th staker and minipool "
               f"({naive['items']:,} items, {naive['measured_requests']:,} requests in {naive['measured_seconds']:.1f} s) "

@@ -4,6 +4,7 @@ itself."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from .chain.rpc import Counters, RpcClient
 from .config import Profile, load_profile
 from .errors import PublisherError
 from .progress import Progress
-from .snapshot import Snapshot
+from .snapshot import Minipool, Snapshot
 from .sources import history, prices, validators
 from .sources.http import HttpCounters
 
@@ -80,7 +81,8 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
              progress: Progress | None, history_prior: history.PriorHistory | None) -> Collected:
     from .build import check_snapshot
 
-    snap = Reader(client, profile, progress).read(block)
+    early = _EarlyValidators(sources.glacier(profile, http), sources.pchain(profile, http))
+    snap = Reader(client, profile, progress, on_minipools=early.start).read(block)
     # The chain's own invariants first: nothing may derive from values that break them (a zero
     # oracle price would otherwise reach the price cross-check's division).
     check_snapshot(snap)
@@ -96,8 +98,7 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
             bounds = {"avax": profile.price_divergence_pct, "ggp": profile.ggp_divergence_pct}
             price_check = prices.cross_check(api, snap, bounds, warnings)
 
-    vals = validators.fetch(validators.active_node_ids(snap), sources.glacier(profile, http),
-                            sources.pchain(profile, http), warnings)
+    vals = early.result(warnings)
 
     points = _history(client, snap, profile, history_prior, warnings, progress)
     verify_canonical(client, snap.block)  # after the last chain read: the values are this block's
@@ -107,6 +108,39 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
         price_history=points, price_check=price_check, warnings=tuple(warnings),
     )
     return Collected(snap, client.counters, time.monotonic() - t0, http)
+
+
+class _EarlyValidators:
+    """The validator records, fetched on a thread from the moment the chain read has the
+    minipools, while the node still answers the per-staker views. Their warnings and their
+    failure are taken where a sequential run meets them, after the chain's and the prices'
+    checks, so what a run reports does not change. A daemon thread: a run that fails or ends at
+    its deadline meanwhile does not wait for it."""
+
+    def __init__(self, glacier: validators.Glacier | None, pchain: validators.PChain | None):
+        self.glacier, self.pchain = glacier, pchain
+        self.warnings: list[str] = []
+        self.outcome: validators.ValidatorData | BaseException | None = None
+
+    def start(self, minipools: tuple[Minipool, ...]) -> None:
+        node_ids = validators.active_node_ids(minipools)
+
+        def fetch() -> None:
+            try:
+                self.outcome = validators.fetch(node_ids, self.glacier, self.pchain, self.warnings)
+            except BaseException as exc:  # handed over in result()
+                self.outcome = exc
+
+        self.thread = threading.Thread(target=fetch, name="validators", daemon=True)
+        self.thread.start()
+
+    def result(self, warnings: list[str]) -> validators.ValidatorData:
+        self.thread.join()
+        warnings += self.warnings
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        assert self.outcome is not None  # the thread always sets one
+        return self.outcome
 
 
 def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history.PriorHistory | None,

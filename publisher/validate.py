@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -21,10 +22,22 @@ if TYPE_CHECKING:
 REL = 1e-9
 
 
-def strict_loads(data: bytes):
-    def refuse(name):
-        raise ValueError(f"{name} is not valid JSON")
-    return json.loads(data, parse_constant=refuse)
+def _refuse(name):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+# One decoder for every file: json.loads with a keyword builds a new decoder per call.
+_STRICT = json.JSONDecoder(parse_constant=_refuse)
+
+
+def strict_loads(data: bytes | str):
+    """``json.loads`` refusing NaN and Infinity, which are not JSON."""
+    if isinstance(data, str):
+        if data.startswith("\ufeff"):  # as json.loads says it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", data, 0)
+    else:
+        data = data.decode(json.detect_encoding(data), "surrogatepass")
+    return _STRICT.decode(data)
 
 
 @cache
@@ -48,14 +61,35 @@ def schema_problems(ep: Endpoint, path: str, body) -> list[str]:
 
 
 def load_dir(directory: str | Path) -> dict[str, bytes]:
-    """URL path -> bytes for every file of a built directory (dotfiles skipped)."""
-    root = Path(directory)
-    files = {}
-    for f in sorted(root.rglob("*")):
-        rel = f.relative_to(root).as_posix()
-        if f.is_file() and not any(part.startswith(".") for part in rel.split("/")):
-            files[url_for(rel)] = f.read_bytes()
-    return files
+    """URL path -> bytes for every file of a built directory (dotfiles and dot-directories
+    skipped, symlinked directories not followed), in path order."""
+    names: list[str] = []
+    _list_files(os.fspath(directory), "", names)
+    return {url_for(rel): _read(os.path.join(directory, rel)) for rel in sorted(names, key=lambda n: n.split("/"))}
+
+
+def _read(path: str) -> bytes:
+    # os.read on a raw descriptor: half the system calls of open().read() (no buffer, no isatty).
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 18):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _list_files(folder: str, prefix: str, out: list[str]) -> None:
+    # os.scandir: the file type comes with the listing, without a stat per file as Path.rglob does.
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                _list_files(entry.path, prefix + entry.name + "/", out)
+            elif entry.is_file():
+                out.append(prefix + entry.name)
 
 
 def validate(files: dict[str, bytes], *, feed_max_age: int | None = None, oracle_max_age: int | None = None) -> list[str]:

@@ -7,7 +7,6 @@ import dataclasses
 import eth_abi
 import pytest
 from click.testing import CliRunner
-from eth_utils import keccak
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.chain import head
@@ -15,7 +14,7 @@ from support.flaky_proxy import FlakyProxy
 
 from publisher.chain import abis, codec
 from publisher.chain.abi import Fn
-from publisher.chain.multicall import Call, CallFailed, Multicall
+from publisher.chain.multicall import Call, CallFailed, Multicall, aggregate3_payload, call3, decode_results
 from publisher.chain.reader import Reader
 from publisher.chain.rpc import RpcClient, RpcError, RpcUnavailable, mask_url
 from publisher.cli import main as cli
@@ -312,7 +311,64 @@ def test_codec_rejects_bad_values_like_eth_abi():
             codec.encode(types, values)
 
 
-def test_checksum_matches_eip55():
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=20, max_size=20), st.sampled_from(["0x", "0X", ""]), st.booleans())
+def test_checksum_matches_eip55(raw, prefix, upper):
     from eth_utils import to_checksum_address
-    for raw in (b"\x00" * 20, b"\xff" * 20, keccak(b"x")[:20], keccak(b"y")[-20:]):
-        assert codec.checksum("0x" + raw.hex()) == to_checksum_address(raw)
+    text = raw.hex().upper() if upper else raw.hex()
+    assert codec.checksum(prefix + text) == to_checksum_address(raw)
+
+
+@pytest.mark.parametrize("bad", ["0x" + "ab" * 19, "0x" + "ab" * 21, "0x" + "zz" * 20, "0x" + "ab " * 13 + "a",
+                                 "0x" + "é" * 40])
+def test_checksum_refuses_what_is_not_a_hex_address(bad):
+    with pytest.raises(ValueError):
+        codec.checksum(bad)
+
+
+CALLS3 = st.lists(st.tuples(st.binary(min_size=20, max_size=20).map(lambda b: "0x" + b.hex()), st.binary(max_size=100)),
+                  max_size=6)
+RESULTS = st.lists(st.tuples(st.booleans(), st.binary(max_size=100)), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(CALLS3, RESULTS)
+def test_the_aggregate3_wire_format_agrees_with_eth_abi(calls, results):
+    payload = aggregate3_payload([call3(target, data) for target, data in calls])
+    assert payload == abis.aggregate3.selector + eth_abi.encode(["(address,bool,bytes)[]"], [[(t, True, d) for t, d in calls]])
+    encoded = eth_abi.encode(["(bool,bytes)[]"], [results])
+    assert decode_results(encoded) == results == list(codec.decode(["(bool,bytes)[]"], encoded)[0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(RESULTS, st.data())
+def test_aggregate3_results_are_never_accepted_where_eth_abi_rejects_them(results, data):
+    encoded = bytearray(eth_abi.encode(["(bool,bytes)[]"], [results]))
+    for _ in range(data.draw(st.integers(1, 3))):
+        encoded[data.draw(st.integers(0, len(encoded) - 1))] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(encoded)))
+    for blob in (bytes(encoded), bytes(encoded[:cut])):
+        try:
+            ours = decode_results(blob)
+        except eth_abi.exceptions.DecodingError:
+            continue  # stricter than eth_abi is fine
+        assert ours == list(eth_abi.decode(["(bool,bytes)[]"], blob)[0])
+
+
+ONE_WORD = ["uint8", "uint32", "uint256", "int8", "int256", "address", "bool", "bytes4", "bytes32"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(ONE_WORD).flatmap(lambda t: st.tuples(st.just(t), _values(t))), st.binary(max_size=40))
+def test_functions_of_one_word_encode_and_decode_like_eth_abi(tv, noise):
+    typ, value = tv
+    fn = Fn(f"f({typ})", typ)
+    assert fn.encode(value) == fn.selector + eth_abi.encode([typ], [value])
+    encoded = eth_abi.encode([typ], [value])
+    assert fn.decode(encoded) == eth_abi.decode([typ], encoded)[0]
+    for blob in (noise, encoded[:-1], noise[:32] + encoded[32:]):  # garbage, short, and bad padding
+        try:
+            ours = fn.decode(blob)
+        except eth_abi.exceptions.DecodingError:
+            continue
+        assert ours == eth_abi.decode([typ], blob)[0]

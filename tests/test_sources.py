@@ -406,3 +406,33 @@ def test_price_point_days_follow_event_time(demo_snapshot):
     for p in demo_snapshot.price_history:
         assert isinstance(p, PricePoint)
         assert datetime.fromtimestamp(p.timestamp, UTC).strftime("%Y-%m-%d") == p.date
+
+
+# -- validator groups in parallel -------------------------------------------------------------------
+
+
+def test_pooled_groups_keep_their_order_and_raise_the_first_failure_in_order():
+    import threading
+    import time as clock
+
+    from publisher.sources.validators import WORKERS, _pooled
+
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def work(i):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        clock.sleep(0.02 * (i % 3))
+        with lock:
+            running[0] -= 1
+        if i in (3, 5):
+            clock.sleep(0.1 if i == 3 else 0)  # the later item fails first
+            raise ValueError(f"item {i}")
+        return i * 10
+
+    assert _pooled(work, list(range(12))[:3]) == [0, 10, 20]
+    with pytest.raises(ValueError, match="item 3"):
+        _pooled(work, list(range(40)))
+    assert most[0] <= WORKERS

@@ -5,7 +5,11 @@ stakers, 40 000 per-staker views, 3 000 minipools) holds several hundred thousan
 made ABI work most of a snapshot's time. This module compiles each type string once into
 plain functions over ``bytes``. It covers ``uintN``, ``intN``, ``address``, ``bool``, ``bytesN``,
 ``bytes``, ``string``, tuples and dynamic arrays ``T[]``; any other type (fixed-size arrays,
-fixed-point numbers) raises ``Unsupported`` and callers fall back to eth_abi.
+fixed-point numbers, arrays of empty tuples) raises ``Unsupported`` and callers fall back to eth_abi.
+
+Most values are one 32-byte word. Their types compile to a ``word`` function of an already
+bounds-checked 32-byte slice, so a struct or an array checks its bounds once and then converts
+each word with one slice and one call: no per-word bounds checks or position arithmetic.
 
 Decoding is at least as strict as eth_abi's default: values within their bit size, zero padding,
 booleans 0 or 1, offsets inside the data and past the whole head that holds them, UTF-8 strings. Addresses come
@@ -14,7 +18,7 @@ back lower-case with 0x, as eth_abi returns them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache, partial
 from typing import Any
 
 from eth_abi.exceptions import (
@@ -56,32 +60,45 @@ class Unsupported(ValueError):
 
 Decoder = Callable[[bytes, int], Any]
 Encoder = Callable[[Any], bytes]
+Word = Callable[[bytes], Any]
 ZERO = bytes(32)
+ONE = (1).to_bytes(32, "big")
+_from_word = partial(int.from_bytes, byteorder="big")
 
 
 class Node:
-    """A compiled type: whether it is dynamic, its head size, and its two functions."""
+    """A compiled type: whether it is dynamic, its head size, its two functions, and for one-word
+    types ``word``: the value of a 32-byte slice whose bounds the caller has checked."""
 
-    __slots__ = ("decode", "dynamic", "encode", "size")
+    __slots__ = ("decode", "dynamic", "encode", "size", "word")
 
-    def __init__(self, dynamic: bool, size: int, decode: Decoder, encode: Encoder):
-        self.dynamic, self.size, self.decode, self.encode = dynamic, size, decode, encode
+    def __init__(self, dynamic: bool, size: int, decode: Decoder, encode: Encoder, word: Word | None = None):
+        self.dynamic, self.size, self.decode, self.encode, self.word = dynamic, size, decode, encode, word
 
 
-def _word(data: bytes, pos: int) -> int:
-    end = pos + 32
-    if pos < 0 or end > len(data):
+def _word_node(word: Word, encode: Encoder) -> Node:
+    def decode(data: bytes, pos: int):
+        if pos < 0 or pos + 32 > len(data):
+            raise InsufficientDataBytes(f"need 32 bytes at {pos}, data has {len(data)}")
+        return word(data[pos : pos + 32])
+
+    return Node(False, 32, decode, encode, word)
+
+
+def _offset(data: bytes, pos: int) -> int:
+    """A length or an offset word, bounds-checked (the one word read outside a checked head)."""
+    if pos + 32 > len(data):
         raise InsufficientDataBytes(f"need 32 bytes at {pos}, data has {len(data)}")
-    return int.from_bytes(data[pos:end], "big")
+    return int.from_bytes(data[pos : pos + 32], "big")
 
 
 def _uint(bits: int) -> Node:
     limit = 1 << bits
 
-    def decode(data: bytes, pos: int) -> int:
-        value = _word(data, pos)
+    def word(w: bytes) -> int:
+        value = int.from_bytes(w, "big")
         if value >= limit:
-            raise NonEmptyPaddingBytes(f"uint{bits} value out of range at {pos}")
+            raise NonEmptyPaddingBytes(f"uint{bits} value out of range")
         return value
 
     def encode(value) -> bytes:
@@ -91,18 +108,17 @@ def _uint(bits: int) -> Node:
             raise ValueOutOfBounds(f"{value} does not fit uint{bits}")
         return value.to_bytes(32, "big")
 
-    return Node(False, 32, decode, encode)
+    # Every word is a valid uint256: no range check at all.
+    return _word_node(_from_word if bits == 256 else word, encode)
 
 
 def _int(bits: int) -> Node:
     low, high = -(1 << (bits - 1)), 1 << (bits - 1)
 
-    def decode(data: bytes, pos: int) -> int:
-        if pos < 0 or pos + 32 > len(data):
-            raise InsufficientDataBytes(f"need 32 bytes at {pos}, data has {len(data)}")
-        value = int.from_bytes(data[pos : pos + 32], "big", signed=True)
+    def word(w: bytes) -> int:
+        value = int.from_bytes(w, "big", signed=True)
         if not low <= value < high:
-            raise NonEmptyPaddingBytes(f"int{bits} value out of range at {pos}")
+            raise NonEmptyPaddingBytes(f"int{bits} value out of range")
         return value
 
     def encode(value) -> bytes:
@@ -112,24 +128,31 @@ def _int(bits: int) -> Node:
             raise ValueOutOfBounds(f"{value} does not fit int{bits}")
         return value.to_bytes(32, "big", signed=True)
 
-    return Node(False, 32, decode, encode)
+    return _word_node(word, encode)
 
 
-def _decode_address(data: bytes, pos: int) -> str:
-    if pos < 0 or pos + 32 > len(data):
-        raise InsufficientDataBytes(f"need 32 bytes at {pos}, data has {len(data)}")
-    if data[pos : pos + 12] != ZERO[:12]:
-        raise NonEmptyPaddingBytes(f"address padding not empty at {pos}")
-    return "0x" + data[pos + 12 : pos + 32].hex()
+_PAD12 = bytes(12)
+
+
+def _address_word(w: bytes) -> str:
+    if w[:12] != _PAD12:
+        raise NonEmptyPaddingBytes("address padding not empty")
+    return "0x" + w[12:].hex()
 
 
 def _encode_address(value) -> bytes:
+    if isinstance(value, str):
+        return _address_text(value)
     if isinstance(value, (bytes, bytearray)):
         if len(value) != 20:
             raise EncodingTypeError(f"address needs 20 bytes, got {len(value)}")
-        return ZERO[:12] + bytes(value)
-    if not isinstance(value, str):
-        raise EncodingTypeError(f"address needs str or bytes, got {type(value).__name__}")
+        return _PAD12 + bytes(value)
+    raise EncodingTypeError(f"address needs str or bytes, got {type(value).__name__}")
+
+
+@lru_cache(maxsize=1 << 16)
+def _address_text(value: str) -> bytes:
+    # Cached: a read passes each staker's address to four views, and every call names its target.
     text = value[2:] if value[:2] in ("0x", "0X") else value
     try:
         raw = bytes.fromhex(text)
@@ -138,31 +161,32 @@ def _encode_address(value) -> bytes:
     if len(raw) != 20 or len(text) != 40:
         raise EncodingTypeError(f"not a 20-byte address: {value!r}")
     # Like eth_abi (eth_utils 5+), letter case is not checked against EIP-55 here.
-    return ZERO[:12] + raw
+    return _PAD12 + raw
 
 
-def _decode_bool(data: bytes, pos: int) -> bool:
-    value = _word(data, pos)
-    if value > 1:
-        raise NonEmptyPaddingBytes(f"bool must be 0 or 1 at {pos}")
-    return value == 1
+_BOOLS = {ZERO: False, ONE: True}
+
+
+def _bool_word(w: bytes) -> bool:
+    value = _BOOLS.get(w)
+    if value is None:
+        raise NonEmptyPaddingBytes("bool must be 0 or 1")
+    return value
 
 
 def _encode_bool(value) -> bytes:
     if not isinstance(value, bool):
         raise EncodingTypeError(f"bool needs a bool, got {type(value).__name__}")
-    return (1 if value else 0).to_bytes(32, "big")
+    return ONE if value else ZERO
 
 
 def _fixed_bytes(n: int) -> Node:
     pad = bytes(32 - n)
 
-    def decode(data: bytes, pos: int) -> bytes:
-        if pos < 0 or pos + 32 > len(data):
-            raise InsufficientDataBytes(f"need 32 bytes at {pos}, data has {len(data)}")
-        if data[pos + n : pos + 32] != pad:
-            raise NonEmptyPaddingBytes(f"bytes{n} padding not empty at {pos}")
-        return data[pos : pos + n]
+    def word(w: bytes) -> bytes:
+        if w[n:] != pad:
+            raise NonEmptyPaddingBytes(f"bytes{n} padding not empty")
+        return w[:n]
 
     def encode(value) -> bytes:
         if not isinstance(value, (bytes, bytearray)):
@@ -171,11 +195,11 @@ def _fixed_bytes(n: int) -> Node:
             raise ValueOutOfBounds(f"{len(value)} bytes exceed bytes{n}")
         return bytes(value).ljust(32, b"\0")
 
-    return Node(False, 32, decode, encode)
+    return _word_node(word, encode)
 
 
 def _decode_bytes(data: bytes, pos: int) -> bytes:
-    length = _word(data, pos)
+    length = _offset(data, pos)
     start = pos + 32
     padded = (length + 31) // 32 * 32
     if start + padded > len(data):
@@ -205,86 +229,116 @@ def _encode_string(value) -> bytes:
     return _encode_raw(value.encode("utf-8"))
 
 
-def _sequence(nodes: list[Node] | None, item: Node | None = None):
-    """Decoder and encoder of a head/tail sequence: a tuple (``nodes``) or ``n`` items."""
+def _check_sequence(values) -> None:
+    if not isinstance(values, (list, tuple)):
+        raise EncodingTypeError(f"expected a list or tuple, got {type(values).__name__}")
 
-    def decode_items(data: bytes, start: int, parts: list[Node]) -> tuple:
-        head_end = start + sum(p.size for p in parts)
-        if head_end > len(data):
-            raise InsufficientDataBytes(f"head of {len(parts)} values at {start} runs past the data")
-        out, pos = [], start
-        for part in parts:
-            if part.dynamic:
-                target = start + _word(data, pos)
-                if target < head_end or target >= len(data):
-                    raise InvalidPointer(f"invalid offset at {pos}")
-                out.append(part.decode(data, target))
-            else:
-                out.append(part.decode(data, pos))
-            pos += part.size
-        return tuple(out)
 
-    def encode_items(values, parts: list[Node]) -> bytes:
-        if not isinstance(values, (list, tuple)):
-            raise EncodingTypeError(f"expected a list or tuple, got {type(values).__name__}")
+def _join_dynamic(encoded: list[bytes], parts: list[Node] | None, head: int) -> bytes:
+    """Heads then tails: a dynamic part's head is the offset of its tail (``parts`` None: all are)."""
+    heads, tails, offset = [], [], head
+    for i, blob in enumerate(encoded):
+        if parts is None or parts[i].dynamic:
+            heads.append(offset.to_bytes(32, "big"))
+            tails.append(blob)
+            offset += len(blob)
+        else:
+            heads.append(blob)
+    return b"".join(heads) + b"".join(tails)
+
+
+def _tuple(parts: list[Node]) -> Node:
+    head = sum(p.size for p in parts)
+    dynamic = any(p.dynamic for p in parts)
+    layout = []
+    at = 0
+    for p in parts:
+        layout.append((at, p))
+        at += p.size
+    words = [(at, p.word) for at, p in layout if p.word is not None]
+
+    if len(words) == len(parts):
+        # A struct of words (most protocol structs): one bounds check, then a slice per field.
+        def decode(data: bytes, pos: int) -> tuple:
+            if pos + head > len(data):
+                raise InsufficientDataBytes(f"head of {len(parts)} values at {pos} runs past the data")
+            return tuple([w(data[pos + at : pos + at + 32]) for at, w in words])
+    else:
+        def decode(data: bytes, pos: int) -> tuple:
+            end = pos + head
+            if end > len(data):
+                raise InsufficientDataBytes(f"head of {len(parts)} values at {pos} runs past the data")
+            out = []
+            for at, p in layout:
+                at += pos
+                if p.dynamic:
+                    target = pos + int.from_bytes(data[at : at + 32], "big")
+                    if target < end or target >= len(data):
+                        raise InvalidPointer(f"invalid offset at {at}")
+                    out.append(p.decode(data, target))
+                elif p.word is not None:
+                    out.append(p.word(data[at : at + 32]))
+                else:
+                    out.append(p.decode(data, at))
+            return tuple(out)
+
+    def encode(values) -> bytes:
+        _check_sequence(values)
         if len(values) != len(parts):
             raise ValueOutOfBounds(f"expected {len(parts)} values, got {len(values)}")
-        head_size = sum(p.size for p in parts)
-        heads, tails, offset = [], [], head_size
-        for part, value in zip(parts, values, strict=True):
-            encoded = part.encode(value)
-            if part.dynamic:
-                heads.append(offset.to_bytes(32, "big"))
-                tails.append(encoded)
-                offset += len(encoded)
-            else:
-                heads.append(encoded)
-        return b"".join(heads) + b"".join(tails)
+        encoded = [p.encode(v) for p, v in zip(parts, values, strict=True)]
+        return _join_dynamic(encoded, parts, head) if dynamic else b"".join(encoded)
 
-    if nodes is not None:
-        return (lambda data, pos: decode_items(data, pos, nodes)), (lambda values: encode_items(values, nodes))
+    return Node(dynamic, 32 if dynamic else head, decode, encode)
 
-    assert item is not None  # an array's element type
-    elem: Node = item
 
-    def decode_array(data: bytes, pos: int) -> tuple:
-        count = _word(data, pos)
+def _array(elem: Node) -> Node:
+    size, word, decode_elem, encode_elem = elem.size, elem.word, elem.decode, elem.encode
+    if size == 0:
+        raise Unsupported("array of empty tuples")
+
+    def decode(data: bytes, pos: int) -> tuple:
+        count = _offset(data, pos)
         start = pos + 32
-        if count * elem.size > len(data) - start:
+        if count * size > len(data) - start:
             raise InsufficientDataBytes(f"array of {count} at {pos} runs past the data")
-        if not elem.dynamic and elem.size == 32:
-            # Flat arrays of words (uint256[], address[]): no head/tail bookkeeping.
-            return tuple(elem.decode(data, start + 32 * i) for i in range(count))
-        return decode_items(data, start, [elem] * count)
+        end = start + count * size
+        if word is not None:  # uint256[], address[]: a slice per item
+            return tuple([word(data[at : at + 32]) for at in range(start, end, 32)])
+        if not elem.dynamic:  # arrays of structs: each item at a fixed place
+            return tuple([decode_elem(data, at) for at in range(start, end, size)])
+        out = []
+        for at in range(start, end, 32):
+            target = start + int.from_bytes(data[at : at + 32], "big")
+            if target < end or target >= len(data):
+                raise InvalidPointer(f"invalid offset at {at}")
+            out.append(decode_elem(data, target))
+        return tuple(out)
 
-    def encode_array(values) -> bytes:
-        if not isinstance(values, (list, tuple)):
-            raise EncodingTypeError(f"expected a list or tuple, got {type(values).__name__}")
-        return len(values).to_bytes(32, "big") + encode_items(values, [elem] * len(values))
+    def encode(values) -> bytes:
+        _check_sequence(values)
+        encoded = [encode_elem(v) for v in values]
+        body = _join_dynamic(encoded, None, 32 * len(encoded)) if elem.dynamic else b"".join(encoded)
+        return len(encoded).to_bytes(32, "big") + body
 
-    return decode_array, encode_array
+    return Node(True, 32, decode, encode)
 
 
 @cache
 def compile_type(text: str) -> Node:
     text = text.strip()
     if text.endswith("[]"):
-        item = compile_type(text[:-2])
-        decode, encode = _sequence(None, item)
-        return Node(True, 32, decode, encode)
+        return _array(compile_type(text[:-2]))
     if text.endswith("]"):
         raise Unsupported(f"fixed-size array {text}")
     if text.startswith("("):
         if not text.endswith(")"):
             raise Unsupported(text)
-        parts = [compile_type(t) for t in split_types(text[1:-1])]
-        decode, encode = _sequence(parts)
-        dynamic = any(p.dynamic for p in parts)
-        return Node(dynamic, 32 if dynamic else sum(p.size for p in parts), decode, encode)
+        return _tuple([compile_type(t) for t in split_types(text[1:-1])])
     if text == "address":
-        return Node(False, 32, _decode_address, _encode_address)
+        return _word_node(_address_word, _encode_address)
     if text == "bool":
-        return Node(False, 32, _decode_bool, _encode_bool)
+        return _word_node(_bool_word, _encode_bool)
     if text == "bytes":
         return Node(True, 32, _decode_bytes, _encode_bytes)
     if text == "string":
@@ -314,10 +368,20 @@ def encode(types, values) -> bytes:
     return tuple_of(tuple(types)).encode(values)
 
 
+# EIP-55 without a loop over characters: a letter's ASCII case bit (0x20) flips where the hash's
+# nibble at the same place is 8 or more.
+_LETTER_BIT = bytes.maketrans(b"0123456789abcdef", bytes(10) + b"\x20" * 6)
+_HIGH_NIBBLE_BIT = bytes.maketrans(b"0123456789abcdef", bytes(8) + b"\x20" * 8)
+
+
+@lru_cache(maxsize=1 << 16)
 def checksum(address: str) -> str:
-    """EIP-55 form of a hex address (with or without 0x), without eth_utils' validation layers."""
+    """EIP-55 form of a hex address (with or without 0x), without eth_utils' validation layers.
+    Cached: minipool owners are stakers, and a run checksums each address several times."""
     text = address[2:].lower() if address[:2] in ("0x", "0X") else address.lower()
-    if len(text) != 40:
+    raw = text.encode("utf-8")
+    if len(raw) != 40 or raw.translate(None, b"0123456789abcdef"):
         raise ValueError(f"not a 20-byte hex address: {address!r}")
-    digest = _keccak(text.encode("ascii")).hex()
-    return "0x" + "".join(c.upper() if c > "9" and digest[i] >= "8" else c for i, c in enumerate(text))
+    nibbles = _keccak(raw).hex().encode("ascii")[:40]
+    flip = int.from_bytes(raw.translate(_LETTER_BIT), "big") & int.from_bytes(nibbles.translate(_HIGH_NIBBLE_BIT), "big")
+    return "0x" + (int.from_bytes(raw, "big") ^ flip).to_bytes(40, "big").decode("ascii")

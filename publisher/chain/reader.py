@@ -7,6 +7,7 @@ block. Every value of the run comes from the same block.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from eth_abi.exceptions import DecodingError
@@ -103,6 +104,9 @@ class Reader:
     client: RpcClient
     profile: Profile
     progress: Progress | None = None
+    # Called with the minipools as soon as they are read, before the per-staker views (the
+    # largest round): work that needs only them can overlap the node's busiest seconds.
+    on_minipools: Callable[[tuple[Minipool, ...]], None] | None = None
 
     def read(self, block: int | None = None) -> Snapshot:
         p = self.profile
@@ -131,8 +135,10 @@ class Reader:
         scalars = self._scalars(addresses, read_dex=p.dex_pair is not None and dex_error is None)
         addresses["WAVAX"] = to_checksum_address(scalars["wavax"])  # ggAVAX's asset; the DEX pair's other side
         stakers_raw, minipools_raw, liquid = self._collections(addresses, scalars)
-        stakers = self._staker_views(addresses, stakers_raw)
         minipools = tuple(_minipool(m) for m in minipools_raw)
+        if self.on_minipools:
+            self.on_minipools(minipools)
+        stakers = self._staker_views(addresses, stakers_raw)
         apy_base = self._apy_base(addresses["TokenggAVAX"], head, warnings)
         s = scalars
         if s["fee_bips"] is None:

@@ -7,6 +7,7 @@ kind ("price API"), never by URL, so neither keys nor internal hosts reach a log
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -31,11 +32,19 @@ class SourceMalformed(SourceError):
 
 @dataclass
 class HttpCounters:
-    """Requests to third-party APIs in one run (the chain RPC has its own counters)."""
+    """Requests to third-party APIs in one run (the chain RPC has its own counters). Validator
+    groups are fetched on several threads, so counts are added under a lock."""
 
     requests: int = 0
     retries: int = 0
     bytes_received: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, *, requests: int = 0, retries: int = 0, bytes_received: int = 0) -> None:
+        with self._lock:
+            self.requests += requests
+            self.retries += retries
+            self.bytes_received += bytes_received
 
 
 @dataclass
@@ -78,7 +87,7 @@ class HttpClient:
             headers["Content-Type"] = "application/json"
 
         def send(n: int):
-            self.counters.requests += 1
+            self.counters.add(requests=1)
             try:
                 # No redirects: they could carry the API key header to another host.
                 resp, body = send_attempt(self.session, method, url, timeout=self.timeout, total=self.deadline,
@@ -86,7 +95,7 @@ class HttpClient:
                                           headers=headers, allow_redirects=False)
             except BodyTooLarge:
                 raise self.malformed(path, f"body exceeds {self.max_bytes} bytes") from None
-            self.counters.bytes_received += len(body)
+            self.counters.add(bytes_received=len(body))
             return resp, body
 
         def judge(resp, body):
@@ -99,7 +108,7 @@ class HttpClient:
                 raise self.malformed(path, "not JSON") from None
 
         def on_retry(n: int) -> None:
-            self.counters.retries += 1
+            self.counters.add(retries=1)
 
         try:
             return with_retries(send, judge, attempts=self.max_attempts, backoff=self._backoff, on_retry=on_retry)

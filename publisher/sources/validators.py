@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TypeVar
 
 from ..compute.nodeid import node_id
 from ..errors import PublisherError
 from ..protocol import ACTIVE_STATUSES
-from ..snapshot import Snapshot, Validator
+from ..snapshot import Minipool, Validator
 from .http import HttpClient, SourceUnavailable, one_line
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+R = TypeVar("R")
 
 GROUP = 25  # node IDs per request: keeps URLs around 1 KB
+WORKERS = 4  # groups in flight at once: a few seconds fewer per run without hammering the provider
 PAGE_SIZE = 100  # Glacier's maximum
 MAX_PAGES = 20  # per group; 25 nodes fit one page, so more means the provider is looping
 _NAVAX = re.compile(r"^[0-9]{1,30}$")
@@ -35,8 +41,8 @@ class ValidatorData:
     source: str | None
 
 
-def active_node_ids(snap: Snapshot) -> list[str]:
-    return sorted({node_id(m.node_id) for m in snap.minipools if m.status in ACTIVE_STATUSES})
+def active_node_ids(minipools: tuple[Minipool, ...]) -> list[str]:
+    return sorted({node_id(m.node_id) for m in minipools if m.status in ACTIVE_STATUSES})
 
 
 def fetch(node_ids: list[str], glacier: Glacier | None, pchain: PChain | None, warnings: list[str]) -> ValidatorData:
@@ -69,14 +75,51 @@ def fetch(node_ids: list[str], glacier: Glacier | None, pchain: PChain | None, w
 
 def _by_node(node_ids: list[str], query) -> dict[str, Validator]:
     """Records of the wanted nodes, queried in groups (short URLs and bodies); when a provider
-    lists a node twice, the validation that started last is the current one."""
+    lists a node twice, the validation that started last is the current one.
+
+    The first group goes alone: a source that is down or refusing fails there, after one
+    request's retries, as it would sequentially. The others then go WORKERS at a time."""
+    groups = [node_ids[i : i + GROUP] for i in range(0, len(node_ids), GROUP)]
+    answers = [query(groups[0]), *_pooled(query, groups[1:])] if groups else []
     wanted = set(node_ids)
     found: dict[str, Validator] = {}
-    for i in range(0, len(node_ids), GROUP):
-        for v in query(node_ids[i : i + GROUP]):
+    for answer in answers:
+        for v in answer:
             if v.node_id in wanted and (v.node_id not in found or v.start_timestamp > found[v.node_id].start_timestamp):
                 found[v.node_id] = v
     return found
+
+
+def _pooled(work: Callable[[T], R], items: list[T]) -> list[R]:
+    """``work(item)`` for every item on up to WORKERS threads, results in item order. After a
+    failure no further item starts; once the started ones have ended, the first failure in item
+    order is raised, so the outcome does not depend on timing. Daemon threads: a run that ends
+    at its deadline (raised here, in the main thread) does not wait for them."""
+    results: list = [None] * len(items)
+    failures: dict[int, BaseException] = {}
+    queue = iter(range(len(items)))
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                i = next(queue, None) if not failures else None
+            if i is None:
+                return
+            try:
+                results[i] = work(items[i])
+            except BaseException as exc:  # handed to the caller below
+                with lock:
+                    failures[i] = exc
+
+    threads = [threading.Thread(target=worker, name="validator-api", daemon=True) for _ in range(min(WORKERS, len(items)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise failures[min(failures)]
+    return results
 
 
 @dataclass
