@@ -22,7 +22,9 @@ import contextlib
 import hashlib
 import json
 import os
+import pickle
 import shutil
+import signal
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +35,7 @@ from . import __version__
 from .build import check_snapshot, generated_at
 from .config import Profile
 from .endpoints.context import Context
-from .endpoints.registry import Deferred, Endpoint, file_for, load_all
+from .endpoints.registry import Deferred, Endpoint, file_for, load_all, resolve
 from .endpoints.units import dumps
 from .errors import PublisherError
 from .snapshot import Snapshot
@@ -64,11 +66,14 @@ def context(snap: Snapshot, profile: Profile) -> Context:
                    validator_default_rate_pct=profile.validator_default_rate_pct)
 
 
-def bodies(ctx: Context) -> Iterator[tuple[Endpoint, str, object]]:
-    """(endpoint, URL path, body or Deferred) for every file but the final ones, in registry order."""
-    seen: set[str] = set()
+def bodies(ctx: Context, entities: bool | None = None,
+           seen: set[str] | None = None) -> Iterator[tuple[Endpoint, str, object]]:
+    """(endpoint, URL path, body or Deferred) for every file but the final ones, in registry order;
+    ``entities``: only the per-entity endpoints (True) or only the others (False). ``seen`` carries
+    the paths of an earlier pass, so a path is refused twice across passes too."""
+    seen = set() if seen is None else seen
     for ep in load_all().values():
-        if ep.is_function or ep.final:
+        if ep.is_function or ep.final or (entities is not None and entities != ("{" in ep.path)):
             continue
         assert ep.render is not None
         for path, value in ep.render(ctx):
@@ -90,8 +95,12 @@ def final_bodies(ctx: Context, files: Mapping[str, tuple[str, int]]) -> Iterator
 
 
 def encode(path: str, body) -> bytes:
+    return body.encode() if isinstance(body, str) else _dumps(path, body)
+
+
+def _dumps(path: str, value) -> bytes:
     try:
-        return body.encode() if isinstance(body, str) else dumps(body)
+        return dumps(value)
     except ValueError as exc:  # NaN or Infinity
         raise PublisherError(f"{path}: {exc}") from None
 
@@ -136,6 +145,14 @@ _RECORDS: set[type] = set()
 def content_key(body: dict) -> str:
     """The digest of an aggregate without its block stamp."""
     return sha256(dumps({k: v for k, v in body.items() if k != "meta"}))
+
+
+def encode_stamped(path: str, body: dict) -> tuple[bytes, str]:
+    """(bytes, content key) of an aggregate with ``meta``, encoding it once: canonical JSON is its
+    sorted members joined, so the file and the content without ``meta`` share their members."""
+    members = {k: dumps(k)[:-1] + b":" + _dumps(path, v)[:-1] for k, v in sorted(body.items())}
+    content = b"{" + b",".join(m for k, m in members.items() if k != "meta") + b"}\n"
+    return b"{" + b",".join(members.values()) + b"}\n", sha256(content)
 
 
 @cache
@@ -320,6 +337,100 @@ def _carry(writer: TreeWriter, path: str, live: Path, old: list, verify: bool = 
 
 # ---- the build ---------------------------------------------------------------------------------
 
+Job = tuple[Endpoint, str, object, "str | None"]  # endpoint, URL path, body or Deferred, inputs key
+FORK_MIN = 2000  # per-entity files to render before the work is worth forking processes for
+
+
+def _render(jobs: list[Job], writer: TreeWriter) -> tuple[list[tuple[str, str, int, str | None]], list[str], int]:
+    """Render, validate and write per-entity files: ([(path, sha256, size, inputs key)], problems,
+    files written)."""
+    memo: dict[int, str] = {}
+    done, problems, before = [], [], writer.written
+    for ep, path, value, ikey in jobs:
+        if ikey is None and isinstance(value, Deferred):
+            ikey = inputs_key(value, memo)
+        body = resolve(value)
+        if ep.content_type == JSON:
+            errors = schema_problems(ep, path, body)
+            if errors:
+                problems += errors
+                continue
+        data = encode(path, body)
+        sha = sha256(data)
+        writer.write(path, data, sha)
+        done.append((path, sha, len(data), ikey))
+    return done, problems, writer.written - before
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class _Workers:
+    """``_render`` over forked processes, one share each, while the parent renders the aggregates:
+    forked after the snapshot is in memory, a worker needs nothing sent to it, and it returns only
+    digests. Inline when there is little to do or one core."""
+
+    def __init__(self, jobs: list[Job], writer: TreeWriter):
+        self.writer = writer
+        n = _cores() if hasattr(os, "fork") and len(jobs) >= FORK_MIN else 1
+        self.shares = [jobs[i::n] for i in range(n)] if n > 1 else []
+        self.inline = jobs if n == 1 else []
+        self.children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
+
+    def __enter__(self):
+        for share in self.shares:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the worker: never returns into the caller's code
+                status = 1
+                try:
+                    os.close(r)
+                    try:
+                        result: tuple = ("ok", _render(share, self.writer))
+                    except BaseException as exc:  # every failure goes to the parent
+                        result = ("error", exc)
+                    try:
+                        data = pickle.dumps(result)
+                    except Exception:  # an exception that does not pickle: its text
+                        data = pickle.dumps(("error", PublisherError(repr(result[1]))))
+                    with os.fdopen(w, "wb") as pipe:
+                        pipe.write(data)
+                    status = 0
+                finally:
+                    os._exit(status)
+            os.close(w)
+            self.children.append((pid, r))
+        self.shares = []  # the workers hold them now
+        return self
+
+    def results(self) -> Iterator[tuple[list, list[str]]]:
+        """Each share's (done, problems); the files a worker wrote count in the parent's writer."""
+        if self.inline:
+            yield _render(self.inline, self.writer)[:2]
+        while self.children:
+            pid, r = self.children[0]
+            with os.fdopen(r, "rb") as pipe:
+                data = pipe.read()
+            os.waitpid(pid, 0)
+            self.children.pop(0)
+            if not data:
+                raise PublisherError("a build worker died without an answer")
+            kind, value = pickle.loads(data)
+            if kind == "error":
+                raise value
+            done, problems, written = value
+            self.writer.written += written
+            yield done, problems
+
+    def __exit__(self, *exc) -> None:
+        for pid, r in self.children:  # left when the parent failed: stop them before the tree goes
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(r)
+        self.children.clear()
+
 
 def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool = False,
           full: bool = False) -> Built:
@@ -349,47 +460,69 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     rendered = carried = 0
     t = time.monotonic()
     try:
-        for ep, path, value in bodies(ctx):
+        # Per-entity files first: those to render go to the workers, which run while the
+        # aggregates are rendered here.
+        jobs: list[Job] = []
+        seen: set[str] = set()
+        for ep, path, value in bodies(ctx, entities=True, seen=seen):
+            kept[path] = None
             old = prev_files.get(path)
-            entity = "{" in ep.path
-            ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
-            if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old, verify=not entity):
-                # Same inputs, same content: the previous file, block stamp included.
-                entries[path], kept[path] = old, None if entity else live / file_for(path)
-                carried += 1
-                continue
-            body = value.make() if isinstance(value, Deferred) else value
-            kept[path] = None if entity else body
-            ckey = None
-            if not entity and isinstance(body, dict) and isinstance(body.get("meta"), dict):
-                ckey = content_key(body)
-                before: tuple[str, bytes | None] | None
-                if prev is not None:
-                    before = (old[3], None) if old else None
-                else:
-                    before = _previous_content(live, path)
-                if before and before[0] == ckey and live is not None:
-                    # Only meta would change: keep the previous bytes.
-                    if before[1] is not None:
-                        data = before[1]
-                        writer.write(path, data, sha256(data))
-                        entries[path] = [sha256(data), len(data), ikey, ckey]
-                        carried += 1
-                        continue
-                    if old is not None and _carry(writer, path, live, old, verify=True):
-                        entries[path] = [old[0], old[1], ikey, ckey]
-                        carried += 1
-                        continue
-            rendered += 1
-            if ep.content_type == JSON:
-                errors = schema_problems(ep, path, body)
-                if errors:
-                    problems += errors
+            ikey = None
+            if same_run and old and live is not None and isinstance(value, Deferred):
+                ikey = inputs_key(value, memo)
+                if old[2] == ikey and _carry(writer, path, live, old):
+                    entries[path] = old  # same inputs, same content
+                    carried += 1
                     continue
-            data = encode(path, body)
-            sha = sha256(data)
-            writer.write(path, data, sha)
-            entries[path] = [sha, len(data), ikey, ckey]
+            jobs.append((ep, path, value, ikey))
+        rendered += len(jobs)
+        with _Workers(jobs, writer) as workers:
+            del jobs
+            for ep, path, value in bodies(ctx, entities=False, seen=seen):
+                old = prev_files.get(path)
+                ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
+                if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old, verify=True):
+                    # Same inputs, same content: the previous file, block stamp included.
+                    entries[path], kept[path] = old, live / file_for(path)
+                    carried += 1
+                    continue
+                body = resolve(value)
+                kept[path] = body
+                data = b""
+                ckey = None
+                if isinstance(body, dict) and isinstance(body.get("meta"), dict):
+                    data, ckey = encode_stamped(path, body)
+                    before: tuple[str, bytes | None] | None
+                    if prev is not None:
+                        before = (old[3], None) if old else None
+                    else:
+                        before = _previous_content(live, path)
+                    if before and before[0] == ckey and live is not None:
+                        # Only meta would change: keep the previous bytes.
+                        if before[1] is not None:
+                            data = before[1]
+                            writer.write(path, data, sha256(data))
+                            entries[path] = [sha256(data), len(data), ikey, ckey]
+                            carried += 1
+                            continue
+                        if old is not None and _carry(writer, path, live, old, verify=True):
+                            entries[path] = [old[0], old[1], ikey, ckey]
+                            carried += 1
+                            continue
+                rendered += 1
+                if ep.content_type == JSON:
+                    errors = schema_problems(ep, path, body)
+                    if errors:
+                        problems += errors
+                        continue
+                data = data or encode(path, body)
+                sha = sha256(data)
+                writer.write(path, data, sha)
+                entries[path] = [sha, len(data), ikey, ckey]
+            for done, errors in workers.results():
+                problems += errors
+                for path, sha, size, ikey in done:
+                    entries[path] = [sha, size, ikey, None]
         stages["render+validate+write"] = time.monotonic() - t
 
         t = time.monotonic()
