@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import pickle
 import shutil
 import signal
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -36,7 +37,7 @@ from .build import check_snapshot, generated_at
 from .config import Profile
 from .endpoints.context import Context
 from .endpoints.registry import Deferred, Endpoint, file_for, load_all, resolve
-from .endpoints.units import dumps
+from .endpoints.units import dumps, dumps_value
 from .errors import PublisherError
 from .snapshot import Snapshot
 from .validate import compare_previous, invariants, schema_problems, strict_loads
@@ -98,9 +99,9 @@ def encode(path: str, body) -> bytes:
     return body.encode() if isinstance(body, str) else _dumps(path, body)
 
 
-def _dumps(path: str, value) -> bytes:
+def _dumps(path: str, value, document: bool = True) -> bytes:
     try:
-        return dumps(value)
+        return dumps(value) if document else dumps_value(value)
     except ValueError as exc:  # NaN or Infinity
         raise PublisherError(f"{path}: {exc}") from None
 
@@ -150,9 +151,14 @@ def content_key(body: dict) -> str:
 def encode_stamped(path: str, body: dict) -> tuple[bytes, str]:
     """(bytes, content key) of an aggregate with ``meta``, encoding it once: canonical JSON is its
     sorted members joined, so the file and the content without ``meta`` share their members."""
-    members = {k: dumps(k)[:-1] + b":" + _dumps(path, v)[:-1] for k, v in sorted(body.items())}
-    content = b"{" + b",".join(m for k, m in members.items() if k != "meta") + b"}\n"
-    return b"{" + b",".join(members.values()) + b"}\n", sha256(content)
+    members = [(k, dumps_value(k) + b":", _dumps(path, v, document=False)) for k, v in sorted(body.items())]
+    content = hashlib.sha256()
+    for i, (_, key, value) in enumerate(m for m in members if m[0] != "meta"):
+        content.update(b"," if i else b"{")
+        content.update(key)
+        content.update(value)
+    content.update(b"}\n")
+    return b"{" + b",".join(key + value for _, key, value in members) + b"}\n", content.hexdigest()
 
 
 @cache
@@ -302,12 +308,12 @@ def _previous_content(live: Path | None, path: str) -> tuple[str, bytes] | None:
 
 
 class _Bodies(dict):
-    """Bodies for the invariants; a carried aggregate is parsed from its file only if one reads it."""
+    """Bodies for the invariants; a carried aggregate is read from its file only if one reads it."""
 
     def __getitem__(self, path):
         value = super().__getitem__(path)
         if isinstance(value, Path):
-            value = strict_loads(value.read_bytes())
+            value = _kept(path, strict_loads(value.read_bytes()))
             self[path] = value
         return value
 
@@ -339,14 +345,31 @@ def _carry(writer: TreeWriter, path: str, live: Path, old: list, verify: bool = 
 
 Job = tuple[Endpoint, str, object, "str | None"]  # endpoint, URL path, body or Deferred, inputs key
 FORK_MIN = 2000  # per-entity files to render before the work is worth forking processes for
+# What validate.invariants reads of each aggregate: every other body is dropped once written, and
+# of the long lists only these fields of each row are kept (the bodies are tens of megabytes at
+# 100 000 stakers). path -> {list field: row fields kept}.
+INVARIANT_READS: dict[str, dict[str, tuple[str, ...]]] = {
+    "/prices": {}, "/metrics": {}, "/metrics/apy": {}, "/ggAvax": {},
+    "/stakers": {"stakers": ("stakerAddr", "ggpStaked", "effectiveGGPStaked")}, "/minipools": {"minipools": ()},
+}
 
 
-def _render(jobs: list[Job], writer: TreeWriter) -> tuple[list[tuple[str, str, int, str | None]], list[str], int]:
+def _kept(path: str, body):
+    """What the invariants need of an aggregate's body (None: nothing but that it exists)."""
+    if path not in INVARIANT_READS or not isinstance(body, dict):
+        return None
+    lists = INVARIANT_READS[path]
+    return {k: [{f: row[f] for f in lists[k] if f in row} for row in v if isinstance(row, dict)]
+            if k in lists and isinstance(v, list) else v for k, v in body.items()}
+
+
+def _render(jobs: Iterable[Job], writer: TreeWriter) -> tuple[list[tuple[str, str, int, str | None]], list[str], int, int]:
     """Render, validate and write per-entity files: ([(path, sha256, size, inputs key)], problems,
-    files written)."""
+    files written, files rendered)."""
     memo: dict[int, str] = {}
-    done, problems, before = [], [], writer.written
+    done, problems, before, count = [], [], writer.written, 0
     for ep, path, value, ikey in jobs:
+        count += 1
         if ikey is None and isinstance(value, Deferred):
             ikey = inputs_key(value, memo)
         body = resolve(value)
@@ -359,7 +382,7 @@ def _render(jobs: list[Job], writer: TreeWriter) -> tuple[list[tuple[str, str, i
         sha = sha256(data)
         writer.write(path, data, sha)
         done.append((path, sha, len(data), ikey))
-    return done, problems, writer.written - before
+    return done, problems, writer.written - before, count
 
 
 def _cores() -> int:
@@ -367,19 +390,17 @@ def _cores() -> int:
 
 
 class _Workers:
-    """``_render`` over forked processes, one share each, while the parent renders the aggregates:
-    forked after the snapshot is in memory, a worker needs nothing sent to it, and it returns only
-    digests. Inline when there is little to do or one core."""
+    """``_render`` of the jobs ``source()`` yields, over forked processes (each takes every n-th
+    job) while the parent renders the aggregates: forked after the snapshot is in memory, a worker
+    is sent nothing and returns only digests. Inline with one core or ``fork`` false."""
 
-    def __init__(self, jobs: list[Job], writer: TreeWriter):
-        self.writer = writer
-        n = _cores() if hasattr(os, "fork") and len(jobs) >= FORK_MIN else 1
-        self.shares = [jobs[i::n] for i in range(n)] if n > 1 else []
-        self.inline = jobs if n == 1 else []
+    def __init__(self, source: Callable[[], Iterator[Job]], writer: TreeWriter, fork: bool):
+        self.source, self.writer = source, writer
+        self.n = _cores() if fork and hasattr(os, "fork") else 1
         self.children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
 
     def __enter__(self):
-        for share in self.shares:
+        for share in range(self.n if self.n > 1 else 0):
             r, w = os.pipe()
             pid = os.fork()
             if pid == 0:  # the worker: never returns into the caller's code
@@ -387,7 +408,7 @@ class _Workers:
                 try:
                     os.close(r)
                     try:
-                        result: tuple = ("ok", _render(share, self.writer))
+                        result: tuple = ("ok", _render(itertools.islice(self.source(), share, None, self.n), self.writer))
                     except BaseException as exc:  # every failure goes to the parent
                         result = ("error", exc)
                     try:
@@ -401,13 +422,14 @@ class _Workers:
                     os._exit(status)
             os.close(w)
             self.children.append((pid, r))
-        self.shares = []  # the workers hold them now
         return self
 
-    def results(self) -> Iterator[tuple[list, list[str]]]:
-        """Each share's (done, problems); the files a worker wrote count in the parent's writer."""
-        if self.inline:
-            yield _render(self.inline, self.writer)[:2]
+    def results(self) -> Iterator[tuple[list, list[str], int]]:
+        """Each share's (done, problems, rendered); the files a worker wrote count in the parent's
+        writer."""
+        if self.n == 1:
+            done, problems, _, count = _render(self.source(), self.writer)
+            yield done, problems, count
         while self.children:
             pid, r = self.children[0]
             with os.fdopen(r, "rb") as pipe:
@@ -419,9 +441,9 @@ class _Workers:
             kind, value = pickle.loads(data)
             if kind == "error":
                 raise value
-            done, problems, written = value
+            done, problems, written, count = value
             self.writer.written += written
-            yield done, problems
+            yield done, problems, count
 
     def __exit__(self, *exc) -> None:
         for pid, r in self.children:  # left when the parent failed: stop them before the tree goes
@@ -454,40 +476,45 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
 
     writer = TreeWriter(tree, held["files"] if held else None)
     entries: dict[str, list] = {}  # path -> [sha256, size, inputs key, content key]
-    kept = _Bodies()  # aggregates' bodies for the invariants; entities: None
+    kept = _Bodies()  # what the invariants read of each file (_kept); entities: None
     memo: dict[int, str] = {}
     problems: list[str] = []
     rendered = carried = 0
     t = time.monotonic()
     try:
         # Per-entity files first: those to render go to the workers, which run while the
-        # aggregates are rendered here.
-        jobs: list[Job] = []
+        # aggregates are rendered here. Without a previous run to carry from, each worker walks
+        # the entities itself and nothing is held here meanwhile.
         seen: set[str] = set()
-        for ep, path, value in bodies(ctx, entities=True, seen=seen):
-            kept[path] = None
-            old = prev_files.get(path)
-            ikey = None
-            if same_run and old and live is not None and isinstance(value, Deferred):
-                ikey = inputs_key(value, memo)
-                if old[2] == ikey and _carry(writer, path, live, old):
-                    entries[path] = old  # same inputs, same content
-                    carried += 1
-                    continue
-            jobs.append((ep, path, value, ikey))
-        rendered += len(jobs)
-        with _Workers(jobs, writer) as workers:
-            del jobs
+        if same_run and live is not None:
+            jobs: list[Job] = []
+            for ep, path, value in bodies(ctx, entities=True, seen=seen):
+                kept[path] = None
+                old = prev_files.get(path)
+                ikey = None
+                if old and isinstance(value, Deferred):
+                    ikey = inputs_key(value, memo)
+                    if old[2] == ikey and _carry(writer, path, live, old):
+                        entries[path] = old  # same inputs, same content
+                        carried += 1
+                        continue
+                jobs.append((ep, path, value, ikey))
+            workers = _Workers(lambda: iter(jobs), writer, fork=len(jobs) >= FORK_MIN)
+        else:
+            workers = _Workers(lambda: ((ep, path, value, None) for ep, path, value in bodies(ctx, entities=True)),
+                               writer, fork=True)
+        with workers:
             for ep, path, value in bodies(ctx, entities=False, seen=seen):
                 old = prev_files.get(path)
                 ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
                 if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old, verify=True):
                     # Same inputs, same content: the previous file, block stamp included.
-                    entries[path], kept[path] = old, live / file_for(path)
+                    entries[path] = old
+                    kept[path] = live / file_for(path) if path in INVARIANT_READS else None
                     carried += 1
                     continue
                 body = resolve(value)
-                kept[path] = body
+                kept[path] = _kept(path, body)
                 data = b""
                 ckey = None
                 if isinstance(body, dict) and isinstance(body.get("meta"), dict):
@@ -519,9 +546,13 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
                 sha = sha256(data)
                 writer.write(path, data, sha)
                 entries[path] = [sha, len(data), ikey, ckey]
-            for done, errors in workers.results():
+            for done, errors, count in workers.results():
                 problems += errors
+                rendered += count
                 for path, sha, size, ikey in done:
+                    if path in entries:
+                        raise PublisherError(f"two responses for {path}")
+                    kept[path] = None
                     entries[path] = [sha, size, ikey, None]
         stages["render+validate+write"] = time.monotonic() - t
 

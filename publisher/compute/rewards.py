@@ -503,3 +503,8 @@ def canonical_json(body) -> bytes:
     The API's one serialization rule (publisher.endpoints.units.dumps writes the same bytes). One
     encoder for every call: a build encodes tens of thousands of bodies."""
     return (_CANONICAL.encode(body) + "\n").encode()
+
+
+def canonical_value(value) -> bytes:
+    """``canonical_json`` without the trailing newline: a value inside a document."""
+    return _CANONICAL.encode(value).encode()
