@@ -77,8 +77,9 @@ def bodies(ctx: Context, entities: bool | None = None,
         if ep.is_function or ep.final or (entities is not None and entities != ("{" in ep.path)):
             continue
         assert ep.render is not None
+        match = ep.pattern.match  # tens of thousands of paths: looked up once per endpoint
         for path, value in ep.render(ctx):
-            if not ep.pattern.match(path):
+            if not match(path):
                 raise PublisherError(f"{ep.path} rendered a file at {path}, outside its path template")
             if path in seen:
                 raise PublisherError(f"two responses for {path}")
@@ -110,34 +111,41 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def inputs_key(value: Deferred, memo: dict[int, str]) -> str:
-    return hashlib.blake2b(_describe(value.inputs, memo).encode(), digest_size=16).hexdigest()
+def inputs_key(value: Deferred, memo: dict[int, bytes]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    _describe(h.update, value.inputs, memo)
+    return h.hexdigest()
 
 
-def _describe(x, memo: dict[int, str]) -> str:
-    """A complete, stable description of frozen dataclasses, tuples, lists and scalars: their repr,
-    each snapshot record's computed once per build however many files read it."""
+def _describe(update: Callable[[bytes], None], x, memo: dict[int, bytes]) -> None:
+    """Feed a complete, stable description of frozen dataclasses, tuples, lists and scalars to a
+    hash: their repr, each snapshot record's digested once per build however many files read it."""
     kind = type(x)
     if kind is tuple or kind is list:
-        parts = []
+        update(b"[")
         for item in x:  # records inline: tens of thousands of them per build
             if type(item) in _RECORDS:
-                text = memo.get(id(item))
-                if text is None:
-                    text = memo[id(item)] = repr(item)
-                parts.append(text)
+                digest = memo.get(id(item))
+                if digest is None:
+                    digest = memo[id(item)] = _digest(item)
+                update(digest)
             else:
-                parts.append(_describe(item, memo))
-        return "[" + ",".join(parts) + "]"
-    if kind in _RECORDS:
-        text = memo.get(id(x))  # snapshot records live as long as the build: ids are stable
-        if text is None:
-            text = memo[id(x)] = repr(x)
-        return text
-    if hasattr(kind, "__dataclass_fields__"):
+                _describe(update, item, memo)
+        update(b"]")
+    elif kind in _RECORDS:
+        digest = memo.get(id(x))  # snapshot records live as long as the build: ids are stable
+        if digest is None:
+            digest = memo[id(x)] = _digest(x)
+        update(digest)
+    elif hasattr(kind, "__dataclass_fields__"):
         _RECORDS.add(kind)
-        return _describe(x, memo)
-    return repr(x)
+        _describe(update, x, memo)
+    else:
+        update(repr(x).encode() + b"\0")
+
+
+def _digest(record) -> bytes:
+    return hashlib.blake2b(repr(record).encode(), digest_size=16).digest()
 
 
 _RECORDS: set[type] = set()
@@ -366,7 +374,7 @@ def _kept(path: str, body):
 def _render(jobs: Iterable[Job], writer: TreeWriter) -> tuple[list[tuple[str, str, int, str | None]], list[str], int, int]:
     """Render, validate and write per-entity files: ([(path, sha256, size, inputs key)], problems,
     files written, files rendered)."""
-    memo: dict[int, str] = {}
+    memo: dict[int, bytes] = {}
     done, problems, before, count = [], [], writer.written, 0
     for ep, path, value, ikey in jobs:
         count += 1
@@ -477,7 +485,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     writer = TreeWriter(tree, held["files"] if held else None)
     entries: dict[str, list] = {}  # path -> [sha256, size, inputs key, content key]
     kept = _Bodies()  # what the invariants read of each file (_kept); entities: None
-    memo: dict[int, str] = {}
+    memo: dict[int, bytes] = {}
     problems: list[str] = []
     rendered = carried = 0
     t = time.monotonic()
