@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
+import pickle
 import shutil
+import signal
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -33,8 +36,8 @@ from . import __version__
 from .build import check_snapshot, generated_at
 from .config import Profile
 from .endpoints.context import Context
-from .endpoints.registry import Deferred, Endpoint, file_for, load_all
-from .endpoints.units import dumps
+from .endpoints.registry import Deferred, Endpoint, file_for, load_all, resolve
+from .endpoints.units import dumps, dumps_value
 from .errors import PublisherError
 from .snapshot import Snapshot
 from .validate import compare_previous, invariants, schema_problems, strict_loads
@@ -64,15 +67,19 @@ def context(snap: Snapshot, profile: Profile) -> Context:
                    validator_default_rate_pct=profile.validator_default_rate_pct)
 
 
-def bodies(ctx: Context) -> Iterator[tuple[Endpoint, str, object]]:
-    """(endpoint, URL path, body or Deferred) for every file but the final ones, in registry order."""
-    seen: set[str] = set()
+def bodies(ctx: Context, entities: bool | None = None,
+           seen: set[str] | None = None) -> Iterator[tuple[Endpoint, str, object]]:
+    """(endpoint, URL path, body or Deferred) for every file but the final ones, in registry order;
+    ``entities``: only the per-entity endpoints (True) or only the others (False). ``seen`` carries
+    the paths of an earlier pass, so a path is refused twice across passes too."""
+    seen = set() if seen is None else seen
     for ep in load_all().values():
-        if ep.is_function or ep.final:
+        if ep.is_function or ep.final or (entities is not None and entities != ("{" in ep.path)):
             continue
         assert ep.render is not None
+        match = ep.pattern.match  # tens of thousands of paths: looked up once per endpoint
         for path, value in ep.render(ctx):
-            if not ep.pattern.match(path):
+            if not match(path):
                 raise PublisherError(f"{ep.path} rendered a file at {path}, outside its path template")
             if path in seen:
                 raise PublisherError(f"two responses for {path}")
@@ -90,8 +97,12 @@ def final_bodies(ctx: Context, files: Mapping[str, tuple[str, int]]) -> Iterator
 
 
 def encode(path: str, body) -> bytes:
+    return body.encode() if isinstance(body, str) else _dumps(path, body)
+
+
+def _dumps(path: str, value, document: bool = True) -> bytes:
     try:
-        return body.encode() if isinstance(body, str) else dumps(body)
+        return dumps(value) if document else dumps_value(value)
     except ValueError as exc:  # NaN or Infinity
         raise PublisherError(f"{path}: {exc}") from None
 
@@ -100,34 +111,41 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def inputs_key(value: Deferred, memo: dict[int, str]) -> str:
-    return hashlib.blake2b(_describe(value.inputs, memo).encode(), digest_size=16).hexdigest()
+def inputs_key(value: Deferred, memo: dict[int, bytes]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    _describe(h.update, value.inputs, memo)
+    return h.hexdigest()
 
 
-def _describe(x, memo: dict[int, str]) -> str:
-    """A complete, stable description of frozen dataclasses, tuples, lists and scalars: their repr,
-    each snapshot record's computed once per build however many files read it."""
+def _describe(update: Callable[[bytes], None], x, memo: dict[int, bytes]) -> None:
+    """Feed a complete, stable description of frozen dataclasses, tuples, lists and scalars to a
+    hash: their repr, each snapshot record's digested once per build however many files read it."""
     kind = type(x)
     if kind is tuple or kind is list:
-        parts = []
+        update(b"[")
         for item in x:  # records inline: tens of thousands of them per build
             if type(item) in _RECORDS:
-                text = memo.get(id(item))
-                if text is None:
-                    text = memo[id(item)] = repr(item)
-                parts.append(text)
+                digest = memo.get(id(item))
+                if digest is None:
+                    digest = memo[id(item)] = _digest(item)
+                update(digest)
             else:
-                parts.append(_describe(item, memo))
-        return "[" + ",".join(parts) + "]"
-    if kind in _RECORDS:
-        text = memo.get(id(x))  # snapshot records live as long as the build: ids are stable
-        if text is None:
-            text = memo[id(x)] = repr(x)
-        return text
-    if hasattr(kind, "__dataclass_fields__"):
+                _describe(update, item, memo)
+        update(b"]")
+    elif kind in _RECORDS:
+        digest = memo.get(id(x))  # snapshot records live as long as the build: ids are stable
+        if digest is None:
+            digest = memo[id(x)] = _digest(x)
+        update(digest)
+    elif hasattr(kind, "__dataclass_fields__"):
         _RECORDS.add(kind)
-        return _describe(x, memo)
-    return repr(x)
+        _describe(update, x, memo)
+    else:
+        update(repr(x).encode() + b"\0")
+
+
+def _digest(record) -> bytes:
+    return hashlib.blake2b(repr(record).encode(), digest_size=16).digest()
 
 
 _RECORDS: set[type] = set()
@@ -136,6 +154,19 @@ _RECORDS: set[type] = set()
 def content_key(body: dict) -> str:
     """The digest of an aggregate without its block stamp."""
     return sha256(dumps({k: v for k, v in body.items() if k != "meta"}))
+
+
+def encode_stamped(path: str, body: dict) -> tuple[bytes, str]:
+    """(bytes, content key) of an aggregate with ``meta``, encoding it once: canonical JSON is its
+    sorted members joined, so the file and the content without ``meta`` share their members."""
+    members = [(k, dumps_value(k) + b":", _dumps(path, v, document=False)) for k, v in sorted(body.items())]
+    content = hashlib.sha256()
+    for i, (_, key, value) in enumerate(m for m in members if m[0] != "meta"):
+        content.update(b"," if i else b"{")
+        content.update(key)
+        content.update(value)
+    content.update(b"}\n")
+    return b"{" + b",".join(key + value for _, key, value in members) + b"}\n", content.hexdigest()
 
 
 @cache
@@ -285,12 +316,12 @@ def _previous_content(live: Path | None, path: str) -> tuple[str, bytes] | None:
 
 
 class _Bodies(dict):
-    """Bodies for the invariants; a carried aggregate is parsed from its file only if one reads it."""
+    """Bodies for the invariants; a carried aggregate is read from its file only if one reads it."""
 
     def __getitem__(self, path):
         value = super().__getitem__(path)
         if isinstance(value, Path):
-            value = strict_loads(value.read_bytes())
+            value = _kept(path, strict_loads(value.read_bytes()))
             self[path] = value
         return value
 
@@ -320,6 +351,116 @@ def _carry(writer: TreeWriter, path: str, live: Path, old: list, verify: bool = 
 
 # ---- the build ---------------------------------------------------------------------------------
 
+Job = tuple[Endpoint, str, object, "str | None"]  # endpoint, URL path, body or Deferred, inputs key
+FORK_MIN = 2000  # per-entity files to render before the work is worth forking processes for
+# What validate.invariants reads of each aggregate: every other body is dropped once written, and
+# of the long lists only these fields of each row are kept (the bodies are tens of megabytes at
+# 100 000 stakers). path -> {list field: row fields kept}.
+INVARIANT_READS: dict[str, dict[str, tuple[str, ...]]] = {
+    "/prices": {}, "/metrics": {}, "/metrics/apy": {}, "/ggAvax": {},
+    "/stakers": {"stakers": ("stakerAddr", "ggpStaked", "effectiveGGPStaked")}, "/minipools": {"minipools": ()},
+}
+
+
+def _kept(path: str, body):
+    """What the invariants need of an aggregate's body (None: nothing but that it exists)."""
+    if path not in INVARIANT_READS or not isinstance(body, dict):
+        return None
+    lists = INVARIANT_READS[path]
+    return {k: [{f: row[f] for f in lists[k] if f in row} for row in v if isinstance(row, dict)]
+            if k in lists and isinstance(v, list) else v for k, v in body.items()}
+
+
+def _render(jobs: Iterable[Job], writer: TreeWriter) -> tuple[list[tuple[str, str, int, str | None]], list[str], int, int]:
+    """Render, validate and write per-entity files: ([(path, sha256, size, inputs key)], problems,
+    files written, files rendered)."""
+    memo: dict[int, bytes] = {}
+    done, problems, before, count = [], [], writer.written, 0
+    for ep, path, value, ikey in jobs:
+        count += 1
+        if ikey is None and isinstance(value, Deferred):
+            ikey = inputs_key(value, memo)
+        body = resolve(value)
+        if ep.content_type == JSON:
+            errors = schema_problems(ep, path, body)
+            if errors:
+                problems += errors
+                continue
+        data = encode(path, body)
+        sha = sha256(data)
+        writer.write(path, data, sha)
+        done.append((path, sha, len(data), ikey))
+    return done, problems, writer.written - before, count
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class _Workers:
+    """``_render`` of the jobs ``source()`` yields, over forked processes (each takes every n-th
+    job) while the parent renders the aggregates: forked after the snapshot is in memory, a worker
+    is sent nothing and returns only digests. Inline with one core or ``fork`` false."""
+
+    def __init__(self, source: Callable[[], Iterator[Job]], writer: TreeWriter, fork: bool):
+        self.source, self.writer = source, writer
+        self.n = _cores() if fork and hasattr(os, "fork") else 1
+        self.children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
+
+    def __enter__(self):
+        for share in range(self.n if self.n > 1 else 0):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the worker: never returns into the caller's code
+                status = 1
+                try:
+                    os.close(r)
+                    try:
+                        result: tuple = ("ok", _render(itertools.islice(self.source(), share, None, self.n), self.writer))
+                    except BaseException as exc:  # every failure goes to the parent
+                        result = ("error", exc)
+                    try:
+                        data = pickle.dumps(result)
+                    except Exception:  # an exception that does not pickle: its text
+                        data = pickle.dumps(("error", PublisherError(repr(result[1]))))
+                    with os.fdopen(w, "wb") as pipe:
+                        pipe.write(data)
+                    status = 0
+                finally:
+                    os._exit(status)
+            os.close(w)
+            self.children.append((pid, r))
+        return self
+
+    def results(self) -> Iterator[tuple[list, list[str], int]]:
+        """Each share's (done, problems, rendered); the files a worker wrote count in the parent's
+        writer."""
+        if self.n == 1:
+            done, problems, _, count = _render(self.source(), self.writer)
+            yield done, problems, count
+        while self.children:
+            pid, r = self.children[0]
+            with os.fdopen(r, "rb") as pipe:
+                data = pipe.read()
+            os.waitpid(pid, 0)
+            self.children.pop(0)
+            if not data:
+                raise PublisherError("a build worker died without an answer")
+            kind, value = pickle.loads(data)
+            if kind == "error":
+                raise value
+            done, problems, written, count = value
+            self.writer.written += written
+            yield done, problems, count
+
+    def __exit__(self, *exc) -> None:
+        for pid, r in self.children:  # left when the parent failed: stop them before the tree goes
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(r)
+        self.children.clear()
+
 
 def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool = False,
           full: bool = False) -> Built:
@@ -343,53 +484,84 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
 
     writer = TreeWriter(tree, held["files"] if held else None)
     entries: dict[str, list] = {}  # path -> [sha256, size, inputs key, content key]
-    kept = _Bodies()  # aggregates' bodies for the invariants; entities: None
-    memo: dict[int, str] = {}
+    kept = _Bodies()  # what the invariants read of each file (_kept); entities: None
+    memo: dict[int, bytes] = {}
     problems: list[str] = []
     rendered = carried = 0
     t = time.monotonic()
     try:
-        for ep, path, value in bodies(ctx):
-            old = prev_files.get(path)
-            entity = "{" in ep.path
-            ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
-            if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old, verify=not entity):
-                # Same inputs, same content: the previous file, block stamp included.
-                entries[path], kept[path] = old, None if entity else live / file_for(path)
-                carried += 1
-                continue
-            body = value.make() if isinstance(value, Deferred) else value
-            kept[path] = None if entity else body
-            ckey = None
-            if not entity and isinstance(body, dict) and isinstance(body.get("meta"), dict):
-                ckey = content_key(body)
-                before: tuple[str, bytes | None] | None
-                if prev is not None:
-                    before = (old[3], None) if old else None
-                else:
-                    before = _previous_content(live, path)
-                if before and before[0] == ckey and live is not None:
-                    # Only meta would change: keep the previous bytes.
-                    if before[1] is not None:
-                        data = before[1]
-                        writer.write(path, data, sha256(data))
-                        entries[path] = [sha256(data), len(data), ikey, ckey]
+        # Per-entity files first: those to render go to the workers, which run while the
+        # aggregates are rendered here. Without a previous run to carry from, each worker walks
+        # the entities itself and nothing is held here meanwhile.
+        seen: set[str] = set()
+        if same_run and live is not None:
+            jobs: list[Job] = []
+            for ep, path, value in bodies(ctx, entities=True, seen=seen):
+                kept[path] = None
+                old = prev_files.get(path)
+                ikey = None
+                if old and isinstance(value, Deferred):
+                    ikey = inputs_key(value, memo)
+                    if old[2] == ikey and _carry(writer, path, live, old):
+                        entries[path] = old  # same inputs, same content
                         carried += 1
                         continue
-                    if old is not None and _carry(writer, path, live, old, verify=True):
-                        entries[path] = [old[0], old[1], ikey, ckey]
-                        carried += 1
-                        continue
-            rendered += 1
-            if ep.content_type == JSON:
-                errors = schema_problems(ep, path, body)
-                if errors:
-                    problems += errors
+                jobs.append((ep, path, value, ikey))
+            workers = _Workers(lambda: iter(jobs), writer, fork=len(jobs) >= FORK_MIN)
+        else:
+            workers = _Workers(lambda: ((ep, path, value, None) for ep, path, value in bodies(ctx, entities=True)),
+                               writer, fork=True)
+        with workers:
+            for ep, path, value in bodies(ctx, entities=False, seen=seen):
+                old = prev_files.get(path)
+                ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
+                if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old, verify=True):
+                    # Same inputs, same content: the previous file, block stamp included.
+                    entries[path] = old
+                    kept[path] = live / file_for(path) if path in INVARIANT_READS else None
+                    carried += 1
                     continue
-            data = encode(path, body)
-            sha = sha256(data)
-            writer.write(path, data, sha)
-            entries[path] = [sha, len(data), ikey, ckey]
+                body = resolve(value)
+                kept[path] = _kept(path, body)
+                data = b""
+                ckey = None
+                if isinstance(body, dict) and isinstance(body.get("meta"), dict):
+                    data, ckey = encode_stamped(path, body)
+                    before: tuple[str, bytes | None] | None
+                    if prev is not None:
+                        before = (old[3], None) if old else None
+                    else:
+                        before = _previous_content(live, path)
+                    if before and before[0] == ckey and live is not None:
+                        # Only meta would change: keep the previous bytes.
+                        if before[1] is not None:
+                            data = before[1]
+                            writer.write(path, data, sha256(data))
+                            entries[path] = [sha256(data), len(data), ikey, ckey]
+                            carried += 1
+                            continue
+                        if old is not None and _carry(writer, path, live, old, verify=True):
+                            entries[path] = [old[0], old[1], ikey, ckey]
+                            carried += 1
+                            continue
+                rendered += 1
+                if ep.content_type == JSON:
+                    errors = schema_problems(ep, path, body)
+                    if errors:
+                        problems += errors
+                        continue
+                data = data or encode(path, body)
+                sha = sha256(data)
+                writer.write(path, data, sha)
+                entries[path] = [sha, len(data), ikey, ckey]
+            for done, errors, count in workers.results():
+                problems += errors
+                rendered += count
+                for path, sha, size, ikey in done:
+                    if path in entries:
+                        raise PublisherError(f"two responses for {path}")
+                    kept[path] = None
+                    entries[path] = [sha, size, ikey, None]
         stages["render+validate+write"] = time.monotonic() - t
 
         t = time.monotonic()

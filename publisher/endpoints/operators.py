@@ -9,7 +9,7 @@ from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
 from . import schema as S
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
-from .registry import Deferred, Param, endpoint
+from .registry import Deferred, Param, endpoint, listing
 from .rewards import ADDRESS_REWARDS, rewards_inputs, staker_rewards
 from .units import tokens
 
@@ -85,11 +85,11 @@ def staker_path(address: str) -> str:
     }),
 )
 def stakers(ctx: Context):
-    def make():
+    def make(limit: int | None = None):
         pools = ctx.cached(staker_minipools)
-        rows = [staker_record(st, pools.get(st.staker_addr, [])) for st in ctx.snap.stakers]
-        return {"stakers": rows, "count": len(rows), "meta": meta(ctx)}
-    yield "/stakers", Deferred((ctx.snap.stakers, ctx.snap.minipools), make)
+        rows = listing(ctx.snap.stakers, lambda st: staker_record(st, pools.get(st.staker_addr, [])), limit)
+        return {"stakers": rows, "count": len(ctx.snap.stakers), "meta": meta(ctx)}
+    yield "/stakers", Deferred((ctx.snap.stakers, ctx.snap.minipools), make, make)
 
 
 @endpoint(
@@ -128,11 +128,11 @@ def _staker_body(ctx: Context, st, mine: list) -> dict:
     }),
 )
 def minipools(ctx: Context):
-    def make():
-        rows = [minipool_record(m) for m in ctx.snap.minipools]
+    def make(limit: int | None = None):
+        rows = listing(ctx.snap.minipools, minipool_record, limit)
         counts = status_counts(ctx.snap.minipools)
-        return {"minipools": rows, "count": len(rows), "countsByStatus": counts, "meta": meta(ctx)}
-    yield "/minipools", Deferred(ctx.snap.minipools, make)
+        return {"minipools": rows, "count": len(ctx.snap.minipools), "countsByStatus": counts, "meta": meta(ctx)}
+    yield "/minipools", Deferred(ctx.snap.minipools, make, make)
 
 
 @endpoint(
@@ -185,25 +185,26 @@ PROVIDER = S.obj({
 def validators(ctx: Context):
     s = ctx.snap
     inputs = (s.minipools, s.validators, s.missing_validators, s.validator_source)
-    yield "/validators", Deferred(inputs, lambda: validators_body(ctx))
+    yield "/validators", Deferred(inputs, partial(validators_body, ctx), partial(validators_body, ctx))
 
 
-def validators_body(ctx: Context) -> dict:
+def validators_body(ctx: Context, limit: int | None = None) -> dict:
     s = ctx.snap
     by_node = {v.node_id: v for v in s.validators}
-    rows = []
-    for m in s.minipools:
-        if m.status in ACTIVE_STATUSES:
-            v = by_node.get(node_id(m.node_id))
-            rows.append({"minipool": minipool_record(m), "provider": None if v is None else {
-                "source": v.source, "txHash": v.tx_hash, "startTimestamp": v.start_timestamp,
-                "endTimestamp": v.end_timestamp, "amountStaked": tokens(v.amount_staked, 9),
-                "amountDelegated": tokens(v.amount_delegated, 9), "delegationFeePct": float(Decimal(v.delegation_fee_pct)),
-                "delegatorCount": v.delegator_count,
-                "uptimePct": float(Decimal(v.uptime_pct)) if v.uptime_pct is not None else None,
-                "potentialValidationReward": tokens(v.validation_reward, 9),
-                "potentialDelegationReward": tokens(v.delegation_reward, 9),
-                "avalanchegoVersion": v.avalanchego_version,
-            }})
-    return {"validators": rows, "count": len(rows), "missing": list(s.missing_validators),
+
+    def row(m) -> dict:
+        v = by_node.get(node_id(m.node_id))
+        return {"minipool": minipool_record(m), "provider": None if v is None else {
+            "source": v.source, "txHash": v.tx_hash, "startTimestamp": v.start_timestamp,
+            "endTimestamp": v.end_timestamp, "amountStaked": tokens(v.amount_staked, 9),
+            "amountDelegated": tokens(v.amount_delegated, 9), "delegationFeePct": float(Decimal(v.delegation_fee_pct)),
+            "delegatorCount": v.delegator_count,
+            "uptimePct": float(Decimal(v.uptime_pct)) if v.uptime_pct is not None else None,
+            "potentialValidationReward": tokens(v.validation_reward, 9),
+            "potentialDelegationReward": tokens(v.delegation_reward, 9),
+            "avalanchegoVersion": v.avalanchego_version,
+        }}
+
+    active = [m for m in s.minipools if m.status in ACTIVE_STATUSES]
+    return {"validators": listing(active, row, limit), "count": len(active), "missing": list(s.missing_validators),
             "source": s.validator_source, "meta": meta(ctx)}

@@ -29,7 +29,7 @@ from ..protocol import STATUS_LABELS
 from . import schema as S
 from .context import Context
 from .openapi import document
-from .registry import endpoint, load_all, resolve
+from .registry import endpoint, excerpt, load_all, resolve
 from .rewards import parsed_params
 
 HTML = "text/html; charset=utf-8"
@@ -98,12 +98,13 @@ def fields(schema: dict, prefix: str = "", depth: int = 0, shared: bool = True) 
 
 def response(ctx: Context, path: str):
     """The body the build publishes at ``path``, from the endpoint's own render function (rendered
-    here once more because pages sort before the files they show; every input is memoized)."""
+    here once more because pages sort before the files they show; every input is memoized), its
+    long lists cut to what an example shows (``registry.Head``)."""
     memo = ctx.cached(_responses)
     if path not in memo:
         ep = load_all()[path]
         assert ep.render is not None  # a file endpoint
-        memo[path] = next((resolve(body) for p, body in ep.render(ctx) if p == path), None)
+        memo[path] = next((excerpt(body, EXAMPLE_ITEMS) for p, body in ep.render(ctx) if p == path), None)
     return memo[path]
 
 
@@ -140,8 +141,8 @@ def _example(ctx: Context, path: str, params: list[dict]):
 def _trim(value):
     if isinstance(value, dict):
         return {k: _trim(v) for k, v in value.items()}
-    if isinstance(value, list) and len(value) > EXAMPLE_ITEMS:
-        return [_trim(v) for v in value[:EXAMPLE_ITEMS]] + [f"… {len(value) - EXAMPLE_ITEMS} more"]
+    if isinstance(value, list) and (total := getattr(value, "total", len(value))) > EXAMPLE_ITEMS:
+        return [_trim(v) for v in value[:EXAMPLE_ITEMS]] + [f"… {total - EXAMPLE_ITEMS} more"]
     if isinstance(value, list):
         return [_trim(v) for v in value]
     return value

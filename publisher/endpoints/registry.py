@@ -27,10 +27,33 @@ class Deferred:
 
     inputs: Any
     make: Callable[[], Any]
+    # The body with its long lists cut to their first ``n`` items (each a ``Head``), for a page
+    # showing an excerpt: rendering every row of a large aggregate to show two costs a build.
+    head: Callable[[int], Any] | None = None
+
+
+class Head(list):
+    """The first items of a list of ``total``."""
+
+    def __init__(self, items, total: int):
+        super().__init__(items)
+        self.total = total
+
+
+def listing(items, row: Callable[[Any], Any], limit: int | None = None) -> list:
+    """``row`` of every item; with ``limit``, of the first ``limit`` only, as a ``Head``."""
+    if limit is None:
+        return [row(x) for x in items]
+    return Head([row(x) for x in items[:limit]], len(items))
 
 
 def resolve(value: Any) -> Any:
     return value.make() if isinstance(value, Deferred) else value
+
+
+def excerpt(value: Any, n: int) -> Any:
+    """The body, its long lists cut to ``n`` items where the endpoint can render it so."""
+    return value.head(n) if isinstance(value, Deferred) and value.head else resolve(value)
 
 
 @dataclass(frozen=True)

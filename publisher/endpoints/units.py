@@ -7,9 +7,9 @@ same bytes.
 """
 from __future__ import annotations
 
-from ..compute.rewards import WAD, canonical_json, pct
+from ..compute.rewards import WAD, canonical_json, canonical_value, pct
 
-__all__ = ["WAD", "dumps", "pct_wad", "tokens"]
+__all__ = ["WAD", "dumps", "dumps_value", "pct_wad", "tokens"]
 
 
 def tokens(wei: int, decimals: int = 18) -> float:
@@ -18,3 +18,4 @@ def tokens(wei: int, decimals: int = 18) -> float:
 
 pct_wad = pct  # a 1e18-scaled ratio (1e18 = 100 %) in percent
 dumps = canonical_json  # canonical JSON bytes: sorted keys, compact, UTF-8, no NaN/Infinity
+dumps_value = canonical_value  # the same without the trailing newline

@@ -1,0 +1,56 @@
+"""The build's worker processes: the same bytes as one process, and a failure in one stops the build."""
+from __future__ import annotations
+
+import pytest
+
+from publisher import pipeline
+from publisher.pipeline import RECORD, build
+from publisher.validate import load_dir
+
+
+@pytest.fixture(autouse=True)
+def pinned_time(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
+
+
+def test_workers_write_what_one_process_writes(demo_snapshot, demo_profile, tmp_path, monkeypatch):
+    trees = {}
+    for cores in (1, 3):
+        monkeypatch.setattr(pipeline, "_cores", lambda cores=cores: cores)
+        out = tmp_path / str(cores) / "out"
+        built = build(demo_snapshot, demo_profile, out, full=True)
+        assert built.rendered == built.count - 1  # all but /status, which is rendered apart
+        trees[cores] = load_dir(out), (out / RECORD).read_bytes()
+    assert trees[1] == trees[3]
+
+
+def test_an_incremental_build_with_many_changes_uses_the_workers(demo_snapshot, demo_profile, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    build(demo_snapshot, demo_profile, out)
+    monkeypatch.setattr(pipeline, "FORK_MIN", 1)
+    monkeypatch.setattr(pipeline, "_cores", lambda: 2)
+    monkeypatch.setattr(pipeline, "code_digest", lambda: "another build of the publisher")  # every key differs
+    built = build(demo_snapshot, demo_profile, out)
+    assert built.carried < 20 and built.rendered > 20
+    full = tmp_path / "full" / "out"
+    build(demo_snapshot, demo_profile, full, full=True)
+    assert load_dir(out) == load_dir(full)
+
+
+def test_a_failing_worker_stops_the_build_and_leaves_out_as_it_was(demo_snapshot, demo_profile, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    build(demo_snapshot, demo_profile, out)
+    before = load_dir(out)
+    encode = pipeline.encode
+
+    def broken(path, body):
+        if path.startswith("/minipools/NodeID-"):
+            raise RuntimeError(f"cannot encode {path}")
+        return encode(path, body)
+
+    monkeypatch.setattr(pipeline, "encode", broken)
+    monkeypatch.setattr(pipeline, "_cores", lambda: 2)
+    with pytest.raises(RuntimeError, match="cannot encode /minipools/NodeID-"):
+        build(demo_snapshot, demo_profile, out, full=True)
+    assert load_dir(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.a", "out"]  # the other tree removed
