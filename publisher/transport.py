@@ -3,7 +3,10 @@ masking, which statuses are worth retrying, backoff with jitter that honours Ret
 attempt of a request under a total deadline with a bounded body."""
 from __future__ import annotations
 
+import contextlib
 import random
+import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,6 +15,7 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 import requests
+import requests.adapters
 import urllib3
 
 from .deadline import DeadlineExceeded, deadline
@@ -131,15 +135,31 @@ def _read1(resp: requests.Response) -> bytes:
         raise requests.ConnectionError(str(exc)) from None
 
 
+def session() -> requests.Session:
+    """A session whose requests can be cut at their deadline from another thread (see attempt)."""
+    s = requests.Session()
+    adapter = _TrackedAdapter()
+    s.mount("http://", adapter)
+    s.mount("https://", adapter)
+    return s
+
+
 def attempt(session: requests.Session, method: str, url: str, *, timeout: float, total: float, limit: int,
             what: str, **kwargs) -> tuple[requests.Response, bytes]:
     """One request and its whole body within ``total`` seconds of wall time.
 
     ``timeout`` bounds each socket operation as usual; ``total`` bounds the attempt however slowly
     the server drips its headers or body. Expiry raises DeadlineTimeout (a requests.Timeout), so
-    the caller's retry loop treats it like any other timeout.
+    the caller's retry loop treats it like any other timeout. On the main thread an alarm cuts the
+    attempt; on another thread (the validator groups) a timer shuts the request's socket, which
+    a session from ``session()`` lets it find.
     """
     until = time.monotonic() + total
+    timer = None
+    if threading.current_thread() is not threading.main_thread():
+        timer = threading.Timer(total, _cut, (threading.get_ident(),))
+        timer.daemon = True
+        timer.start()
     with deadline(total, what) as token:
         try:
             resp = session.request(method, url, timeout=(min(timeout, total), min(timeout, total)), stream=True, **kwargs)
@@ -152,7 +172,48 @@ def attempt(session: requests.Session, method: str, url: str, *, timeout: float,
             if not exc.mine(token):
                 raise
             raise DeadlineTimeout(f"no complete answer within {total:g}s") from None
+        except requests.RequestException:
+            if time.monotonic() >= until:  # the timer shut the socket
+                raise DeadlineTimeout(f"no complete answer within {total:g}s") from None
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+                _in_flight.pop(threading.get_ident(), None)
     return resp, body
+
+
+# The connection each thread's request is using, so a timer can cut a request whose server
+# drips its headers (no socket timeout ends that, and signals reach only the main thread).
+_in_flight: dict[int, object] = {}
+
+
+def _cut(thread: int) -> None:
+    sock = getattr(_in_flight.get(thread), "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Tracked:
+    def _get_conn(self, timeout=None):
+        conn = super()._get_conn(timeout)  # type: ignore[misc]
+        _in_flight[threading.get_ident()] = conn
+        return conn
+
+
+class _TrackedHTTP(_Tracked, urllib3.HTTPConnectionPool):
+    pass
+
+
+class _TrackedHTTPS(_Tracked, urllib3.HTTPSConnectionPool):
+    pass
+
+
+class _TrackedAdapter(requests.adapters.HTTPAdapter):
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _TrackedHTTP, "https": _TrackedHTTPS}
 
 
 class Retry(Exception):

@@ -164,6 +164,52 @@ def test_a_dripping_api_is_cut_at_its_deadline(demo):
     assert time.monotonic() - t0 < 4
 
 
+def test_headers_dripped_to_a_worker_thread_are_cut_at_the_deadline():
+    """Validator groups are fetched on worker threads, where no alarm can interrupt a read: a
+    server that drips its status line and headers is still cut at each attempt's deadline."""
+    import threading
+
+    stop = threading.Event()
+
+    def serve(listener: socket.socket) -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+            with conn:
+                for i in range(len(head)):
+                    if stop.wait(0.2):
+                        break
+                    try:
+                        conn.sendall(head[i:i + 1])
+                    except OSError:  # the client gave up, as it should
+                        break
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=serve, args=(listener,), daemon=True).start()
+    client = HttpClient("validator API", f"http://127.0.0.1:{listener.getsockname()[1]}", deadline=1.0,
+                        max_attempts=2, backoff=0.01)
+    box: dict = {}
+
+    def call() -> None:
+        t0 = time.monotonic()
+        try:
+            client.get_json("/v1/networks/mainnet/validators", {})
+        except SourceUnavailable as exc:
+            box["error"] = str(exc)
+        box["seconds"] = time.monotonic() - t0
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join(30)
+    stop.set()
+    listener.close()
+    assert box["error"] == "validator API failed: timed out after 2 attempts"
+    assert box["seconds"] < 4  # the whole answer would take 16 s to drip
+
+
 def test_head_moving_during_the_run_keeps_one_block(demo, tmp_path):
     """A block is mined before every request: the run still reads one block, and the published
     hash is that block's canonical hash."""

@@ -16,6 +16,7 @@ import requests
 from ..errors import PublisherError
 from ..transport import Backoff, BodyTooLarge, Exhausted, Retry, check_url, mask_url, with_retries  # noqa: F401 (mask_url: re-export)
 from ..transport import attempt as send_attempt
+from ..transport import session as new_session
 
 # JSON-RPC error codes that mean "try again later" rather than "your call is wrong".
 RETRY_RPC_CODES = {-32005, -32603}
@@ -70,7 +71,7 @@ class RpcClient:
     max_backoff: float = 8.0
     max_response_bytes: int = 256 * 1024 * 1024
     counters: Counters = field(default_factory=Counters)
-    session: requests.Session = field(default_factory=requests.Session, repr=False)
+    session: requests.Session = field(default_factory=new_session, repr=False)
 
     def __post_init__(self) -> None:
         if not self.urls:

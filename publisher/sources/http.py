@@ -16,6 +16,7 @@ import requests
 from ..errors import PublisherError
 from ..transport import Backoff, BodyTooLarge, Exhausted, check_url, with_retries
 from ..transport import attempt as send_attempt
+from ..transport import session as new_session
 
 
 class SourceError(PublisherError):
@@ -60,7 +61,7 @@ class HttpClient:
     max_retry_after: float = 30.0
     max_bytes: int = 8 * 1024 * 1024
     counters: HttpCounters = field(default_factory=HttpCounters)
-    session: requests.Session = field(default_factory=requests.Session, repr=False)
+    session: requests.Session = field(default_factory=new_session, repr=False)
 
     def __post_init__(self) -> None:
         self.base_url = check_url(self.base_url, self.label).rstrip("/")
