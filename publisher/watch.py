@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .chain import abis
 from .chain.multicall import Call, Multicall
-from .chain.reader import _ref, at_hash, registry_key
+from .chain.reader import at_hash, header_ref, registry_key
 from .chain.rpc import RpcClient
 from .config import Profile
 from .deadline import DeadlineExceeded, deadline, run_seconds
@@ -61,10 +61,10 @@ class Follower:
             return self._head(), "start"
         head_header, at_seen = self.client.batch([("eth_getBlockByNumber", ["latest", False]),
                                                   ("eth_getBlockByNumber", [hex(seen.block.number), False])])
-        head = _ref(head_header, self.client)
+        head = header_ref(head_header, self.client)
         if head.number < seen.block.number:
             return head, None  # a node behind the one we read last (a fallback URL): wait for it
-        if at_seen is None or _ref(at_seen, self.client).hash != seen.block.hash:
+        if at_seen is None or header_ref(at_seen, self.client).hash != seen.block.hash:
             return head, "reorg"
         if head.number == seen.block.number:
             return head, None
@@ -93,7 +93,7 @@ class Follower:
         self.examined = Examined(snap.block, tuple(sorted(watched)), dao, self._digest(snap.block, dao))
 
     def _head(self) -> BlockRef:
-        return _ref(self.client.request("eth_getBlockByNumber", ["latest", False]), self.client)
+        return header_ref(self.client.request("eth_getBlockByNumber", ["latest", False]), self.client)
 
     def _digest(self, block: BlockRef, dao: str) -> str:
         storage = self.profile.storage
@@ -142,7 +142,7 @@ def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, hea
             failures += 1
             pending = why
             cause = exc if not isinstance(exc, OSError) else f"{exc.strerror or type(exc).__name__}: {exc.filename or ''}"
-            echo(f"error     {cause}; live data unchanged, retrying in {_backoff(poll, failures):g}s")
+            echo(f"error     {cause}; the live /status unchanged, retrying in {_backoff(poll, failures):g}s")
             time.sleep(_backoff(poll, failures))
             continue
         failures, pending, done = 0, None, done + 1

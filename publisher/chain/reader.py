@@ -64,7 +64,7 @@ def at_hash(ref: BlockRef) -> dict:
 def verify_canonical(client: RpcClient, ref: BlockRef) -> None:
     """After the last read: the pinned number still carries the pinned hash."""
     header = client.request("eth_getBlockByNumber", [hex(ref.number), False])
-    now = _ref(header, client) if header is not None else None
+    now = header_ref(header, client) if header is not None else None
     if now is None or now.hash != ref.hash:
         raise Reorged(f"block {ref.number} was replaced during the run (reorg: {ref.hash[:10]}… is no longer "
                       f"canonical{', now ' + now.hash[:10] + '…' if now else ''}): nothing was written")
@@ -81,7 +81,7 @@ def pin_block(client: RpcClient, block: int | None, expected_chain_id: int) -> B
         raise PublisherError(f"{client.describe()} serves chain id {served}, expected {expected_chain_id}")
     if header is None:
         raise PublisherError(f"block {block} does not exist on {client.describe()}")
-    return _ref(header, client)
+    return header_ref(header, client)
 
 
 def _quantity(value, what: str, client: RpcClient) -> int:
@@ -91,7 +91,7 @@ def _quantity(value, what: str, client: RpcClient) -> int:
         raise PublisherError(f"{client.describe()} answered {what} with a malformed value") from None
 
 
-def _ref(header, client: RpcClient) -> BlockRef:
+def header_ref(header, client: RpcClient) -> BlockRef:
     """A block header's number, hash and time, checked: nodes are untrusted input too."""
     if not isinstance(header, dict) or not isinstance(header.get("hash"), str):
         raise PublisherError(f"{client.describe()} returned a malformed block header")
@@ -356,7 +356,7 @@ def find_block_at(client: RpcClient, timestamp: int, head: BlockRef, floor: int 
             break
         points = sorted({lo + (hi - lo) * i // fanout for i in range(fanout)} | {lo})
         headers = client.batch([("eth_getBlockByNumber", [hex(n), False]) for n in points])
-        refs = [_ref(h, client) for h in headers if h]
+        refs = [header_ref(h, client) for h in headers if h]
         below = [r for r in refs if r.timestamp <= timestamp]
         if not below:
             return None  # even the floor block is later than the target
