@@ -149,24 +149,14 @@ def main() -> None:
 
 def publish_figures(out: Path, snap, net, profile, row) -> dict:
     import bench_watch
-    import boto3
-    from moto.server import ThreadedMotoServer
 
     from publisher.collect import collect
     from publisher.devnet.changes import write_stakers
     from publisher.pipeline import build
     from publisher.publish import publish
 
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    for var, value in (("AWS_ACCESS_KEY_ID", "bench"), ("AWS_SECRET_ACCESS_KEY", "bench"), ("AWS_DEFAULT_REGION", "us-east-1")):
-        os.environ.setdefault(var, value)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="api")
     figures = {}
-    try:
+    with bench_watch.moto_bucket("api") as endpoint:
         cases = [("first", None), ("nothing changed", None), ("one block later, k=10", 10)]
         for name, k in cases:
             if k is not None:
@@ -188,8 +178,6 @@ def publish_figures(out: Path, snap, net, profile, row) -> dict:
                 f"{len(plan.shards) + int(plan.manifest_changed)} manifest objects; {beyond:,} B beyond the objects")
         # The same bucket and tree, now followed by `publisher watch`.
         figures["watch"] = bench_watch.figures(net, out, endpoint, "api", snap, row=row)
-    finally:
-        server.stop()
     return figures
 
 

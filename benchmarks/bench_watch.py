@@ -25,6 +25,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 WAD = 10**18
@@ -108,6 +110,26 @@ def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 
     return result
 
 
+@contextmanager
+def moto_bucket(bucket: str) -> Iterator[str]:
+    """moto's S3 server over HTTP in this process, holding an empty ``bucket``: its endpoint URL."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    for var, value in (("AWS_ACCESS_KEY_ID", "bench"), ("AWS_SECRET_ACCESS_KEY", "bench"), ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(var, value)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenario", default="scale")
@@ -116,28 +138,15 @@ def main() -> None:
     ap.add_argument("--poll", type=float, default=0.5)
     ap.add_argument("--json", dest="json_path")
     args = ap.parse_args()
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    import boto3
-    from moto.server import ThreadedMotoServer
-
     from publisher.collect import collect, devnet_profile
     from publisher.config import load_profile
     from publisher.devnet import running
 
-    for var, value in (("AWS_ACCESS_KEY_ID", "bench"), ("AWS_SECRET_ACCESS_KEY", "bench"), ("AWS_DEFAULT_REGION", "us-east-1")):
-        os.environ.setdefault(var, value)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="api")
-    try:
-        with running(args.scenario) as net, tempfile.TemporaryDirectory(prefix="bench-watch-") as tmp:
-            snap = collect(devnet_profile(load_profile("devnet"), net)).snapshot
-            report = figures(net, Path(tmp) / "out", endpoint, "api", snap, changes=args.changes, k=args.k,
-                             poll=args.poll, row=lambda name, value, note: print(f"{name:<42} {value:<44} {note}", flush=True))
-    finally:
-        server.stop()
+    with moto_bucket("api") as endpoint, running(args.scenario) as net, \
+            tempfile.TemporaryDirectory(prefix="bench-watch-") as tmp:
+        snap = collect(devnet_profile(load_profile("devnet"), net)).snapshot
+        report = figures(net, Path(tmp) / "out", endpoint, "api", snap, changes=args.changes, k=args.k,
+                         poll=args.poll, row=lambda name, value, note: print(f"{name:<42} {value:<44} {note}", flush=True))
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(report, indent=2) + "\n")
 

@@ -14,7 +14,7 @@ import click
 from . import __version__
 from .config import NETWORKS
 from .deadline import DeadlineExceeded, deadline, run_seconds
-from .errors import PublisherError
+from .errors import PublisherError, cause
 
 
 class _LazyChoice(click.Choice):
@@ -74,7 +74,7 @@ def fail_cleanly(fn):
             # joins them): the deadline is the run's whole life, so leave now.
             os._exit(1)
         except OSError as exc:
-            _fail(f"{exc.strerror or type(exc).__name__}: {exc.filename or ''}".rstrip(": "))
+            _fail(cause(exc))
         except Exception as exc:
             if logging.getLogger().isEnabledFor(logging.INFO):
                 import traceback

@@ -30,7 +30,7 @@ from .chain.reader import at_hash, header_ref, registry_key
 from .chain.rpc import RpcClient
 from .config import Profile
 from .deadline import DeadlineExceeded, deadline, run_seconds
-from .errors import PublisherError
+from .errors import PublisherError, cause
 from .runs import Run, Target, read_build_publish
 from .snapshot import BlockRef, Snapshot
 
@@ -141,8 +141,7 @@ def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, hea
         except (PublisherError, DeadlineExceeded, OSError) as exc:
             failures += 1
             pending = why
-            cause = exc if not isinstance(exc, OSError) else f"{exc.strerror or type(exc).__name__}: {exc.filename or ''}"
-            echo(f"error     {cause}; the live /status unchanged, retrying in {_backoff(poll, failures):g}s")
+            echo(f"error     {cause(exc)}; the live /status unchanged, retrying in {_backoff(poll, failures):g}s")
             time.sleep(_backoff(poll, failures))
             continue
         failures, pending, done = 0, None, done + 1
