@@ -19,6 +19,7 @@ carried files were validated when they were written. The record is also the mani
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import itertools
 import json
@@ -27,7 +28,7 @@ import pickle
 import shutil
 import signal
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -67,12 +68,10 @@ def context(snap: Snapshot, profile: Profile) -> Context:
                    validator_default_rate_pct=profile.validator_default_rate_pct)
 
 
-def bodies(ctx: Context, entities: bool | None = None,
-           seen: set[str] | None = None) -> Iterator[tuple[Endpoint, str, object]]:
+def bodies(ctx: Context, entities: bool | None = None) -> Iterator[tuple[Endpoint, str, object]]:
     """(endpoint, URL path, body or Deferred) for every file but the final ones, in registry order;
-    ``entities``: only the per-entity endpoints (True) or only the others (False). ``seen`` carries
-    the paths of an earlier pass, so a path is refused twice across passes too."""
-    seen = set() if seen is None else seen
+    ``entities``: only the per-entity endpoints (True) or only the others (False)."""
+    seen: set[str] = set()
     for ep in load_all().values():
         if ep.is_function or ep.final or (entities is not None and entities != ("{" in ep.path)):
             continue
@@ -112,43 +111,32 @@ def sha256(data: bytes) -> str:
 
 
 def inputs_key(value: Deferred, memo: dict[int, bytes]) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    _describe(h.update, value.inputs, memo)
-    return h.hexdigest()
+    parts: list[bytes] = []
+    _describe(parts, value.inputs, memo)
+    return hashlib.blake2b(b"".join(parts), digest_size=16).hexdigest()
 
 
-def _describe(update: Callable[[bytes], None], x, memo: dict[int, bytes]) -> None:
-    """Feed a complete, stable description of frozen dataclasses, tuples, lists and scalars to a
-    hash: their repr, each snapshot record's digested once per build however many files read it."""
+def _describe(parts: list[bytes], x, memo: dict[int, bytes]) -> None:
+    """A complete, stable description of frozen dataclasses, tuples, lists and scalars: their
+    repr, each snapshot record's digested once per build however many files read it (records
+    live as long as the build, so their ids are stable; nothing else is memoized by id)."""
     kind = type(x)
     if kind is tuple or kind is list:
-        update(b"[")
-        for item in x:  # records inline: tens of thousands of them per build
-            if type(item) in _RECORDS:
-                digest = memo.get(id(item))
-                if digest is None:
-                    digest = memo[id(item)] = _digest(item)
-                update(digest)
+        parts.append(b"[")
+        for item in x:  # tens of thousands of records per build: the memo first
+            digest = memo.get(id(item))
+            if digest is None:
+                _describe(parts, item, memo)
             else:
-                _describe(update, item, memo)
-        update(b"]")
-    elif kind in _RECORDS:
-        digest = memo.get(id(x))  # snapshot records live as long as the build: ids are stable
-        if digest is None:
-            digest = memo[id(x)] = _digest(x)
-        update(digest)
+                parts.append(digest)
+        parts.append(b"]")
     elif hasattr(kind, "__dataclass_fields__"):
-        _RECORDS.add(kind)
-        _describe(update, x, memo)
+        digest = memo.get(id(x))
+        if digest is None:
+            digest = memo[id(x)] = hashlib.blake2b(repr(x).encode(), digest_size=16).digest()
+        parts.append(digest)
     else:
-        update(repr(x).encode() + b"\0")
-
-
-def _digest(record) -> bytes:
-    return hashlib.blake2b(repr(record).encode(), digest_size=16).digest()
-
-
-_RECORDS: set[type] = set()
+        parts.append(repr(x).encode() + b"\0")
 
 
 def content_key(body: dict) -> str:
@@ -351,8 +339,6 @@ def _carry(writer: TreeWriter, path: str, live: Path, old: list, verify: bool = 
 
 # ---- the build ---------------------------------------------------------------------------------
 
-Job = tuple[Endpoint, str, object, "str | None"]  # endpoint, URL path, body or Deferred, inputs key
-FORK_MIN = 2000  # per-entity files to render before the work is worth forking processes for
 # What validate.invariants reads of each aggregate: every other body is dropped once written, and
 # of the long lists only these fields of each row are kept (the bodies are tens of megabytes at
 # 100 000 stakers). path -> {list field: row fields kept}.
@@ -371,26 +357,50 @@ def _kept(path: str, body):
             if k in lists and isinstance(v, list) else v for k, v in body.items()}
 
 
-def _render(jobs: Iterable[Job], writer: TreeWriter) -> tuple[list[tuple[str, str, int, str | None]], list[str], int, int]:
-    """Render, validate and write per-entity files: ([(path, sha256, size, inputs key)], problems,
-    files written, files rendered)."""
-    memo: dict[int, bytes] = {}
-    done, problems, before, count = [], [], writer.written, 0
-    for ep, path, value, ikey in jobs:
-        count += 1
-        if ikey is None and isinstance(value, Deferred):
-            ikey = inputs_key(value, memo)
+@dataclass
+class _Carry:
+    """What an entity file may be carried from: the live tree and its record (same run key)."""
+
+    live: Path
+    files: dict[str, list]
+
+
+@dataclass
+class _Share:
+    """One worker's part of the per-entity files."""
+
+    done: list[tuple[str, str, int, str | None]] = field(default_factory=list)  # path, sha256, size, inputs key
+    problems: list[str] = field(default_factory=list)
+    written: int = 0
+    rendered: int = 0
+    carried: int = 0
+
+
+def _entities(ctx: Context, share: int, n: int, writer: TreeWriter, carry: _Carry | None,
+              memo: dict[int, bytes]) -> _Share:
+    """Every n-th per-entity file from the ``share``-th: carried from the live tree while its
+    inputs key is unchanged, else rendered, validated and written."""
+    out, before = _Share(), writer.written
+    for ep, path, value in itertools.islice(bodies(ctx, entities=True), share, None, n):
+        ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
+        old = carry.files.get(path) if carry else None
+        if carry and old and ikey and old[2] == ikey and _carry(writer, path, carry.live, old):
+            out.done.append((path, old[0], old[1], ikey))  # same inputs, same content
+            out.carried += 1
+            continue
+        out.rendered += 1
         body = resolve(value)
         if ep.content_type == JSON:
             errors = schema_problems(ep, path, body)
             if errors:
-                problems += errors
+                out.problems += errors
                 continue
         data = encode(path, body)
         sha = sha256(data)
         writer.write(path, data, sha)
-        done.append((path, sha, len(data), ikey))
-    return done, problems, writer.written - before, count
+        out.done.append((path, sha, len(data), ikey))
+    out.written = writer.written - before
+    return out
 
 
 def _cores() -> int:
@@ -398,13 +408,13 @@ def _cores() -> int:
 
 
 class _Workers:
-    """``_render`` of the jobs ``source()`` yields, over forked processes (each takes every n-th
-    job) while the parent renders the aggregates: forked after the snapshot is in memory, a worker
-    is sent nothing and returns only digests. Inline with one core or ``fork`` false."""
+    """``_entities`` over forked processes, one per core, each taking every n-th entity, while the
+    parent renders the aggregates: forked after the snapshot is in memory, a worker is sent
+    nothing and returns only digests. Inline with one core."""
 
-    def __init__(self, source: Callable[[], Iterator[Job]], writer: TreeWriter, fork: bool):
-        self.source, self.writer = source, writer
-        self.n = _cores() if fork and hasattr(os, "fork") else 1
+    def __init__(self, ctx: Context, writer: TreeWriter, carry: _Carry | None, memo: dict[int, bytes]):
+        self.ctx, self.writer, self.carry, self.memo = ctx, writer, carry, memo
+        self.n = _cores() if hasattr(os, "fork") else 1
         self.children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
 
     def __enter__(self):
@@ -414,9 +424,12 @@ class _Workers:
             if pid == 0:  # the worker: never returns into the caller's code
                 status = 1
                 try:
+                    # A collection would write to every object it visits, copying pages the
+                    # worker only reads: a worker lives for one build and never collects.
+                    gc.disable()
                     os.close(r)
                     try:
-                        result: tuple = ("ok", _render(itertools.islice(self.source(), share, None, self.n), self.writer))
+                        result: tuple = ("ok", _entities(self.ctx, share, self.n, self.writer, self.carry, self.memo))
                     except BaseException as exc:  # every failure goes to the parent
                         result = ("error", exc)
                     try:
@@ -432,12 +445,10 @@ class _Workers:
             self.children.append((pid, r))
         return self
 
-    def results(self) -> Iterator[tuple[list, list[str], int]]:
-        """Each share's (done, problems, rendered); the files a worker wrote count in the parent's
-        writer."""
+    def results(self) -> Iterator[_Share]:
+        """Each share; the files a worker wrote count in the parent's writer."""
         if self.n == 1:
-            done, problems, _, count = _render(self.source(), self.writer)
-            yield done, problems, count
+            yield _entities(self.ctx, 0, 1, self.writer, self.carry, self.memo)
         while self.children:
             pid, r = self.children[0]
             with os.fdopen(r, "rb") as pipe:
@@ -449,9 +460,8 @@ class _Workers:
             kind, value = pickle.loads(data)
             if kind == "error":
                 raise value
-            done, problems, written, count = value
-            self.writer.written += written
-            yield done, problems, count
+            self.writer.written += value.written
+            yield value
 
     def __exit__(self, *exc) -> None:
         for pid, r in self.children:  # left when the parent failed: stop them before the tree goes
@@ -468,9 +478,20 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
 
     ``full``: render and validate every file, ignoring the previous run's record (the result is
     byte for byte the same; the tests hold the incremental build to it)."""
+    # Every object alive now (the snapshot above all) outlives the build: the collector need not
+    # visit them again and again while the build allocates.
+    gc.freeze()
+    try:
+        return _build(snap, profile, out_dir, force=force, full=full)
+    finally:
+        gc.unfreeze()
+
+
+def _build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool, full: bool) -> Built:
     t0 = time.monotonic()
     stages: dict[str, float] = {}
     check_snapshot(snap)
+    load_all()  # the registry imports its modules once, here, not in each worker
     ctx = context(snap, profile)
     out = Path(os.path.abspath(out_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -490,29 +511,13 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     rendered = carried = 0
     t = time.monotonic()
     try:
-        # Per-entity files first: those to render go to the workers, which run while the
-        # aggregates are rendered here. Without a previous run to carry from, each worker walks
-        # the entities itself and nothing is held here meanwhile.
-        seen: set[str] = set()
-        if same_run and live is not None:
-            jobs: list[Job] = []
-            for ep, path, value in bodies(ctx, entities=True, seen=seen):
-                kept[path] = None
-                old = prev_files.get(path)
-                ikey = None
-                if old and isinstance(value, Deferred):
-                    ikey = inputs_key(value, memo)
-                    if old[2] == ikey and _carry(writer, path, live, old):
-                        entries[path] = old  # same inputs, same content
-                        carried += 1
-                        continue
-                jobs.append((ep, path, value, ikey))
-            workers = _Workers(lambda: iter(jobs), writer, fork=len(jobs) >= FORK_MIN)
-        else:
-            workers = _Workers(lambda: ((ep, path, value, None) for ep, path, value in bodies(ctx, entities=True)),
-                               writer, fork=True)
+        # The workers take the per-entity files (carried or rendered) while the aggregates are
+        # rendered here.
+        # The snapshot's records are digested once, here, for the workers and the aggregates alike.
+        _describe([], (snap.stakers, snap.minipools), memo)
+        workers = _Workers(ctx, writer, _Carry(live, prev_files) if same_run and live is not None else None, memo)
         with workers:
-            for ep, path, value in bodies(ctx, entities=False, seen=seen):
+            for ep, path, value in bodies(ctx, entities=False):
                 old = prev_files.get(path)
                 ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
                 if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old, verify=True):
@@ -554,10 +559,11 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
                 sha = sha256(data)
                 writer.write(path, data, sha)
                 entries[path] = [sha, len(data), ikey, ckey]
-            for done, errors, count in workers.results():
-                problems += errors
-                rendered += count
-                for path, sha, size, ikey in done:
+            for share in workers.results():
+                problems += share.problems
+                rendered += share.rendered
+                carried += share.carried
+                for path, sha, size, ikey in share.done:
                     if path in entries:
                         raise PublisherError(f"two responses for {path}")
                     kept[path] = None

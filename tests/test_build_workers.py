@@ -24,11 +24,13 @@ def test_workers_write_what_one_process_writes(demo_snapshot, demo_profile, tmp_
     assert trees[1] == trees[3]
 
 
-def test_an_incremental_build_with_many_changes_uses_the_workers(demo_snapshot, demo_profile, tmp_path, monkeypatch):
+def test_workers_carry_and_render_an_incremental_build(demo_snapshot, demo_profile, tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "_cores", lambda: 2)
     out = tmp_path / "out"
     build(demo_snapshot, demo_profile, out)
-    monkeypatch.setattr(pipeline, "FORK_MIN", 1)
-    monkeypatch.setattr(pipeline, "_cores", lambda: 2)
+    entities = sum(1 for _ in pipeline.bodies(pipeline.context(demo_snapshot, demo_profile), entities=True))
+    again = build(demo_snapshot, demo_profile, out)
+    assert again.carried >= entities  # every per-entity file, whichever worker walked it
     monkeypatch.setattr(pipeline, "code_digest", lambda: "another build of the publisher")  # every key differs
     built = build(demo_snapshot, demo_profile, out)
     assert built.carried < 20 and built.rendered > 20
