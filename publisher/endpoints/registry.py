@@ -120,6 +120,7 @@ def endpoint(path: str, *, summary: str, schema: dict, **kwargs) -> Callable[[Re
             raise ValueError(f"endpoint {path} declared twice")
         REGISTRY[path] = Endpoint(path, summary, schema, render, **kwargs)
         _candidates.cache_clear()
+        _literals.cache_clear()
         return render
 
     return register
@@ -130,6 +131,7 @@ def function_endpoint(path: str, *, summary: str, schema: dict, **kwargs) -> Non
         raise ValueError(f"endpoint {path} declared twice")
     REGISTRY[path] = Endpoint(path, summary, schema, None, **kwargs)
     _candidates.cache_clear()
+    _literals.cache_clear()
 
 
 def file_for(url_path: str) -> str:
@@ -150,6 +152,9 @@ def url_for(file_name: str) -> str:
 
 
 def match(url_path: str) -> Endpoint | None:
+    ep = _literals().get(url_path)
+    if ep is not None:
+        return ep  # a literal path wins over any template
     for ep in _candidates(url_path.count("/"), url_path.split("/", 2)[1] if "/" in url_path else ""):
         if ep.pattern.match(url_path):
             return ep
@@ -157,13 +162,18 @@ def match(url_path: str) -> Endpoint | None:
 
 
 @cache
+def _literals() -> dict[str, Endpoint]:
+    return {path: ep for path, ep in load_all().items() if "{" not in path}
+
+
+@cache
 def _candidates(depth: int, first: str) -> tuple[Endpoint, ...]:
-    """The endpoints that can match a path of this depth and first segment, in registry order: a
+    """The templates that can match a path of this depth and first segment, in registry order: a
     build or check matches tens of thousands of paths, and most templates cannot apply."""
     out = []
     for ep in load_all().values():
         head = ep.path.split("/", 2)[1] if "/" in ep.path else ""
-        if ep.path.count("/") == depth and (head == first or head.startswith("{")):
+        if "{" in ep.path and ep.path.count("/") == depth and (head == first or head.startswith("{")):
             out.append(ep)
     return tuple(out)
 

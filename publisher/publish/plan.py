@@ -24,6 +24,7 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..endpoints.registry import CACHE_POLICIES, match
 
@@ -56,9 +57,9 @@ def canonical(doc) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
 
-@dataclass(frozen=True)
-class Item:
-    """One local file as it is to be stored (its bytes are read only if it is uploaded)."""
+class Item(NamedTuple):
+    """One local file as it is to be stored (its bytes are read only if it is uploaded). A tuple:
+    a publish makes one per file, tens of thousands."""
 
     key: str
     url: str
@@ -83,30 +84,35 @@ def shard_of(key: str, wave: str) -> str:
 def items(files: dict[str, tuple[str, int]], prefix: str, max_age: int) -> list[Item]:
     """Every file of a validated build (URL path -> (sha256, size)), in upload order."""
     out = []
+    kinds: dict[str, tuple[str, str, str]] = {}  # endpoint path -> (content type, cache control, wave)
     for url, (digest, size) in files.items():
         ep = match(url)
         if ep is None:
             raise ValueError(f"{url}: no endpoint declares this path")
-        wave = ("final" if ep.final else "docs" if ep.cache == "docs"
-                else "entities" if "{" in ep.path else "aggregates")
+        kind = kinds.get(ep.path)
+        if kind is None:
+            wave = ("final" if ep.final else "docs" if ep.cache == "docs"
+                    else "entities" if "{" in ep.path else "aggregates")
+            kind = kinds[ep.path] = (ep.content_type, CACHE_POLICIES[ep.cache].format(max_age=max_age), wave)
         key = object_key(prefix, url)
-        out.append(Item(key, url, digest, size, ep.content_type,
-                        CACHE_POLICIES[ep.cache].format(max_age=max_age), wave, shard_of(key, wave)))
-    return sorted(out, key=lambda i: (WAVES.index(i.wave), i.key))
-
-
-@functools.lru_cache(maxsize=2)
-def _shards(all_items: tuple[Item, ...]) -> dict[str, bytes]:
-    groups: dict[str, dict] = {}
-    for i in all_items:
-        if i.wave != "final":
-            groups.setdefault(i.shard, {})[i.key] = i.entry()
-    return {name: canonical(entries) for name, entries in groups.items()}
+        out.append(Item(key, url, digest, size, *kind, shard_of(key, kind[2])))
+    order = {w: n for n, w in enumerate(WAVES)}
+    return sorted(out, key=lambda i: (order[i.wave], i.key))
 
 
 def shards(all_items: list[Item]) -> dict[str, bytes]:
     """Shard name -> its manifest object's bytes (every item but /status, which the root holds)."""
-    return dict(_shards(tuple(all_items)))
+    groups: dict[str, list[Item]] = {}
+    for i in all_items:
+        if i.wave != "final":
+            groups.setdefault(i.shard, []).append(i)
+    return {name: _shard_body(tuple(group)) for name, group in groups.items()}
+
+
+@functools.lru_cache(maxsize=1024)
+def _shard_body(group: tuple[Item, ...]) -> bytes:
+    """Remembered: ``publisher watch`` publishes again and again, and most shards stay as they were."""
+    return canonical({i.key: i.entry() for i in group})
 
 
 def shard_key(prefix: str, name: str) -> str:
