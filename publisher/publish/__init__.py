@@ -129,8 +129,7 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
 
     sink = S3Sink(bucket, endpoint_url=endpoint_url, region=region, session=session, workers=workers)
     target = sink.where(prefix)
-    live_status = sink.get(object_key(prefix, "/status"))
-    live_root_bytes = sink.get(prefix + MANIFEST_KEY)
+    live_status, live_root_bytes = _map(sink.get, [object_key(prefix, "/status"), prefix + MANIFEST_KEY], workers)
     live_root = parse_root(live_root_bytes)
     all_items = items(local.files, prefix, max_age or status.get("cadenceSeconds") or DEFAULT_MAX_AGE)
     names = shards_to_read(all_items, live_root)
@@ -165,14 +164,16 @@ def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_sha
     """The live objects the change bounds read. One the manifest says equals ours is not fetched."""
     live = {"/status": live_status} if live_status is not None else {}
     by_url = {i.url: i for i in all_items}
+    fetch = []
     for url in GUARDED:
         item = by_url.get(url)
         if item is None:
             continue
         if item.shard not in live_shards and live_status is not None:
             live[url] = local.read(url)  # its shard is unchanged: the live object is ours
-            continue
-        body = sink.get(object_key(prefix, url))
+        else:
+            fetch.append(url)
+    for url, body in zip(fetch, _map(lambda u: sink.get(object_key(prefix, u)), fetch, 4), strict=True):
         if body is not None:
             live[url] = body
     return live
@@ -240,14 +241,16 @@ class _Files(Mapping):
 
 
 def _map(fn, work: list, workers: int) -> list:
-    """fn over work on a thread pool, results in order; the first failure stops the run."""
+    """fn over work on a thread pool, results in order; a failure stops the run, and the one
+    reported is the first in work's order among those that failed (the same on every rerun)."""
     if len(work) <= 1:
         return [fn(w) for w in work]
     pool = ThreadPoolExecutor(max_workers=min(workers, len(work)), thread_name_prefix="publish")
     try:
         futures = [pool.submit(fn, w) for w in work]
         for future in as_completed(futures):
-            future.result()
-        return [f.result() for f in futures]
+            if future.exception() is not None:
+                break
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    return [f.result() for f in futures if not f.cancelled()]
