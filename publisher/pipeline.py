@@ -304,14 +304,27 @@ def _previous_content(live: Path | None, path: str) -> tuple[str, bytes] | None:
 
 
 class _Bodies(dict):
-    """Bodies for the invariants; a carried aggregate is read from its file only if one reads it."""
+    """Bodies for the invariants; a carried aggregate is read from its file only if one reads it
+    and this process has not kept what the invariants read of those very bytes already."""
+
+    def __init__(self):
+        super().__init__()
+        self.exact: dict[str, str] = {}  # path -> sha256 of the bytes its value was read from
 
     def __getitem__(self, path):
         value = super().__getitem__(path)
-        if isinstance(value, Path):
-            value = _kept(path, strict_loads(value.read_bytes()))
+        if isinstance(value, _Carried):
+            sha, remembered = value.sha, _REMEMBERED.get(path)
+            value = remembered[1] if remembered and remembered[0] == sha else \
+                _kept(path, strict_loads(value.file.read_bytes()))
             self[path] = value
+            self.exact[path] = sha
         return value
+
+    def remember(self) -> None:
+        """Keep, for this process's next build, what was read of these very bytes."""
+        _REMEMBERED.clear()
+        _REMEMBERED.update((path, (sha, dict.__getitem__(self, path))) for path, sha in self.exact.items())
 
     def get(self, path, default=None):
         try:
@@ -346,6 +359,18 @@ INVARIANT_READS: dict[str, dict[str, tuple[str, ...]]] = {
     "/prices": {}, "/metrics": {}, "/metrics/apy": {}, "/ggAvax": {},
     "/stakers": {"stakers": ("stakerAddr", "ggpStaked", "effectiveGGPStaked")}, "/minipools": {"minipools": ()},
 }
+
+
+@dataclass(frozen=True)
+class _Carried:
+    file: Path
+    sha: str
+
+
+# path -> (sha256, what the invariants read of it) for the aggregates of this process's last
+# build: a watch carries /stakers build after build, and parsing it each time would cost more
+# than the rest of such a build.
+_REMEMBERED: dict[str, tuple[str, object]] = {}
 
 
 def _kept(path: str, body):
@@ -523,7 +548,7 @@ def _build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool
                 if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old, verify=True):
                     # Same inputs, same content: the previous file, block stamp included.
                     entries[path] = old
-                    kept[path] = live / file_for(path) if path in INVARIANT_READS else None
+                    kept[path] = _Carried(live / file_for(path), old[0]) if path in INVARIANT_READS else None
                     carried += 1
                     continue
                 body = resolve(value)
@@ -559,6 +584,8 @@ def _build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool
                 sha = sha256(data)
                 writer.write(path, data, sha)
                 entries[path] = [sha, len(data), ikey, ckey]
+                if path in INVARIANT_READS:
+                    kept.exact[path] = sha
             for share in workers.results():
                 problems += share.problems
                 rendered += share.rendered
@@ -593,6 +620,7 @@ def _build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool
                                  "timestamp": snap.block.timestamp},
                        "files": entries})
         flip(out, tree)
+        kept.remember()
         stages["guards+status+swap"] = time.monotonic() - t
     except BaseException:
         shutil.rmtree(tree, ignore_errors=True)  # never live; the next build writes it afresh
