@@ -117,8 +117,8 @@ def inputs_key(value: Deferred, memo: dict[int, bytes]) -> str:
 
 
 def _describe(parts: list[bytes], x, memo: dict[int, bytes]) -> None:
-    """A complete, stable description of frozen dataclasses, tuples, lists and scalars: their
-    repr, each snapshot record's digested once per build however many files read it (records
+    """A complete, stable description of frozen dataclasses, tuples, lists and scalars: scalars by
+    their repr, each snapshot record digested once per build however many files read it (records
     live as long as the build, so their ids are stable; nothing else is memoized by id)."""
     kind = type(x)
     if kind is tuple or kind is list:
@@ -133,7 +133,11 @@ def _describe(parts: list[bytes], x, memo: dict[int, bytes]) -> None:
     elif hasattr(kind, "__dataclass_fields__"):
         digest = memo.get(id(x))
         if digest is None:
-            digest = memo[id(x)] = hashlib.blake2b(repr(x).encode(), digest_size=16).digest()
+            # Its class and field values, pickled: half the cost of its repr. Pickle's bytes
+            # determine the value they load as, so two different records never share them.
+            fields = x.__dict__.values() if hasattr(x, "__dict__") else [getattr(x, f) for f in kind.__dataclass_fields__]
+            data = pickle.dumps((kind.__qualname__, tuple(fields)), 5)
+            digest = memo[id(x)] = hashlib.blake2b(data, digest_size=16).digest()
         parts.append(digest)
     else:
         parts.append(repr(x).encode() + b"\0")
