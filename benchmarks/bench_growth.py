@@ -6,8 +6,8 @@ For each size (stakers; minipools in proportion, as the `scale` scenario: 10k = 
 the devnet in process and runs the real CLI, `publisher build --rpc-url …`, as a subprocess into an
 empty folder. Records the seeding time, the build's wall time, the peak RSS of the build process
 (its own rusage, from wait4), the files it wrote and the requests it made (from its printed
-summary), and the log-log slope of seconds, CPU seconds and RSS between consecutive sizes (1.0:
-linear). The build's CPU time (user + system, from the same rusage) is the figure to compare on a
+summary), the time a bare loop takes to create the same files on the same disk (the disk's own
+share), and the log-log slope of each between consecutive sizes (1.0: linear). The build's CPU time (user + system, from the same rusage) is the figure to compare on a
 shared machine: wall seconds there mostly measure the other load. Prints a table and the
 machine's load average; asserts nothing.
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from publisher.devnet import running
 
-SLOPED = ("seconds", "cpu_seconds", "peak_rss_mb", "seed_seconds")
+SLOPED = ("seconds", "cpu_seconds", "peak_rss_mb", "seed_seconds", "disk_seconds")
 NAMED = {"1k": 1_000, "3k": 3_000, "10k": 10_000, "30k": 30_000, "100k": 100_000}
 
 
@@ -67,6 +67,29 @@ def build_once(net, out: Path) -> dict:
     }
 
 
+def disk_seconds(out: Path) -> float:
+    """The disk's own share: the time a bare loop takes to create the build's files (same names,
+    same sizes, same folders) in an empty folder beside it. File creation is not linear in the
+    number of files on every file system; this says how much of a build's slope is the disk's."""
+    from publisher.endpoints.registry import file_for
+    from publisher.pipeline import RECORD
+
+    files = json.loads((out / RECORD).read_bytes())["files"]
+    with tempfile.TemporaryDirectory(prefix="bench-disk-", dir=out.parent) as tmp:
+        made: set[str] = set()
+        t0 = time.perf_counter()
+        for path, entry in files.items():
+            name = f"{tmp}/{file_for(path)}"
+            folder = os.path.dirname(name)
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.write(fd, bytes(entry[1]))
+            os.close(fd)
+        return time.perf_counter() - t0
+
+
 def measure(stakers: int, runs: int) -> dict:
     t0 = time.perf_counter()
     with running("scale", stakers=stakers) as net:
@@ -78,9 +101,10 @@ def measure(stakers: int, runs: int) -> dict:
         for _ in range(runs):
             with tempfile.TemporaryDirectory(prefix="bench-growth-") as tmp:
                 got.append(build_once(net, Path(tmp) / "out"))
+                got[-1]["disk_seconds"] = disk_seconds(Path(tmp) / "out")
             print(f"  build {got[-1]['seconds']:.1f}s, peak RSS {got[-1]['peak_rss_mb']:.0f} MB, "
-                  f"load {got[-1]['load_before']}", flush=True)
-    for key in ("seconds", "peak_rss_mb", "cpu_seconds"):
+                  f"creating its files alone {got[-1]['disk_seconds']:.1f}s, load {got[-1]['load_before']}", flush=True)
+    for key in ("seconds", "peak_rss_mb", "cpu_seconds", "disk_seconds"):
         row[key] = round(statistics.median(g[key] for g in got), 2)
     last = got[-1]
     for key in ("files", "bytes", "rpc_http_requests", "json_rpc_calls", "api_requests"):
@@ -109,11 +133,12 @@ def main() -> None:
     slopes(rows)
     print()
     print(f"{'stakers':>8} {'minipools':>9} {'seed s':>7} {'build s':>8} {'slope':>6} {'CPU s':>7} {'slope':>6} "
-          f"{'peak RSS MB':>12} {'slope':>6} {'files':>8} {'requests':>9} {'(RPC+API)':>10} {'load':>6}")
+          f"{'disk s':>7} {'slope':>6} {'peak RSS MB':>12} {'slope':>6} {'files':>8} {'requests':>9} {'(RPC+API)':>10} {'load':>6}")
     for r in rows:
         split = f"{r['rpc_http_requests']}+{r['api_requests']}"
         print(f"{r['stakers']:>8,} {r['minipools']:>9,} {r['seed_seconds']:>7.1f} {r['seconds']:>8.1f} "
-              f"{r.get('slope_seconds', ''):>6} {r['cpu_seconds']:>7.1f} {r.get('slope_cpu_seconds', ''):>6} {r['peak_rss_mb']:>12.0f} {r.get('slope_peak_rss_mb', ''):>6} "
+              f"{r.get('slope_seconds', ''):>6} {r['cpu_seconds']:>7.1f} {r.get('slope_cpu_seconds', ''):>6} "
+              f"{r['disk_seconds']:>7.1f} {r.get('slope_disk_seconds', ''):>6} {r['peak_rss_mb']:>12.0f} {r.get('slope_peak_rss_mb', ''):>6} "
               f"{r['files']:>8,} {r['requests']:>9} {split:>10} "
               f"{max(r['load']):>6.1f}")
     report = {"machine": {"cores": os.cpu_count(), "loadavg_end": [round(x, 2) for x in os.getloadavg()],
