@@ -14,9 +14,18 @@ from support.flaky_proxy import FlakyProxy
 
 from publisher.chain import abis, codec
 from publisher.chain.abi import Fn
-from publisher.chain.multicall import Call, CallFailed, Multicall, aggregate3_payload, call3, decode_results
+from publisher.chain.multicall import (
+    Call,
+    CallFailed,
+    Calls,
+    Multicall,
+    aggregate3_payload,
+    call3,
+    decode_results,
+    one_word_results,
+)
 from publisher.chain.reader import Reader
-from publisher.chain.rpc import RpcClient, RpcError, RpcUnavailable, mask_url
+from publisher.chain.rpc import RawParams, RpcClient, RpcError, RpcUnavailable, mask_url
 from publisher.cli import main as cli
 from publisher.collect import collect
 from publisher.devnet.anvil import free_port
@@ -86,6 +95,22 @@ def test_an_optional_sub_call_that_reverts_gives_none(demo, rpc):
         Call(a["Staking"], abis.getStakerCount, contract="Staking"),
     ])
     assert out == [None, len(demo.scenario.stakers)]
+
+
+def test_calls_of_one_function_read_like_single_calls(demo, rpc):
+    a = demo.addresses
+    mc = Multicall(rpc, MULTICALL3, "latest", chunk_gas=200_000)  # several chunks
+    stakers = [(s["stakerAddr"],) for s in demo.scenario.stakers[:20]] + [("0x" + "cd" * 20,)]
+    stake = Fn("getGGPStake(address)", "uint256")  # reverts for an address that is not a staker
+    single = [Call(a["Staking"], stake, args, gas=40_000, contract="Staking", optional=True) for args in stakers]
+    grouped = Calls(a["Staking"], stake, stakers, gas=40_000, contract="Staking", optional=True)
+    count = Call(a["Staking"], abis.getStakerCount, contract="Staking")
+    out = mc.run([count, grouped, count])
+    assert out == mc.run([count, *single, count])
+    assert out[-2] is None and out[0] == out[-1] == len(demo.scenario.stakers)
+    with pytest.raises(CallFailed) as err:  # a failure names the call inside the group
+        mc.run([count, grouped._replace(optional=False)])
+    assert f"Staking.getGGPStake({stakers[-1][0]}) reverted with StakerNotFound()" in str(err.value)
 
 
 # ---- a flaky node ------------------------------------------------------------------------------
@@ -372,3 +397,77 @@ def test_functions_of_one_word_encode_and_decode_like_eth_abi(tv, noise):
         except eth_abi.exceptions.DecodingError:
             continue
         assert ours == eth_abi.decode([typ], blob)[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.binary(min_size=32, max_size=32) | st.binary(max_size=70)), max_size=8),
+       st.data())
+def test_one_word_results_are_read_only_where_decode_results_reads_the_same(results, data):
+    encoded = eth_abi.encode(["(bool,bytes)[]"], [results])
+    words = one_word_results(encoded, len(results))
+    if all(ok and len(blob) == 32 for ok, blob in results):
+        assert words == [blob for _, blob in results]
+    else:
+        assert words is None
+    mutated = bytearray(encoded)
+    for _ in range(data.draw(st.integers(1, 3))):
+        mutated[data.draw(st.integers(0, len(mutated) - 1))] = data.draw(st.integers(0, 255))
+    for blob in (bytes(mutated), bytes(mutated[: data.draw(st.integers(0, len(mutated)))])):
+        for count in {len(results), max(0, len(results) - 1)}:
+            words = one_word_results(blob, count)
+            if words is not None:
+                assert decode_results(blob) == [(True, w) for w in words]
+
+
+GROUP_FNS = [abis.balanceOf, abis.getStakers, abis.getClaimingContractPct, abis.getStakerCount]
+
+
+def _group_args(fn):
+    return st.tuples(*[_values(t) for t in fn.inputs])
+
+
+@st.composite
+def call_groups(draw):
+    groups = []
+    for _ in range(draw(st.integers(0, 5))):
+        fn = draw(st.sampled_from(GROUP_FNS))
+        target = "0x" + draw(st.binary(min_size=20, max_size=20)).hex()
+        groups.append(Calls(target, fn, draw(st.lists(_group_args(fn), max_size=12)), gas=draw(st.integers(0, 200_000))))
+    return groups
+
+
+@settings(max_examples=300, deadline=None)
+@given(call_groups(), st.integers(1, 1_500_000), st.integers(1, 3_000))
+def test_groups_encode_and_chunk_like_their_calls_one_by_one(groups, chunk_gas, chunk_bytes):
+    mc = Multicall(RpcClient(["http://127.0.0.1:9"]), MULTICALL3, "latest", chunk_gas=chunk_gas, chunk_bytes=chunk_bytes)
+    elements, chunks = mc._encode(groups)
+    calls = [g.call(j) for g in groups for j in range(len(g.args))]
+    assert elements == [call3(c.target, c.fn.encode(*c.args)) for c in calls]
+    # The greedy rule, call by call: a call joins the chunk unless it would pass a budget.
+    expected: list[list[int]] = []
+    gas = size = 0
+    for i, c in enumerate(calls):
+        cost, length = c.gas + 8_000, len(c.fn.encode(*c.args)) + 128
+        if expected and expected[-1] and (gas + cost > chunk_gas or size + length > chunk_bytes):
+            expected.append([])
+            gas = size = 0
+        if not expected:
+            expected.append([])
+        expected[-1].append(i)
+        gas += cost
+        size += length
+    assert chunks == expected
+
+
+def test_spliced_params_are_the_bytes_json_dumps_writes():
+    import json
+
+    from publisher.chain.rpc import _item
+
+    mc = Multicall(RpcClient(["http://127.0.0.1:9"]), MULTICALL3, {"blockHash": "0x" + "ab" * 32, "requireCanonical": True})
+    elements, chunks = mc._encode([Calls(MULTICALL3, abis.balanceOf, [("0x" + "12" * 20,)] * 3)])
+    method, params = mc._request(chunks[0], elements)
+    assert isinstance(params, RawParams)
+    plain = [{"to": MULTICALL3, "data": "0x" + aggregate3_payload(elements).hex()}, mc.block]
+    assert params.text == json.dumps(plain, separators=(",", ":")).encode()
+    assert _item(7, method, params) == _item(7, method, plain)

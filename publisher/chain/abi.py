@@ -28,8 +28,11 @@ class Fn:
     selector: bytes = field(init=False)
     _in: codec.Node | None = field(init=False, repr=False, compare=False)
     _out: codec.Node | None = field(init=False, repr=False, compare=False)
-    _word: codec.Word | None = field(init=False, repr=False, compare=False)
-    _one_in: codec.Encoder | None = field(init=False, repr=False, compare=False)
+    # For a function of one one-word output: the value of its 32-byte answer (what ``decode``
+    # returns for it), for callers that decode many answers at once.
+    word: codec.Word | None = field(init=False, repr=False, compare=False)
+    # For a function of one static input: its encoding, which is the whole argument block.
+    one_input: codec.Encoder | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _name, _, rest = self.signature.partition("(")
@@ -40,28 +43,28 @@ class Fn:
         object.__setattr__(self, "_out", _compiled(self.outputs))
         # Most views return one word (a uint256, a bool): decode it without building a tuple.
         one = codec.compile_type(self.outputs[0]) if len(self.outputs) == 1 and self._out is not None else None
-        object.__setattr__(self, "_word", one.word if one is not None else None)
+        object.__setattr__(self, "word", one.word if one is not None else None)
         # Likewise one static input (an address, an index): its encoding is the whole argument block.
         one = codec.compile_type(self.inputs[0]) if len(self.inputs) == 1 and self._in is not None else None
-        object.__setattr__(self, "_one_in", one.encode if one is not None and not one.dynamic else None)
+        object.__setattr__(self, "one_input", one.encode if one is not None and not one.dynamic else None)
 
     @property
     def name(self) -> str:
         return self.signature.split("(", 1)[0]
 
     def encode(self, *args) -> bytes:
-        if self._one_in is not None and len(args) == 1:
-            return self.selector + self._one_in(args[0])
+        if self.one_input is not None and len(args) == 1:
+            return self.selector + self.one_input(args[0])
         if self._in is None:
             return self.selector + eth_abi.encode(list(self.inputs), list(args))
         return self.selector + self._in.encode(args)
 
     def decode(self, data: bytes):
         """Decode return data; a single output comes back unwrapped."""
-        if self._word is not None:
+        if self.word is not None:
             if len(data) < 32:
                 raise InsufficientDataBytes(f"{self.name} returned {len(data)} bytes, need 32")
-            return self._word(bytes(data[:32]))
+            return self.word(bytes(data[:32]))
         if self._out is None:
             values = eth_abi.decode(list(self.outputs), data)
         else:

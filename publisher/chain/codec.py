@@ -247,40 +247,51 @@ def _join_dynamic(encoded: list[bytes], parts: list[Node] | None, head: int) -> 
     return b"".join(heads) + b"".join(tails)
 
 
+def _pointer(row: bytes, at: int, pos: int, end: int, size: int) -> int:
+    """Where a dynamic part's tail starts: inside the data and past the whole head."""
+    target = pos + int.from_bytes(row[at : at + 32], "big")
+    if target < end or target >= size:
+        raise InvalidPointer(f"invalid offset at {pos + at}")
+    return target
+
+
+def _tuple_decoder(parts: list[Node], head: int) -> Decoder:
+    """A decoder generated for this exact layout: the head is bounds-checked and sliced once, and
+    each part is one expression with constant offsets (a uint256 is a bare ``int.from_bytes``), so
+    a struct costs a few calls instead of a loop with position arithmetic per field."""
+    env: dict[str, Any] = {"fb": int.from_bytes, "pointer": _pointer, "Short": InsufficientDataBytes}
+    fields, at = [], 0
+    for k, p in enumerate(parts):
+        if p.dynamic:
+            env[f"d{k}"] = p.decode
+            fields.append(f"d{k}(data, pointer(row, {at}, pos, end, size))")
+        elif p.word is _from_word:
+            fields.append(f"fb(row[{at}:{at + 32}], 'big')")
+        elif p.word is not None:
+            env[f"w{k}"] = p.word
+            fields.append(f"w{k}(row[{at}:{at + 32}])")
+        else:  # a static tuple inside this one
+            env[f"d{k}"] = p.decode
+            fields.append(f"d{k}(data, pos + {at})")
+        at += p.size
+    source = (
+        "def decode(data, pos):\n"
+        f"    end = pos + {head}\n"
+        "    size = len(data)\n"
+        "    if pos < 0 or end > size:\n"
+        f"        raise Short(f'head of {len(parts)} values at {{pos}} runs past the data')\n"
+        "    row = data[pos:end]\n"
+        f"    return ({', '.join(fields)}{',' if len(fields) == 1 else ''})\n"
+    )
+    # The text is built from parsed type names only: no outside input reaches it.
+    exec(compile(source, f"<abi decoder {len(parts)} parts>", "exec"), env)
+    return env["decode"]
+
+
 def _tuple(parts: list[Node]) -> Node:
     head = sum(p.size for p in parts)
     dynamic = any(p.dynamic for p in parts)
-    layout = []
-    at = 0
-    for p in parts:
-        layout.append((at, p))
-        at += p.size
-    words = [(at, p.word) for at, p in layout if p.word is not None]
-
-    if len(words) == len(parts):
-        # A struct of words (most protocol structs): one bounds check, then a slice per field.
-        def decode(data: bytes, pos: int) -> tuple:
-            if pos + head > len(data):
-                raise InsufficientDataBytes(f"head of {len(parts)} values at {pos} runs past the data")
-            return tuple([w(data[pos + at : pos + at + 32]) for at, w in words])
-    else:
-        def decode(data: bytes, pos: int) -> tuple:
-            end = pos + head
-            if end > len(data):
-                raise InsufficientDataBytes(f"head of {len(parts)} values at {pos} runs past the data")
-            out = []
-            for at, p in layout:
-                at += pos
-                if p.dynamic:
-                    target = pos + int.from_bytes(data[at : at + 32], "big")
-                    if target < end or target >= len(data):
-                        raise InvalidPointer(f"invalid offset at {at}")
-                    out.append(p.decode(data, target))
-                elif p.word is not None:
-                    out.append(p.word(data[at : at + 32]))
-                else:
-                    out.append(p.decode(data, at))
-            return tuple(out)
+    decode = _tuple_decoder(parts, head)
 
     def encode(values) -> bytes:
         _check_sequence(values)

@@ -3,8 +3,13 @@ several chunks per JSON-RPC batch, chunks halved and retried when a node refuses
 heavy, and every failed sub-call reported by contract, function and arguments."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import binascii
+import json
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import NamedTuple
 
 from eth_abi import decode
 from eth_abi.exceptions import DecodingError, InsufficientDataBytes, InvalidPointer, NonEmptyPaddingBytes
@@ -12,7 +17,7 @@ from eth_abi.exceptions import DecodingError, InsufficientDataBytes, InvalidPoin
 from ..errors import PublisherError
 from . import abis, codec
 from .abi import Fn
-from .rpc import RpcClient, RpcError, RpcUnavailable
+from .rpc import RawParams, RpcClient, RpcError, RpcUnavailable
 
 # Avalanche's public nodes cap eth_call at 50M gas; stay under it with room for the wrapper.
 CHUNK_GAS = 40_000_000
@@ -21,8 +26,10 @@ CALL_OVERHEAD_GAS = 8_000
 HEAVY_HINTS = ("out of gas", "gas limit", "gas required exceeds", "too large", "timeout", "timed out", "exceeds", "limit exceeded")
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
+    """One sub-call. A named tuple rather than a frozen dataclass: a read builds tens of thousands
+    of them, and a tuple is several times cheaper to make."""
+
     target: str
     fn: Fn
     args: tuple = ()
@@ -32,6 +39,21 @@ class Call:
 
     def describe(self) -> str:
         return f"{self.contract or self.target}.{self.fn.describe(self.args)}"
+
+
+class Calls(NamedTuple):
+    """One function of one contract called with each of ``args`` (argument tuples): how a read
+    asks for a view of every staker, without a ``Call`` object per staker."""
+
+    target: str
+    fn: Fn
+    args: Sequence[tuple]
+    gas: int = 30_000
+    contract: str = ""
+    optional: bool = False
+
+    def call(self, j: int) -> Call:
+        return Call(self.target, self.fn, self.args[j], self.gas, self.contract, self.optional)
 
 
 class CallFailed(PublisherError):
@@ -72,41 +94,44 @@ class Multicall:
         self.chunk_bytes = chunk_bytes
         self.on_chunk = on_chunk
 
-    def run(self, calls: list[Call]) -> list:
-        """Decoded results in call order; optional calls that revert give None."""
-        encoded = [c.fn.encode(*c.args) for c in calls]
-        chunks = self._chunks(calls, encoded)
-        # Each Call3 is encoded once, however the calls are later chunked or split.
-        elements = [call3(c.target, data) for c, data in zip(calls, encoded, strict=True)]
-        raw: dict[int, tuple[bool, bytes]] = {}
-        self._shared: dict[int, bool] = {}
-        self._execute(chunks, calls, elements, raw)
+    def run(self, calls: Sequence[Call | Calls]) -> list:
+        """Decoded results in call order (a ``Calls`` gives one result per argument tuple, in
+        place); optional calls that revert give None."""
+        groups = [Calls(c.target, c.fn, (c.args,), c.gas, c.contract, c.optional) if isinstance(c, Call) else c
+                  for c in calls]
+        # Where each group's results start, and each result's function.
+        self._starts, self._fns, at = [], [], 0
+        for g in groups:
+            self._starts.append(at)
+            self._fns += [g.fn] * len(g.args)
+            at += len(g.args)
+        self._groups = groups
+        elements, chunks = self._encode(groups)
+        self._values: list = [None] * at
+        self._failed: dict[int, tuple[bytes, bool]] = {}  # reverted: (revert data, ran in a shared chunk)
+        self._undecodable: dict[int, int] = {}  # succeeded with data that does not decode: its length
+        self._execute(chunks, elements)
         # A sub-call that ran out of gas inside a shared chunk fails with no data, just like a
         # revert without a reason: run those alone once before calling them failures.
-        again = [i for i, (ok, data) in raw.items() if not ok and not data and self._shared[i]]
+        again = [i for i, (data, shared) in self._failed.items() if not data and shared]
         if again:
-            self._execute([[i] for i in again], calls, elements, raw)
-        out: list = []
-        failures: list = []
-        for i, call in enumerate(calls):
-            ok, data = raw[i]
-            if not ok:
-                if call.optional:
-                    out.append(None)
-                    continue
-                failures.append(f"{call.describe()} {revert_reason(data)}")
-                out.append(None)
-                continue
-            try:
-                out.append(call.fn.decode(data))
-            except Exception:
-                out.append(None)
-                if not call.optional:
-                    failures.append(f"{call.describe()} returned undecodable data ({len(data)} bytes)")
+            for i in again:
+                del self._failed[i]
+            self._execute([[i] for i in again], elements)
+        failures = [(i, f"{self[i].describe()} {revert_reason(data)}") for i, (data, _) in self._failed.items()
+                    if not self[i].optional]
+        failures += [(i, f"{self[i].describe()} returned undecodable data ({length} bytes)")
+                     for i, length in self._undecodable.items() if not self[i].optional]
         if failures:
+            failures.sort()
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-            raise CallFailed(f"call failed at block {self._where()}: {failures[0]}{more}")
-        return out
+            raise CallFailed(f"call failed at block {self._where()}: {failures[0][1]}{more}")
+        return self._values
+
+    def __getitem__(self, i: int) -> Call:
+        """The ``i``-th call of the current run (for messages)."""
+        k = bisect_right(self._starts, i) - 1
+        return self._groups[k].call(i - self._starts[k])
 
     def _where(self) -> str:
         b = self.block
@@ -114,23 +139,48 @@ class Multicall:
             return self.label or str(b.get("blockHash", "?"))[:18]
         return str(int(b, 16)) if b.startswith("0x") else b
 
-    def _chunks(self, calls: list[Call], encoded: list[bytes]) -> list[list[int]]:
+    def _encode(self, groups: list[Calls]) -> tuple[list[bytes], list[list[int]]]:
+        """Each call's Call3 struct, encoded once however the calls are later chunked or split,
+        and the chunks: consecutive calls up to the gas and calldata budgets."""
+        elements: list[bytes] = []
         chunks: list[list[int]] = []
         current: list[int] = []
         gas = size = 0
-        for i, (call, data) in enumerate(zip(calls, encoded, strict=True)):
-            cost, length = call.gas + CALL_OVERHEAD_GAS, len(data) + 128
-            if current and (gas + cost > self.chunk_gas or size + length > self.chunk_bytes):
-                chunks.append(current)
-                current, gas, size = [], 0, 0
-            current.append(i)
-            gas += cost
-            size += length
+        max_gas, max_size = self.chunk_gas, self.chunk_bytes
+        for g in groups:
+            first = len(elements)
+            encoded, lengths = _encode_group(g)
+            elements += encoded
+            cost = g.gas + CALL_OVERHEAD_GAS
+            if isinstance(lengths, int):
+                # Calls of one size: fill each chunk with as many as fit, as the loop below would.
+                i, end = first, len(elements)
+                while i < end:
+                    room = min((max_gas - gas) // cost, (max_size - size) // lengths)
+                    if room <= 0:
+                        if current:
+                            chunks.append(current)
+                            current, gas, size = [], 0, 0
+                            continue
+                        room = 1  # one call over the budgets still goes, alone
+                    take = min(room, end - i)
+                    current += range(i, i + take)
+                    gas += take * cost
+                    size += take * lengths
+                    i += take
+                continue
+            for i, length in enumerate(lengths, first):
+                if current and (gas + cost > max_gas or size + length > max_size):
+                    chunks.append(current)
+                    current, gas, size = [], 0, 0
+                current.append(i)
+                gas += cost
+                size += length
         if current:
             chunks.append(current)
-        return chunks
+        return elements, chunks
 
-    def _execute(self, chunks, calls, elements, raw) -> None:
+    def _execute(self, chunks: list[list[int]], elements: list[bytes]) -> None:
         queue = list(chunks)
         while queue:
             group, queue = queue[: self.batch_size], queue[self.batch_size :]
@@ -156,25 +206,50 @@ class Multicall:
                         half = len(chunk) // 2
                         queue = [chunk[:half], chunk[half:], *queue]
                         continue
-                    first = calls[chunk[0]]
-                    raise CallFailed(f"multicall of {len(chunk)} calls from {first.describe()} failed: {answer.rpc_message}")
-                try:
-                    results = decode_results(bytes.fromhex(answer[2:]))
-                except (TypeError, ValueError, AttributeError, ArithmeticError, DecodingError) as exc:
-                    first = calls[chunk[0]]
-                    raise CallFailed(f"multicall of {len(chunk)} calls from {first.describe()} returned a malformed "
-                                     f"result ({type(exc).__name__})") from None
-                if len(results) != len(chunk):
-                    raise CallFailed(f"multicall returned {len(results)} results for {len(chunk)} calls")
-                for i, result in zip(chunk, results, strict=True):
-                    raw[i] = result
-                    self._shared[i] = len(chunk) > 1
+                    raise CallFailed(f"multicall of {len(chunk)} calls from {self[chunk[0]].describe()} failed: {answer.rpc_message}")
+                self._take(chunk, answer)
                 if self.on_chunk:
                     self.on_chunk(len(chunk))
 
-    def _request(self, chunk, elements):
+    def _take(self, chunk: list[int], answer) -> None:
+        """Decode one chunk's answer into the run's values, reverts and undecodable results."""
+        try:
+            data = bytes.fromhex(answer[2:])
+            words = one_word_results(data, len(chunk))
+            results = decode_results(data) if words is None else None
+        except (TypeError, ValueError, AttributeError, ArithmeticError, DecodingError) as exc:
+            raise CallFailed(f"multicall of {len(chunk)} calls from {self[chunk[0]].describe()} returned a malformed "
+                             f"result ({type(exc).__name__})") from None
+        values, fns = self._values, self._fns
+        if words is not None:
+            # Every call succeeded with one word (per-staker views, scalars): convert the words
+            # directly, as ``Fn.decode`` would.
+            for i, w in zip(chunk, words, strict=True):
+                fn = fns[i]
+                try:
+                    values[i] = fn.word(w) if fn.word is not None else fn.decode(w)
+                except Exception:
+                    self._undecodable[i] = 32
+            return
+        assert results is not None
+        if len(results) != len(chunk):
+            raise CallFailed(f"multicall returned {len(results)} results for {len(chunk)} calls")
+        shared = len(chunk) > 1
+        for i, (ok, blob) in zip(chunk, results, strict=True):
+            if not ok:
+                self._failed[i] = (blob, shared)
+                continue
+            try:
+                values[i] = fns[i].decode(blob)
+            except Exception:
+                self._undecodable[i] = len(blob)
+
+    def _request(self, chunk: list[int], elements: list[bytes]) -> tuple[str, RawParams]:
+        # [{"to": address, "data": "0x…"}, block] as json.dumps writes it, the hex written once.
         payload = aggregate3_payload([elements[i] for i in chunk])
-        return ("eth_call", [{"to": self.address, "data": "0x" + payload.hex()}, self.block])
+        text = b'[{"to":%b,"data":"0x%b"},%b]' % (json.dumps(self.address).encode(), binascii.hexlify(payload),
+                                                 json.dumps(self.block, separators=(",", ":")).encode())
+        return ("eth_call", RawParams(text))
 
 
 # aggregate3 is the one wire format every read goes through (tens of thousands of calls per run),
@@ -182,13 +257,34 @@ class Multicall:
 # general codec, and with eth_abi, byte for byte (tests check both).
 
 _WORD = codec.compile_type("address").encode
+_target_word = lru_cache(maxsize=4096)(_WORD)  # a read names a handful of contracts, tens of thousands of times
 _CALL3_HEAD = codec.ONE + (96).to_bytes(32, "big")  # allowFailure true; callData right after the head
 _PAYLOAD_HEAD = abis.aggregate3.selector + (32).to_bytes(32, "big")
+_PAD = [bytes(-n % 32) for n in range(32)]  # zero padding after n % 32 bytes
 
 
 def call3(target: str, data: bytes) -> bytes:
     """One encoded ``Call3(target, allowFailure=true, callData)`` struct."""
-    return _WORD(target) + _CALL3_HEAD + len(data).to_bytes(32, "big") + data + bytes(-len(data) % 32)
+    return _WORD(target) + _CALL3_HEAD + len(data).to_bytes(32, "big") + data + _PAD[len(data) & 31]
+
+
+def _encode_group(g: Calls) -> tuple[list[bytes], int | list[int]]:
+    """The Call3 structs of a group and the size each counts for in a chunk (its calldata plus
+    the struct's 128 bytes): one number when all are the same size."""
+    head = _target_word(g.target) + _CALL3_HEAD
+    one = g.fn.one_input
+    if one is not None and g.args and all(len(a) == 1 for a in g.args):
+        # One static input: every call's calldata is the selector and one encoding of equal size.
+        n = len(g.fn.selector + one(g.args[0][0]))
+        prefix, pad = head + n.to_bytes(32, "big") + g.fn.selector, _PAD[n & 31]
+        return [prefix + one(a) + pad for (a,) in g.args], n + 128
+    elements, lengths = [], []
+    for args in g.args:
+        data = g.fn.encode(*args)
+        n = len(data)
+        elements.append(head + n.to_bytes(32, "big") + data + _PAD[n & 31])
+        lengths.append(n + 128)
+    return elements, lengths
 
 
 def aggregate3_payload(elements: list[bytes]) -> bytes:
@@ -234,6 +330,31 @@ def decode_results(data: bytes) -> list[tuple[bool, bytes]]:
             raise NonEmptyPaddingBytes(f"returnData padding not empty at {blob}")
         out.append((ok == codec.ONE, data[first : first + length]))
     return out
+
+
+# A result that succeeded with one word, as aggregate3 encodes it: success, the offset of
+# returnData (64), its length (32), the word.
+_ONE_WORD_ITEM = re.compile(re.escape(codec.ONE + (64).to_bytes(32, "big") + (32).to_bytes(32, "big")) + b"(.{32})", re.DOTALL)
+
+
+@lru_cache(maxsize=64)
+def _one_word_head(count: int) -> bytes:
+    """The result list's offset, its length and the offsets of ``count`` one-word results."""
+    return b"".join([(32).to_bytes(32, "big"), count.to_bytes(32, "big"),
+                     *((32 * count + 128 * k).to_bytes(32, "big") for k in range(count))])
+
+
+def one_word_results(data: bytes, count: int) -> list[bytes] | None:
+    """The words of ``count`` results when all succeeded with exactly one word each and the data
+    is exactly their canonical encoding (what Multicall3 returns); otherwise None, and
+    ``decode_results`` decides. Scanning in C instead of a loop of checks per result: a read has
+    40 000 such results. Anything accepted here, ``decode_results`` accepts with equal values."""
+    head = 64 + 32 * count
+    if len(data) != head + 128 * count or not data.startswith(_one_word_head(count)):
+        return None
+    words = _ONE_WORD_ITEM.findall(data, head)
+    # ``count`` matches of 128 bytes each in exactly 128 * count bytes: they tile the records.
+    return words if len(words) == count else None
 
 
 def _heavy(err: RpcError) -> bool:

@@ -7,7 +7,7 @@ block. Every value of the run comes from the same block.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from eth_abi.exceptions import DecodingError
@@ -34,7 +34,7 @@ from ..snapshot import (
 from . import abis
 from .abi import Fn
 from .codec import checksum
-from .multicall import Call, Multicall
+from .multicall import Call, Calls, Multicall
 from .rpc import RpcClient, RpcError, RpcUnavailable
 
 log = logging.getLogger(__name__)
@@ -219,9 +219,9 @@ class Reader:
         if self.progress:
             self.progress.advance(n)
 
-    def _run(self, label: str, calls: list[Call]) -> list:
+    def _run(self, label: str, calls: Sequence[Call | Calls]) -> list:
         if self.progress:
-            self.progress.start(label, len(calls))
+            self.progress.start(label, sum(len(c.args) if isinstance(c, Calls) else 1 for c in calls))
         try:
             return self.mc.run(calls)
         finally:
@@ -306,10 +306,11 @@ class Reader:
 
     def _collections(self, a: dict[str, str], s: dict):
         count, pools = s["staker_count"], s["minipool_count"]
-        calls = [Call(a["Staking"], abis.getStakers, (off, STAKER_PAGE), gas=GAS_PER_STAKER * min(STAKER_PAGE, count - off), contract="Staking")
-                 for off in range(0, count, STAKER_PAGE)]
+        calls: list[Call | Calls] = [
+            Call(a["Staking"], abis.getStakers, (off, STAKER_PAGE), gas=GAS_PER_STAKER * min(STAKER_PAGE, count - off), contract="Staking")
+            for off in range(0, count, STAKER_PAGE)]
         n_pages = len(calls)
-        calls += [Call(a["MinipoolManager"], abis.getMinipool, (i,), gas=GAS_PER_MINIPOOL, contract="MinipoolManager") for i in range(pools)]
+        calls.append(Calls(a["MinipoolManager"], abis.getMinipool, [(i,) for i in range(pools)], gas=GAS_PER_MINIPOOL, contract="MinipoolManager"))
         calls.append(Call(s["wavax"], abis.balanceOf, (a["TokenggAVAX"],), contract="WAVAX"))
         out = self._run("stakers and minipools", calls)
         stakers = [row for page in out[:n_pages] for row in page]
@@ -322,12 +323,13 @@ class Reader:
             (a["Staking"], abis.getEffectiveRewardsRatio, "Staking"),
             (a["ClaimNodeOp"], abis.isEligible, "ClaimNodeOp"),
         )
-        calls = [Call(t, fn, (row[0],), gas=GAS_STAKER_VIEW, contract=c) for row in rows for t, fn, c in views]
-        out = self._run("staker views", calls)
-        k = len(views)
+        stakers = [(row[0],) for row in rows]
+        out = self._run("staker views", [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views])
+        n = len(rows)
+        # The struct's fields, then the views, in the dataclass's declaration order.
         return tuple(
-            Staker(checksum(row[0]), *row[1:], *out[i * k : i * k + k - 1], bool(out[i * k + k - 1]))  # type: ignore[call-arg]  # the struct's fields, then the views, in declaration order
-            for i, row in enumerate(rows)
+            Staker(checksum(row[0]), *row[1:], effective, ratio, rewards_ratio, bool(eligible))  # type: ignore[call-arg]
+            for row, effective, ratio, rewards_ratio, eligible in zip(rows, out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n :], strict=True)
         )
 
     def _apy_base(self, vault: str, head: BlockRef, warnings: list[str]) -> VaultPoint | None:
@@ -380,12 +382,11 @@ def _hex(value: bytes) -> str:
     return "0x" + bytes(value).hex()
 
 
+# How each field of the struct becomes the snapshot's: addresses checksummed, bytes as hex.
+_MINIPOOL_FIELDS = tuple(checksum if typ == "address" else _hex if typ in ("bytes", "bytes32") else None
+                         for _, typ in abis.MINIPOOL_FIELDS)
+
+
 def _minipool(row) -> Minipool:
-    values = []
-    for (_, typ), v in zip(abis.MINIPOOL_FIELDS, row, strict=True):
-        if typ == "address":
-            v = checksum(v)
-        elif typ in ("bytes", "bytes32"):
-            v = _hex(v)
-        values.append(v)
+    values: list = [v if convert is None else convert(v) for convert, v in zip(_MINIPOOL_FIELDS, row, strict=True)]
     return Minipool(*values)
