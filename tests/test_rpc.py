@@ -113,6 +113,22 @@ def test_calls_of_one_function_read_like_single_calls(demo, rpc):
     assert f"Staking.getGGPStake({stakers[-1][0]}) reverted with StakerNotFound()" in str(err.value)
 
 
+def test_answers_decoded_while_the_next_request_is_out_fail_the_run_like_any_other(demo, rpc):
+    calls = [Call(demo.addresses["Staking"], abis.getStakerCount, contract="Staking")] * 40
+    several = {"batch_size": 1, "chunk_gas": 200_000}  # several requests: answers decode on a thread
+    ran = []
+    out = Multicall(rpc, MULTICALL3, "latest", **several).run(calls, meanwhile=lambda: ran.append(True))
+    assert out == [len(demo.scenario.stakers)] * 40 and ran == [True]
+
+    def broken() -> None:
+        raise PublisherError("meanwhile broke")
+
+    with pytest.raises(PublisherError, match="meanwhile broke"):
+        Multicall(rpc, MULTICALL3, "latest", **several).run(calls, meanwhile=broken)
+    with FlakyProxy(demo.url, [None, "random"]) as proxy, pytest.raises(CallFailed, match=r"returned a malformed result \("):
+        Multicall(fast_client([proxy.url]), MULTICALL3, "latest", **several).run(calls)
+
+
 # ---- a flaky node ------------------------------------------------------------------------------
 
 

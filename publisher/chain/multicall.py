@@ -6,9 +6,11 @@ from __future__ import annotations
 import binascii
 import json
 import re
+import threading
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from queue import SimpleQueue
 from typing import NamedTuple
 
 from eth_abi import decode
@@ -94,9 +96,13 @@ class Multicall:
         self.chunk_bytes = chunk_bytes
         self.on_chunk = on_chunk
 
-    def run(self, calls: Sequence[Call | Calls]) -> list:
+    def run(self, calls: Sequence[Call | Calls], meanwhile: Callable[[], None] | None = None) -> list:
         """Decoded results in call order (a ``Calls`` gives one result per argument tuple, in
-        place); optional calls that revert give None."""
+        place); optional calls that revert give None.
+
+        ``meanwhile``: work of the caller's that does not need these results, done while the node
+        answers the first request (on the decoding thread when there are several requests); its
+        failure is raised here."""
         groups = [Calls(c.target, c.fn, (c.args,), c.gas, c.contract, c.optional) if isinstance(c, Call) else c
                   for c in calls]
         # Where each group's results start, and each result's function.
@@ -110,7 +116,7 @@ class Multicall:
         self._values: list = [None] * at
         self._failed: dict[int, tuple[bytes, bool]] = {}  # reverted: (revert data, ran in a shared chunk)
         self._undecodable: dict[int, int] = {}  # succeeded with data that does not decode: its length
-        self._execute(chunks, elements)
+        self._execute(chunks, elements, meanwhile)
         # A sub-call that ran out of gas inside a shared chunk fails with no data, just like a
         # revert without a reason: run those alone once before calling them failures.
         again = [i for i, (data, shared) in self._failed.items() if not data and shared]
@@ -130,8 +136,11 @@ class Multicall:
 
     def __getitem__(self, i: int) -> Call:
         """The ``i``-th call of the current run (for messages)."""
-        k = bisect_right(self._starts, i) - 1
+        k = self._group_of(i)
         return self._groups[k].call(i - self._starts[k])
+
+    def _group_of(self, i: int) -> int:
+        return bisect_right(self._starts, i) - 1
 
     def _where(self) -> str:
         b = self.block
@@ -147,9 +156,10 @@ class Multicall:
         current: list[int] = []
         gas = size = 0
         max_gas, max_size = self.chunk_gas, self.chunk_bytes
+        shared: dict = {}  # the reader passes one list of stakers to four views: encode it once
         for g in groups:
             first = len(elements)
-            encoded, lengths = _encode_group(g)
+            encoded, lengths = _encode_group(g, shared)
             elements += encoded
             cost = g.gas + CALL_OVERHEAD_GAS
             if isinstance(lengths, int):
@@ -180,11 +190,30 @@ class Multicall:
             chunks.append(current)
         return elements, chunks
 
-    def _execute(self, chunks: list[list[int]], elements: list[bytes]) -> None:
+    def _execute(self, chunks: list[list[int]], elements: list[bytes], meanwhile: Callable[[], None] | None = None) -> None:
+        # Several requests: decode each answer on a thread while the node works on the next one.
+        decoder = _Decoder(self._take) if len(chunks) > self.batch_size else None
+        if meanwhile is not None and decoder is None:
+            meanwhile()
+        try:
+            self._send(chunks, elements, decoder, meanwhile)
+        finally:
+            if decoder is not None:
+                decoder.close()
+        if decoder is not None:
+            decoder.finish()
+
+    def _send(self, chunks: list[list[int]], elements: list[bytes], decoder: _Decoder | None,
+              meanwhile: Callable[[], None] | None) -> None:
         queue = list(chunks)
         while queue:
+            if decoder is not None:
+                decoder.check()
             group, queue = queue[: self.batch_size], queue[self.batch_size :]
             requests = [self._request(chunk, elements) for chunk in group]
+            if decoder is not None and meanwhile is not None:
+                decoder.call(meanwhile)  # starts as the request leaves
+                meanwhile = None
             try:
                 answers = self.client.batch(requests, raise_errors=False)
             except RpcUnavailable as exc:
@@ -207,7 +236,10 @@ class Multicall:
                         queue = [chunk[:half], chunk[half:], *queue]
                         continue
                     raise CallFailed(f"multicall of {len(chunk)} calls from {self[chunk[0]].describe()} failed: {answer.rpc_message}")
-                self._take(chunk, answer)
+                if decoder is None:
+                    self._take(chunk, answer)
+                else:
+                    decoder.put(chunk, answer)
                 if self.on_chunk:
                     self.on_chunk(len(chunk))
 
@@ -223,7 +255,14 @@ class Multicall:
         values, fns = self._values, self._fns
         if words is not None:
             # Every call succeeded with one word (per-staker views, scalars): convert the words
-            # directly, as ``Fn.decode`` would.
+            # directly, as ``Fn.decode`` would; in one pass when the chunk is one group's.
+            first, last, word = chunk[0], chunk[-1], fns[chunk[0]].word
+            if word is not None and last - first + 1 == len(chunk) and self._group_of(first) == self._group_of(last):
+                try:
+                    values[first : last + 1] = map(word, words)
+                    return
+                except Exception:
+                    pass  # some word does not decode: find which below
             for i, w in zip(chunk, words, strict=True):
                 fn = fns[i]
                 try:
@@ -252,6 +291,46 @@ class Multicall:
         return ("eth_call", RawParams(text))
 
 
+class _Decoder:
+    """Decodes answers on a thread, in the order they are put, while the caller's thread waits on
+    the node for the next request (socket waits release the GIL). The first failure is kept and
+    raised in the caller's thread by ``check`` or ``finish``. A daemon thread: a run that ends
+    (its deadline, a failed request) does not wait for it."""
+
+    def __init__(self, take: Callable[[list[int], str], None]):
+        self.take: Callable[..., None] = take
+        self.queue: SimpleQueue = SimpleQueue()
+        self.failure: BaseException | None = None
+        self.thread = threading.Thread(target=self._work, name="multicall-decode", daemon=True)
+        self.thread.start()
+
+    def _work(self) -> None:
+        while (item := self.queue.get()) is not None:
+            if self.failure is None:
+                work, args = item
+                try:
+                    work(*args)
+                except BaseException as exc:  # raised in the caller's thread
+                    self.failure = exc
+
+    def put(self, chunk: list[int], answer: str) -> None:
+        self.queue.put((self.take, (chunk, answer)))
+
+    def call(self, work: Callable[[], None]) -> None:
+        self.queue.put((work, ()))
+
+    def check(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    def close(self) -> None:
+        self.queue.put(None)
+
+    def finish(self) -> None:
+        self.thread.join()
+        self.check()
+
+
 # aggregate3 is the one wire format every read goes through (tens of thousands of calls per run),
 # so its call list and result list have their own encoder and decoder here; they agree with the
 # general codec, and with eth_abi, byte for byte (tests check both).
@@ -268,16 +347,22 @@ def call3(target: str, data: bytes) -> bytes:
     return _WORD(target) + _CALL3_HEAD + len(data).to_bytes(32, "big") + data + _PAD[len(data) & 31]
 
 
-def _encode_group(g: Calls) -> tuple[list[bytes], int | list[int]]:
+def _encode_group(g: Calls, shared: dict) -> tuple[list[bytes], int | list[int]]:
     """The Call3 structs of a group and the size each counts for in a chunk (its calldata plus
-    the struct's 128 bytes): one number when all are the same size."""
+    the struct's 128 bytes): one number when all are the same size. ``shared`` keeps the
+    encoded arguments of lists met before in the same run (the lists stay alive meanwhile)."""
     head = _target_word(g.target) + _CALL3_HEAD
     one = g.fn.one_input
-    if one is not None and g.args and all(len(a) == 1 for a in g.args):
-        # One static input: every call's calldata is the selector and one encoding of equal size.
-        n = len(g.fn.selector + one(g.args[0][0]))
-        prefix, pad = head + n.to_bytes(32, "big") + g.fn.selector, _PAD[n & 31]
-        return [prefix + one(a) + pad for (a,) in g.args], n + 128
+    if one is not None and g.args:
+        key = (id(g.args), one)
+        if key not in shared:
+            # One static input: every call's calldata is the selector and one encoding of equal size.
+            shared[key] = [one(a) for (a,) in g.args] if all(len(a) == 1 for a in g.args) else None
+        words = shared[key]
+        if words is not None:
+            n = 4 + len(words[0])
+            prefix, pad = head + n.to_bytes(32, "big") + g.fn.selector, _PAD[n & 31]
+            return [prefix + w + pad for w in words], n + 128
     elements, lengths = [], []
     for args in g.args:
         data = g.fn.encode(*args)
