@@ -31,6 +31,7 @@ from publisher.snapshot import (
     Snapshot,
     Staker,
     Vault,
+    instances,
 )
 
 CHAIN_FIELDS = ("network", "chain_id", "block", "addresses", "settings", "ggavax", "ggp", "oracle", "rewards_pool",
@@ -210,6 +211,17 @@ def test_a_saved_snapshot_reloads_to_an_equal_object(demo_snapshot, tmp_path):
     # Exact integers survive JSON: wad amounts and the uint256 "no AVAX assigned" ratio.
     assert any(s.collateralization_ratio == 2**256 - 1 for s in loaded.stakers)
     assert isinstance(json.loads(path.read_text())["ggp"]["total_supply"], str)
+
+
+def test_instances_made_without_init_are_the_dataclass_s_own(demo_snapshot):
+    rows = [dataclasses.astuple(s) for s in demo_snapshot.stakers[:5]]
+    made = instances(Staker, rows)
+    assert made == tuple(Staker(*r) for r in rows) == demo_snapshot.stakers[:5]
+    assert [hash(s) for s in made] == [hash(s) for s in demo_snapshot.stakers[:5]]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made[0].eligible = not made[0].eligible  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        instances(Staker, [rows[0][:-1]])
 
 
 def test_a_snapshot_with_every_optional_part_empty_round_trips(demo_snapshot, tmp_path):

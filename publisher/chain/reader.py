@@ -30,6 +30,7 @@ from ..snapshot import (
     Staker,
     Vault,
     VaultPoint,
+    instances,
 )
 from . import abis
 from .abi import Fn
@@ -337,10 +338,10 @@ class Reader:
         out = self._run("staker views", [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views], meanwhile)
         n = len(rows)
         # The struct's fields, then the views, in the dataclass's declaration order.
-        return tuple(
-            Staker(checksum(row[0]), *row[1:], effective, ratio, rewards_ratio, bool(eligible))  # type: ignore[call-arg]
+        return instances(Staker, (
+            (checksum(row[0]), *row[1:], effective, ratio, rewards_ratio, bool(eligible))
             for row, effective, ratio, rewards_ratio, eligible in zip(rows, out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n :], strict=True)
-        )
+        ))
 
     def _apy_base(self, vault: str, head: BlockRef, warnings: list[str]) -> VaultPoint | None:
         target = head.timestamp - self.profile.apy_window_days * DAY
