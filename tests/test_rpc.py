@@ -262,6 +262,21 @@ def test_requests_are_split_when_the_node_answers_413(demo, demo_profile, refere
     assert client.counters.http_requests > direct.http_requests
 
 
+def test_splits_while_answers_decode_on_a_thread_read_the_same(demo, rpc):
+    a = demo.addresses
+    stakers = [(s["stakerAddr"],) for s in demo.scenario.stakers]
+    calls = [Calls(a["Staking"], abis.getEffectiveGGPStaked, stakers, gas=40_000, contract="Staking"),
+             Calls(a["ClaimNodeOp"], abis.isEligible, stakers, gas=40_000, contract="ClaimNodeOp")]
+    block = hex(head(rpc)[0])
+    want = Multicall(rpc, MULTICALL3, block).run(calls)
+    # Several requests of several chunks each (decoded on a thread, built ahead), then refused:
+    # chunks halved, then requests of fewer chunks than were built ahead.
+    for limits in ({"max_call_data": 3_000}, {"max_body": 8_000}):
+        with FlakyProxy(demo.url, **limits) as proxy:
+            assert Multicall(fast_client([proxy.url]), MULTICALL3, block, batch_size=3, chunk_gas=400_000).run(calls) == want
+        assert proxy.refused_calls + proxy.refused_bodies > 0
+
+
 def test_a_single_call_too_heavy_for_the_node_fails_clearly(demo):
     with FlakyProxy(demo.url, max_call_data=100) as proxy:
         mc = Multicall(fast_client([proxy.url]), MULTICALL3, "latest")

@@ -9,7 +9,7 @@ import re
 import threading
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from queue import SimpleQueue
 from typing import NamedTuple
 
@@ -206,14 +206,26 @@ class Multicall:
     def _send(self, chunks: list[list[int]], elements: list[bytes], decoder: _Decoder | None,
               meanwhile: Callable[[], None] | None) -> None:
         queue = list(chunks)
+        received: list[tuple[list[int], str]] = []  # answers not yet handed to the decoder
+        prepared: dict[tuple[int, ...], list] = {}  # requests the decoder built ahead, by their chunks
         while queue:
             if decoder is not None:
                 decoder.check()
             group, queue = queue[: self.batch_size], queue[self.batch_size :]
-            requests = [self._request(chunk, elements) for chunk in group]
-            if decoder is not None and meanwhile is not None:
-                decoder.call(meanwhile)  # starts as the request leaves
-                meanwhile = None
+            requests = prepared.pop(_key(group), None) or [self._request(chunk, elements) for chunk in group]
+            if decoder is not None:
+                # Handed over only now, as the request leaves: threads running Python take turns,
+                # and the next request reaches the node sooner when it is built alone.
+                if meanwhile is not None:
+                    decoder.call(meanwhile)
+                    meanwhile = None
+                for item in received:
+                    decoder.put(*item)
+                received = []
+                # The next request is built on the decoder's thread while the node works on this
+                # one (unless a split changes what comes next: then it is built here).
+                if upcoming := queue[: self.batch_size]:
+                    decoder.call(partial(self._prepare, upcoming, elements, prepared))
             try:
                 answers = self.client.batch(requests, raise_errors=False)
             except RpcUnavailable as exc:
@@ -239,9 +251,15 @@ class Multicall:
                 if decoder is None:
                     self._take(chunk, answer)
                 else:
-                    decoder.put(chunk, answer)
+                    received.append((chunk, answer))
                 if self.on_chunk:
                     self.on_chunk(len(chunk))
+        if decoder is not None:
+            for item in received:
+                decoder.put(*item)
+
+    def _prepare(self, group: list[list[int]], elements: list[bytes], prepared: dict) -> None:
+        prepared[_key(group)] = [self._request(chunk, elements) for chunk in group]
 
     def _take(self, chunk: list[int], answer) -> None:
         """Decode one chunk's answer into the run's values, reverts and undecodable results."""
@@ -289,6 +307,10 @@ class Multicall:
         text = b'[{"to":%b,"data":"0x%b"},%b]' % (json.dumps(self.address).encode(), binascii.hexlify(payload),
                                                  json.dumps(self.block, separators=(",", ":")).encode())
         return ("eth_call", RawParams(text))
+
+
+def _key(group: list[list[int]]) -> tuple[int, ...]:
+    return tuple(map(id, group))  # the chunks themselves: alive, and replaced when split
 
 
 class _Decoder:
