@@ -3,7 +3,9 @@ against a naive reader that makes one eth_call, in its own HTTP request, per val
 
 Run: python benchmarks/bench_snapshot.py [--scenario scale] [--runs 3] [--sample K]
 
-Both readers run in this process against the same node and the same block. The naive reader reads
+Both readers run in this process against the same node and the same block. The node's own time
+is the same JSON-RPC requests as one chain read, replayed one after another over one keep-alive
+connection with nothing done with the answers (best of 3): what the node needs, without us. The naive reader reads
 what the snapshot reads (every scalar, every staker with getStakers(i, 1) plus its four views,
 every minipool with getMinipool(i)) and its values are checked against the snapshot, so the two
 columns describe the same work. ``--sample K`` makes the naive reader read every K-th staker and
@@ -12,11 +14,13 @@ minipool and scale its figures up; the output then says so. Prints a table; asse
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import logging
 import os
 import statistics
 import time
+from urllib.parse import urlsplit
 
 import requests
 from eth_utils import keccak
@@ -116,6 +120,33 @@ def _checksum(addr: str) -> str:
     return to_checksum_address(addr)
 
 
+class RecordingClient(RpcClient):
+    """An RPC client that keeps the bodies it posts, to replay them to the node alone."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.sent: list[bytes] = []
+
+    def _post(self, payload: bytes, what: str):
+        self.sent.append(payload)
+        return super()._post(payload, what)
+
+
+def node_alone(url: str, payloads: list[bytes], rounds: int = 3) -> float:
+    """Seconds the node takes to answer ``payloads`` one after another (best of ``rounds``)."""
+    parts = urlsplit(url)
+    best = float("inf")
+    for _ in range(rounds):
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+        t0 = time.perf_counter()
+        for body in payloads:
+            conn.request("POST", parts.path or "/", body=body, headers={"Content-Type": "application/json"})
+            conn.getresponse().read()
+        best = min(best, time.perf_counter() - t0)
+        conn.close()
+    return best
+
+
 def run_naive(url: str, profile: Profile, snap: Snapshot, sample: int) -> dict:
     a = snap.addresses
     naive = NaiveReader(url, snap.block.number)
@@ -169,12 +200,14 @@ def main() -> None:
             runs.append(collect(profile))
             cpu.append(time.process_time() - c0)
         snap = runs[0].snapshot
-        chain_only = []
+        chain_only, chain_cpu = [], []
         for _ in range(max(1, args.runs)):
-            client = RpcClient([net.url])
-            t0 = time.perf_counter()
+            client = RecordingClient([net.url])
+            c0, t0 = time.process_time(), time.perf_counter()
             Reader(client, profile).read(snap.block.number)
             chain_only.append((time.perf_counter() - t0, client.counters))
+            chain_cpu.append(time.process_time() - c0)
+        node_secs = node_alone(net.url, client.sent)
         naive = run_naive(net.url, profile, snap, max(1, args.sample))
 
     secs = statistics.median(r.seconds for r in runs)
@@ -203,6 +236,12 @@ def main() -> None:
     print()
     print(f"snapshot runs (wall s / CPU s): {', '.join(f'{r.seconds:.2f} / {c:.2f}' for r, c in zip(runs, cpu, strict=True))}; "
           f"load average {os.getloadavg()[0]:.1f}")
+    walls = [r.seconds for r in runs]
+    print(f"collect(): wall min {min(walls):.2f} / median {secs:.2f} s, CPU min {min(cpu):.2f} / median {statistics.median(cpu):.2f} s")
+    print(f"Reader.read(): wall min {min(s for s, _ in chain_only):.2f} / median {chain_secs:.2f} s, "
+          f"CPU median {statistics.median(chain_cpu):.2f} s")
+    print(f"node alone (the chain read's {len(client.sent)} requests replayed, nothing decoded): {node_secs:.2f} s; "
+          f"Reader.read() / node {chain_secs / node_secs:.2f}x, collect() / node {secs / node_secs:.2f}x")
     print(f"third-party API requests per run: {runs[0].http.requests}; RPC retries: {c.retries}")
     if args.sample > 1:
         print(f"* EXTRAPOLATED: the naive reader read every {args.sample}th staker and minipool "
