@@ -37,7 +37,7 @@ from . import __version__
 from .build import check_snapshot, generated_at
 from .config import Profile
 from .endpoints.context import Context
-from .endpoints.registry import Deferred, Endpoint, file_for, load_all, resolve
+from .endpoints.registry import Deferred, Endpoint, Row, file_for, load_all, resolve
 from .endpoints.units import dumps, dumps_value
 from .errors import PublisherError
 from .snapshot import Snapshot
@@ -101,9 +101,18 @@ def encode(path: str, body) -> bytes:
 
 def _dumps(path: str, value, document: bool = True) -> bytes:
     try:
+        if not document and type(value) is list and value and all(type(r) is Row for r in value):
+            return b"[" + b",".join(_row_json(r) for r in value) + b"]"  # compact JSON: the same bytes
         return dumps(value) if document else dumps_value(value)
     except ValueError as exc:  # NaN or Infinity
         raise PublisherError(f"{path}: {exc}") from None
+
+
+def _row_json(row: Row) -> bytes:
+    data = getattr(row, "json", None)
+    if data is None:
+        data = row.json = dumps_value(row)
+    return data
 
 
 def sha256(data: bytes) -> str:

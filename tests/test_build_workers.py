@@ -1,9 +1,14 @@
-"""The build's worker processes: the same bytes as one process, and a failure in one stops the build."""
+"""The build's worker processes (the same bytes as one process; a failure in one stops the build)
+and what a process keeps from one build for its next (only what equal inputs or bytes vouch for)."""
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from publisher import pipeline
+from publisher.endpoints import operators
+from publisher.endpoints.registry import Rows
 from publisher.pipeline import RECORD, build
 from publisher.validate import load_dir
 
@@ -76,3 +81,19 @@ def test_a_carried_aggregate_is_parsed_again_only_when_its_bytes_are_not_the_one
     for path, (sha, extract) in pipeline._REMEMBERED.items():  # what was kept is what those bytes say
         assert sha == pipeline.sha256(load_dir(out)[path])
         assert extract == pipeline._kept(path, bodies[path])
+
+
+def test_stakers_rows_are_reused_only_while_their_inputs_are_equal(demo_snapshot, demo_profile, tmp_path, monkeypatch):
+    monkeypatch.setattr(operators, "_STAKER_ROWS", Rows())
+    build(demo_snapshot, demo_profile, tmp_path / "a" / "out")
+    before = {id(r) for r in operators._STAKER_ROWS.last.values()}
+    first = demo_snapshot.stakers[0]
+    changed = dataclasses.replace(demo_snapshot, stakers=(dataclasses.replace(first, ggp_rewards=first.ggp_rewards + 10**18),
+                                                          *demo_snapshot.stakers[1:]))
+    build(changed, demo_profile, tmp_path / "b" / "out")
+    rows = operators._STAKER_ROWS.last
+    assert len(rows) == len(changed.stakers)
+    assert sum(id(r) in before for r in rows.values()) == len(changed.stakers) - 1  # all but the changed staker's
+    monkeypatch.setattr(operators, "_STAKER_ROWS", Rows())  # another process: every row made afresh
+    build(changed, demo_profile, tmp_path / "c" / "out", full=True)
+    assert load_dir(tmp_path / "b" / "out") == load_dir(tmp_path / "c" / "out")

@@ -9,7 +9,7 @@ from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
 from . import schema as S
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
-from .registry import Deferred, Param, endpoint, listing
+from .registry import Deferred, Param, Rows, endpoint, listing
 from .rewards import ADDRESS_REWARDS, rewards_inputs, staker_rewards
 from .units import tokens
 
@@ -74,6 +74,9 @@ def staker_path(address: str) -> str:
     return address.lower()
 
 
+_STAKER_ROWS = Rows()  # /stakers' rows, reused while a staker and its minipools are unchanged
+
+
 @endpoint(
     "/stakers", tag="Node operators", summary="Every GGP staker",
     description="All stakers registered in the protocol's Staking contract with their on-chain fields (token amounts in whole "
@@ -87,7 +90,8 @@ def staker_path(address: str) -> str:
 def stakers(ctx: Context):
     def make(limit: int | None = None):
         pools = ctx.cached(staker_minipools)
-        rows = listing(ctx.snap.stakers, lambda st: staker_record(st, pools.get(st.staker_addr, [])), limit)
+        rows = _STAKER_ROWS.listing(ctx.snap.stakers, lambda st: (st, tuple(pools.get(st.staker_addr, ()))),
+                                    lambda st: staker_record(st, pools.get(st.staker_addr, [])), limit)
         return {"stakers": rows, "count": len(ctx.snap.stakers), "meta": meta(ctx)}
     yield "/stakers", Deferred((ctx.snap.stakers, ctx.snap.minipools), make, make)
 
