@@ -226,6 +226,49 @@ class PriceCheck:
 
 
 @dataclass(frozen=True)
+class UnstakeRequest:
+    """One open WithdrawQueue request: the struct's seven fields and the set it is in."""
+
+    id: int
+    requester: str
+    shares: int  # ggAVAX wei taken at request time
+    expected_assets: int  # AVAX wei the requester is paid, fixed at request time
+    request_time: int
+    claimable_time: int
+    expiration_time: int
+    allocated_funds: int  # AVAX wei set aside at fulfilment (0 while pending)
+    fulfilled: bool  # in the fulfilled set (else in the pending set)
+
+
+@dataclass(frozen=True)
+class WithdrawQueue:
+    """The ggAVAX withdrawal queue at the pinned block. Optional views (absent on older
+    implementations) are None."""
+
+    address: str
+    next_request_id: int
+    total_allocated_funds: int
+    unstake_delay: int
+    max_expiration_delay: int
+    paused: bool | None
+    pending_count: int
+    fulfilled_count: int
+    max_requests_per_deposit: int | None
+    min_on_behalf: int | None
+    shares_held: int  # ggAVAX balanceOf(queue): the pending requests' shares (and anything sent to it)
+    requests: tuple[UnstakeRequest, ...]  # every open request, by id
+
+
+@dataclass(frozen=True)
+class PstAvax:
+    """The principal-only token that parks AVAX as ggAVAX and exits through the queue."""
+
+    address: str
+    total_supply: int  # AVAX principal owed to holders, wei
+    vault_shares: int  # ggAVAX it holds
+
+
+@dataclass(frozen=True)
 class Snapshot:
     network: str
     chain_id: int
@@ -256,6 +299,15 @@ class Snapshot:
     price_history: tuple[PricePoint, ...] = ()
     price_check: PriceCheck | None = None
     warnings: tuple[str, ...] = ()
+    # The withdrawal queue: None with the reason in ``withdraw_queue_note`` where the network has
+    # none configured or the queue has no code at the block.
+    withdraw_queue: WithdrawQueue | None = None
+    withdraw_queue_note: str | None = None
+    pst_avax: PstAvax | None = None
+    # Minipool settings the funding forecast needs (a pool whose duration has room cycles again
+    # instead of returning its AVAX); None where the ProtocolDAO lacks them.
+    minipool_cycle_duration: int | None = None
+    minipool_cycle_delay_tolerance: int | None = None
     format: int = SNAPSHOT_FORMAT
 
     def to_json(self) -> str:

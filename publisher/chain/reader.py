@@ -24,12 +24,15 @@ from ..snapshot import (
     GGPToken,
     Minipool,
     OraclePrice,
+    PstAvax,
     RewardsPool,
     Settings,
     Snapshot,
     Staker,
+    UnstakeRequest,
     Vault,
     VaultPoint,
+    WithdrawQueue,
     instances,
 )
 from . import abis
@@ -44,6 +47,8 @@ STAKER_PAGE = 400
 GAS_PER_STAKER = 32_000
 GAS_PER_MINIPOOL = 80_000
 GAS_STAKER_VIEW = 40_000
+GAS_PER_REQUEST = 30_000  # requests(id): seven words of one struct
+GAS_REQUEST_VIEW = 12_000  # isFulfilledRequest(id): one set lookup
 WAD = 10**18
 DAY = 86_400
 
@@ -129,14 +134,23 @@ class Reader:
         fixed = {"Multicall3": p.multicall, "Storage": p.storage}
         if p.avax_usd_feed:
             fixed["AVAX/USD feed"] = p.avax_usd_feed
-        # A DEX pair without code only costs /prices/tj its quote.
-        dex_error = self._require_code(fixed, soft={"DEX pair": p.dex_pair} if p.dex_pair else {}).get("DEX pair")
+        # A DEX pair without code only costs /prices/tj its quote; a queue without code publishes
+        # /withdrawals as "noQueue".
+        soft = {k: v for k, v in (("DEX pair", p.dex_pair), ("WithdrawQueue", p.withdraw_queue),
+                                  ("pstAVAX", p.pst_avax)) if v}
+        soft_problems = self._require_code(fixed, soft=soft)
+        dex_error = soft_problems.get("DEX pair")
         warnings: list[str] = []
+        queue_note = soft_problems.get("WithdrawQueue") if p.withdraw_queue else f"no withdrawal queue is configured for {p.name}"
+        queue_at = to_checksum_address(p.withdraw_queue) if p.withdraw_queue and not queue_note else None
+        pst_at = to_checksum_address(p.pst_avax) if p.pst_avax and "pstAVAX" not in soft_problems else None
+        if p.pst_avax and pst_at is None:
+            warnings.append(f"pstAVAX not read: {soft_problems['pstAVAX']}")
         addresses, paused = self._registry(warnings)
         self._require_code({k: v for k, v in addresses.items() if k not in ("Multicall3", "Storage")})
-        scalars = self._scalars(addresses, read_dex=p.dex_pair is not None and dex_error is None)
+        scalars = self._scalars(addresses, read_dex=p.dex_pair is not None and dex_error is None, queue=queue_at, pst=pst_at)
         addresses["WAVAX"] = to_checksum_address(scalars["wavax"])  # ggAVAX's asset; the DEX pair's other side
-        stakers_raw, minipools_raw, liquid = self._collections(addresses, scalars)
+        stakers_raw, minipools_raw, liquid, requests_raw = self._collections(addresses, scalars, queue_at)
         converted: list[tuple[Minipool, ...]] = []
 
         def minipools_ready() -> None:
@@ -186,6 +200,8 @@ class Reader:
             warnings.append(f"TokenggAVAX.asset() is {to_checksum_address(s['wavax'])}, profile says WAVAX {wavax}: using the chain's")
         if len(stakers) != s["staker_count"]:
             raise PublisherError(f"read {len(stakers)} stakers, getStakerCount() says {s['staker_count']}")
+        queue = _queue(queue_at, s, requests_raw, addresses["TokenggAVAX"], warnings) if queue_at else None
+        pst = PstAvax(pst_at, s["pst_supply"], s["pst_shares"]) if pst_at else None
         return Snapshot(
             network=p.name, chain_id=p.chain_id, block=head, addresses=addresses, settings=settings,
             ggavax=vault, ggp=GGPToken(s["ggp_supply"], s["ggp_max_supply"]),
@@ -200,6 +216,8 @@ class Reader:
             dex_pair=to_checksum_address(p.dex_pair) if p.dex_pair else None, dex_error=dex_error,
             apy_window_days=p.apy_window_days,
             warnings=tuple(warnings),
+            withdraw_queue=queue, withdraw_queue_note=queue_note, pst_avax=pst,
+            minipool_cycle_duration=s["cycle_duration"], minipool_cycle_delay_tolerance=s["cycle_tolerance"],
         )
 
     # -- rounds ---------------------------------------------------------------------------------
@@ -261,7 +279,7 @@ class Reader:
         paused = {name: bool(flag) for name, flag in zip(abis.PAUSABLE, out[len(names):], strict=True)}
         return dict(addresses), paused
 
-    def _scalars(self, a: dict[str, str], *, read_dex: bool) -> dict:
+    def _scalars(self, a: dict[str, str], *, read_dex: bool, queue: str | None = None, pst: str | None = None) -> dict:
         p = self.profile
         spec: list[tuple[str, str, str, Fn, tuple]] = [
             ("vault_name", "TokenggAVAX", a["TokenggAVAX"], abis.name, ()),
@@ -304,6 +322,27 @@ class Reader:
         # getFeeBips exists only on the 2025 ProtocolDAO: optional, so older blocks still read.
         calls.append(Call(a["ProtocolDAO"], abis.dao_setting["FeeBips"], contract="ProtocolDAO", optional=True))
         keys.append("fee_bips")
+        # The minipool cycle settings only refine the queue's funding forecast: optional.
+        calls += [Call(a["ProtocolDAO"], abis.getMinipoolCycleDuration, contract="ProtocolDAO", optional=True),
+                  Call(a["ProtocolDAO"], abis.getMinipoolCycleDelayTolerance, contract="ProtocolDAO", optional=True)]
+        keys += ["cycle_duration", "cycle_tolerance"]
+        if queue:
+            label = f"WithdrawQueue {queue}"
+            required = [("wq_next", abis.wq_nextRequestId), ("wq_allocated", abis.wq_totalAllocatedFunds),
+                        ("wq_unstake_delay", abis.wq_unstakeDelay), ("wq_max_expiration", abis.wq_maxExpirationDelay),
+                        ("wq_pending", abis.wq_getPendingRequestsCount), ("wq_fulfilled", abis.wq_getFulfilledRequestsCount),
+                        ("wq_vault", abis.wq_tokenggAVAX)]
+            # Views added by later implementations of the queue: absent ones read as None.
+            optional = [("wq_paused", abis.wq_paused), ("wq_max_per_deposit", abis.wq_getMaxRequestsPerStakingDeposit),
+                        ("wq_min_on_behalf", abis.wq_getMinUnstakeOnBehalfOfAmt)]
+            calls += [Call(queue, fn, contract=label) for _, fn in required]
+            calls += [Call(queue, fn, contract=label, optional=True) for _, fn in optional]
+            calls.append(Call(a["TokenggAVAX"], abis.balanceOf, (queue,), contract="TokenggAVAX"))
+            keys += [k for k, _ in required] + [k for k, _ in optional] + ["wq_shares"]
+        if pst:
+            calls += [Call(pst, abis.totalSupply, contract=f"pstAVAX {pst}"),
+                      Call(a["TokenggAVAX"], abis.balanceOf, (pst,), contract="TokenggAVAX")]
+            keys += ["pst_supply", "pst_shares"]
         if read_dex:
             # Optional: a pair that reverts loses /prices/tj its quote, not the run.
             assert p.dex_pair is not None
@@ -315,7 +354,7 @@ class Reader:
         out = self._run("protocol state", calls)
         return dict(zip(keys, out, strict=True))
 
-    def _collections(self, a: dict[str, str], s: dict):
+    def _collections(self, a: dict[str, str], s: dict, queue: str | None = None):
         count, pools = s["staker_count"], s["minipool_count"]
         calls: list[Call | Calls] = [
             Call(a["Staking"], abis.getStakers, (off, STAKER_PAGE), gas=GAS_PER_STAKER * min(STAKER_PAGE, count - off), contract="Staking")
@@ -323,9 +362,20 @@ class Reader:
         n_pages = len(calls)
         calls.append(Calls(a["MinipoolManager"], abis.getMinipool, [(i,) for i in range(pools)], gas=GAS_PER_MINIPOOL, contract="MinipoolManager"))
         calls.append(Call(s["wavax"], abis.balanceOf, (a["TokenggAVAX"],), contract="WAVAX"))
-        out = self._run("stakers and minipools", calls)
+        if queue:
+            # Every id ever issued (closed ones read as zeros): no view lists the open ones in
+            # bounded pages, and ids are few next to stakers. Chunked by gas like the rest.
+            ids = [(i,) for i in range(s["wq_next"])]
+            label = f"WithdrawQueue {queue}"
+            calls += [Calls(queue, abis.wq_requests, ids, gas=GAS_PER_REQUEST, contract=label),
+                      Calls(queue, abis.wq_isFulfilledRequest, ids, gas=GAS_REQUEST_VIEW, contract=label)]
+        out = self._run("stakers, minipools and requests", calls)
         stakers = [row for page in out[:n_pages] for row in page]
-        return stakers, out[n_pages:-1], out[-1]
+        requests = None
+        if queue:
+            requests = (out[-2], out[-1])
+            out = out[:-2]
+        return stakers, out[n_pages:-1], out[-1], requests
 
     def _staker_views(self, a: dict[str, str], rows: list, meanwhile: Callable[[], None]) -> tuple[Staker, ...]:
         views = (
@@ -378,6 +428,42 @@ def find_block_at(client: RpcClient, timestamp: int, head: BlockRef, floor: int 
         above = [r.number for r in refs if r.timestamp > timestamp]
         hi = min(above) if above else hi
     return lo_ref if hi - lo <= 1 else None
+
+
+def _queue(address: str, s: dict, raw, vault: str, warnings: list[str]) -> WithdrawQueue:
+    """The queue's record with its open requests, checked against its own counters: a queue whose
+    sets and records disagree is read wrong or broken, and is not published."""
+    records, fulfilled = raw
+    open_ = []
+    for i, (row, done) in enumerate(zip(records, fulfilled, strict=True)):
+        requester, shares, expected, requested, claimable, expires, allocated = row
+        if int(requester, 16) == 0:
+            continue  # claimed, cancelled or reclaimed: the record is deleted
+        open_.append(UnstakeRequest(i, checksum(requester), shares, expected, requested, claimable, expires, allocated, bool(done)))
+    n_done = sum(r.fulfilled for r in open_)
+    label = f"WithdrawQueue {address}"
+    if (len(open_) - n_done, n_done) != (s["wq_pending"], s["wq_fulfilled"]):
+        raise PublisherError(f"{label}: {len(open_) - n_done} pending and {n_done} fulfilled open records, but the queue "
+                             f"counts {s['wq_pending']} pending and {s['wq_fulfilled']} fulfilled")
+    allocated = sum(r.allocated_funds for r in open_ if r.fulfilled)
+    if allocated != s["wq_allocated"]:
+        raise PublisherError(f"{label}: fulfilled requests hold {allocated} wei, totalAllocatedFunds() says {s['wq_allocated']}")
+    for r in open_:
+        if not r.request_time <= r.claimable_time <= r.expiration_time:
+            raise PublisherError(f"{label}: request {r.id} has times out of order "
+                                 f"({r.request_time}, {r.claimable_time}, {r.expiration_time})")
+        if r.fulfilled != (r.allocated_funds > 0) and r.expected_assets > 0:
+            raise PublisherError(f"{label}: request {r.id} is {'fulfilled' if r.fulfilled else 'pending'} "
+                                 f"with {r.allocated_funds} wei allocated")
+    if to_checksum_address(s["wq_vault"]) != vault:
+        warnings.append(f"{label} serves ggAVAX {to_checksum_address(s['wq_vault'])}, the registry's is {vault}")
+    return WithdrawQueue(
+        address=address, next_request_id=s["wq_next"], total_allocated_funds=s["wq_allocated"],
+        unstake_delay=s["wq_unstake_delay"], max_expiration_delay=s["wq_max_expiration"],
+        paused=None if s["wq_paused"] is None else bool(s["wq_paused"]), pending_count=s["wq_pending"],
+        fulfilled_count=s["wq_fulfilled"], max_requests_per_deposit=s["wq_max_per_deposit"],
+        min_on_behalf=s["wq_min_on_behalf"], shares_held=s["wq_shares"], requests=tuple(open_),
+    )
 
 
 def _snake(name: str) -> str:

@@ -39,6 +39,9 @@ def _examples(ctx: Context) -> dict[str, str]:
         out["address"] = s.stakers[0].staker_addr
     if s.minipools:
         out["nodeID"] = node_id(s.minipools[0].node_id)
+    if s.withdraw_queue and s.withdraw_queue.requests:
+        # A requester's file exists only for an open request: the example is the first one's owner.
+        out["/withdrawals/{address}:address"] = s.withdraw_queue.requests[0].requester
     return out
 
 
@@ -46,7 +49,7 @@ def _operation(ep: Endpoint, examples: dict[str, str], max_age: int) -> dict:
     params = []
     for p in ep.params:
         item = {"name": p.name, "in": p.where, "required": p.required, "description": p.description, "schema": p.schema}
-        example = p.example or examples.get(p.name)
+        example = p.example or examples.get(f"{ep.path}:{p.name}") or examples.get(p.name)
         if example:
             item["example"] = example
         params.append(item)

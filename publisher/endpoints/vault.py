@@ -11,6 +11,7 @@ from .context import Context
 from .registry import endpoint
 from .rewards import metrics_fields
 from .units import WAD, tokens
+from .withdrawals import queue_totals
 
 AVAX = S.NON_NEGATIVE
 
@@ -53,6 +54,11 @@ def tvl_avax(ctx: Context) -> Fraction:
         "minipoolLiquidStakerAvax": S.described(AVAX, "liquid stakers' AVAX matched into minipools"),
         "availableMinipools": {"type": "integer", "minimum": 0, "description": "how many minimum-size minipools the vault can fund now"},
         "depositsPaused": S.described(S.BOOLEAN, "true while deposits into the vault are paused"),
+        "withdrawQueue": S.described(S.nullable(S.ADDRESS), "the WithdrawQueue contract, the only way to redeem ggAVAX (null where the network has none); see /withdrawals"),
+        "queuePendingCount": S.described(S.nullable({"type": "integer", "minimum": 0}), "requests waiting in the withdrawal queue"),
+        "queuePendingAvax": S.described(S.nullable(AVAX), "AVAX those requests are owed"),
+        "queueFundedAvax": S.described(S.nullable(AVAX), "AVAX set aside for funded requests not yet claimed"),
+        "queueLiquidityAvax": S.described(S.nullable(AVAX), "what the queue can pay from now (totalAssets − stakingTotalAssets)"),
         "meta": S.META,
     }),
 )
@@ -76,6 +82,7 @@ def ggavax(ctx: Context):
         "minipoolLiquidStakerAvax": tokens(s.total_avax_liquid_staker_amt),
         "availableMinipools": v.amount_available_for_staking // max(1, s.settings.minipool_min_avax_assignment),
         "depositsPaused": bool(s.paused.get("TokenggAVAX")),
+        **queue_totals(ctx),
         "meta": meta(ctx),
     }
 
