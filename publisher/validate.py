@@ -172,6 +172,31 @@ def invariants(b: dict, feed_max_age: int | None = None, oracle_max_age: int | N
             out.append("/minipools: status counts do not add up to the minipool count")
         if metrics and metrics["minipool_count"] != minipools["count"]:
             out.append("/minipools: count differs from /metrics minipool_count")
+    out += _queue_invariants(b)
+    return out
+
+
+def _queue_invariants(b: dict) -> list[str]:
+    queue, vault = b.get("/withdrawals"), b.get("/ggAvax")
+    if not queue:
+        return []
+    out = []
+    files = sum(1 for p in b if p.startswith("/withdrawals/"))
+    if queue["status"] != "ok":
+        if files:
+            out.append(f"/withdrawals: no queue, but {files} requester files")
+        if vault and vault.get("withdrawQueue") is not None:
+            out.append("/withdrawals: no queue, but /ggAvax names one")
+        return out
+    pending, funded, sched = queue["pending"], queue["funded"], queue["schedule"]
+    if sched["coveredCount"] + sched["uncoveredCount"] != pending["count"] or len(sched["line"]) != pending["count"]:
+        out.append("/withdrawals: the schedule's line does not hold every pending request")
+    if funded["claimableCount"] > funded["count"] or funded["claimableAvax"] > funded["avax"] * (1 + REL):
+        out.append("/withdrawals: more claimable than funded")
+    if files and files != queue["requesters"]:
+        out.append(f"/withdrawals: {queue['requesters']} requesters but {files} requester files")
+    if vault and (vault.get("queuePendingCount"), vault.get("withdrawQueue")) != (pending["count"], queue["address"]):
+        out.append("/ggAvax: queue totals differ from /withdrawals")
     return out
 
 

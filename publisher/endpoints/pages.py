@@ -24,6 +24,7 @@ import jinja2
 import markupsafe
 
 from .. import svg
+from ..compute import queue as Q
 from ..compute import rewards as R
 from ..protocol import STATUS_LABELS
 from . import schema as S
@@ -38,6 +39,7 @@ EXAMPLE_ITEMS = 2  # list items kept in a reference example; the rest are summar
 CALCULATOR_EXAMPLE = {"ggpStaked": "10000", "avaxStaked": "1000"}
 APR_CHART_AVAX = ("1000", "4000", "10000")  # AVAX sizes drawn on the APR chart
 APY_WINDOW_DAYS = 30  # as /metrics/apy
+QUEUE_CHART_DAYS = 30  # how far ahead the withdrawal-queue chart looks
 
 
 @functools.cache
@@ -200,6 +202,32 @@ def trailing_apy(share: list[tuple[int, float]], window_days: int = APY_WINDOW_D
     return out
 
 
+def queue_series(ctx: Context, days: int = QUEUE_CHART_DAYS) -> list[svg.Series]:
+    """The queue's pending demand against the AVAX it can use over the next ``days``: liquidity now,
+    then each expected minipool return (and the reward stream) as a step, as the schedule counts them."""
+    s = ctx.snap
+    if s.withdraw_queue is None:
+        return []
+    now, end = s.block.timestamp, s.block.timestamp + days * 86_400
+    sched = Q.schedule(s)
+    available = sched.liquidity
+    released = Q.streamed(s, now)
+    points = [(now, available)]
+    for r in sched.returns:
+        t = max(r.time, now)
+        if t > end:
+            break
+        points.append((t, available))  # the step: flat until the return lands
+        stream = Q.streamed(s, t)
+        available += r.avax + stream - released
+        released = stream
+        points.append((t, available))
+    points.append((end, available + Q.streamed(s, end) - released))
+    demand = sum(r.expected_assets for r in Q.line(s))
+    return [svg.Series("AVAX the queue can use", tuple((t, v / R.WAD) for t, v in points)),
+            svg.Series("pending demand", ((now, demand / R.WAD), (end, demand / R.WAD)))]
+
+
 def _endpoint_links(ctx: Context) -> list[dict]:
     """Every documented endpoint with a link that resolves (path parameters filled with their examples)."""
     rows = []
@@ -245,8 +273,13 @@ def _dashboard(ctx: Context) -> dict:
         (svg.bar_chart("chart-minipools", "Minipools by status", [(n, counts[n]) for n in STATUS_LABELS],
                        value_label="minipools", label_header="status"), "minipools"),
     ]
+    queue = response(ctx, "/withdrawals")
+    if queue and queue["status"] == "ok":
+        charts.insert(5, (svg.line_chart("chart-queue", f"Withdrawal queue: pending demand and AVAX available, next {QUEUE_CHART_DAYS} days",
+                                         queue_series(ctx), x_label="date (UTC)", y_label="AVAX", dates=True, y_zero=True),
+                          "withdrawals"))
     return {
-        **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params,
+        **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params, "queue": queue,
         "counts": counts, "pool_count": pools["count"], "block": block, "charts": charts, "apy_window_days": APY_WINDOW_DAYS,
         "endpoints": _endpoint_links(ctx),
         "history_days": len(history), "share_points": len(hs["share"].points),
