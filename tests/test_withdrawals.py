@@ -1,0 +1,164 @@
+"""The withdrawal queue as published: every value equals a direct call to the queue at the build
+block (web3 with the compiled ABI, not our reader), and the queue's faults: paused, a request
+claimed after the pinned block, no code at the address, a malformed answer."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from support.chain import checkpoint, eth_call, header
+from web3 import Web3
+
+from publisher.build import build
+from publisher.chain.abi import Fn
+from publisher.collect import collect
+from publisher.errors import PublisherError
+from publisher.validate import load_dir, validate
+
+ARTIFACTS = json.loads((Path(__file__).parents[1] / "publisher/devnet/artifacts.json").read_text())["contracts"]
+WAD = 10**18
+pause = Fn("pause()")
+claim = Fn("claimUnstake(uint256)")
+next_request_id = Fn("nextRequestId()", "uint256")
+
+
+@pytest.fixture(scope="module")
+def built(demo_snapshot, demo_profile, tmp_path_factory):
+    out = tmp_path_factory.mktemp("api") / "out"
+    build(demo_snapshot, demo_profile, out)
+    return out
+
+
+def body(out: Path, name: str):
+    return json.loads((out / name).read_text())
+
+
+@pytest.fixture(scope="module")
+def chain(demo, demo_snapshot):
+    w3 = Web3(Web3.HTTPProvider(demo.url))
+    queue = w3.eth.contract(address=demo.addresses["WithdrawQueue"], abi=ARTIFACTS["WithdrawQueue"]["abi"])
+    vault = w3.eth.contract(address=demo.addresses["TokenggAVAX"], abi=ARTIFACTS["TokenggAVAX"]["abi"])
+    block = demo_snapshot.block.number
+
+    def call(contract, name, *args):
+        return getattr(contract.functions, name)(*args).call(block_identifier=block)
+
+    return queue, vault, call
+
+
+def test_the_demo_queue_holds_every_state(built):
+    q = body(built, "withdrawals.json")
+    assert q["status"] == "ok" and q["reason"] is None
+    assert q["pending"]["count"] > 1 and q["funded"]["claimableCount"] > 0 and q["expired"]["count"] > 0
+    assert q["schedule"]["coveredCount"] > 0 and q["schedule"]["returns"], "nothing for the forecast to forecast"
+
+
+def test_every_queue_value_equals_the_chain(built, chain, demo_snapshot):
+    queue, vault, call = chain
+    q = body(built, "withdrawals.json")
+    now = demo_snapshot.block.timestamp
+    params = q["parameters"]
+    assert params["nextRequestId"] == call(queue, "nextRequestId")
+    assert params["unstakeDelay"] == call(queue, "unstakeDelay")
+    assert params["maxExpirationDelay"] == call(queue, "maxExpirationDelay")
+    assert params["minExpirationDelay"] == call(queue, "MIN_EXPIRATION_DELAY")
+    assert params["paused"] is call(queue, "paused")
+    assert params["maxRequestsPerDeposit"] == call(queue, "getMaxRequestsPerStakingDeposit")
+    assert params["minOnBehalfShares"] == call(queue, "getMinUnstakeOnBehalfOfAmt") / WAD
+    pending = sorted(call(queue, "getAllPendingRequests"))
+    fulfilled = sorted(call(queue, "getAllFulfilledRequests"))
+    assert q["pending"]["count"] == len(pending) == call(queue, "getPendingRequestsCount")
+    assert q["funded"]["count"] == len(fulfilled) == call(queue, "getFulfilledRequestsCount")
+    assert q["funded"]["avax"] == call(queue, "totalAllocatedFunds") / WAD
+    assert q["expired"]["count"] == call(queue, "getExpiredRequestsCount")
+    assert [row["id"] for row in q["schedule"]["line"]] == pending
+    records = {i: call(queue, "getRequestInfo", i) for i in pending + fulfilled}
+    assert q["pending"]["expectedAvax"] == pytest.approx(sum(records[i][2] for i in pending) / WAD, rel=1e-12)
+    # The queue holds the pending requests' shares (fulfilled ones were burnt at fulfilment).
+    held = call(vault, "balanceOf", queue.address)
+    assert q["sharesHeld"] == held / WAD and held == sum(records[i][1] for i in pending)
+    liquidity = max(0, call(vault, "totalAssets") - call(vault, "stakingTotalAssets"))
+    assert q["liquidity"]["queueAvax"] == liquidity / WAD
+    requesters = {r[0] for r in records.values()}
+    assert q["requesters"] == len(requesters)
+    ggavax = body(built, "ggAvax.json")
+    assert (ggavax["withdrawQueue"], ggavax["queuePendingCount"]) == (queue.address, len(pending))
+    for who in requesters:
+        mine = body(built, f"withdrawals/{who.lower()}.json")
+        assert mine["requester"] == who
+        assert [r["id"] for r in mine["requests"]] == sorted(call(queue, "getRequestsByOwner", who, 0, 0))
+        for r in mine["requests"]:
+            requester, shares, expected, requested, claimable, expires, allocated = records[r["id"]]
+            assert (r["requester"], r["shares"], r["expectedAvax"], r["allocatedAvax"]) == (requester, shares / WAD, expected / WAD, allocated / WAD)
+            assert (r["requestTime"], r["claimableTime"], r["expirationTime"]) == (requested, claimable, expires)
+            assert r["fulfilled"] is call(queue, "isFulfilledRequest", r["id"])
+            assert r["canClaim"] is call(queue, "canClaimRequest", r["id"])
+            assert r["status"] == ("expired" if now >= expires else "funded" if r["fulfilled"] else "pending")
+            assert (r["position"] is None) is r["fulfilled"]
+            if not r["fulfilled"]:
+                assert r["position"] == pending.index(r["id"]) + 1
+
+
+def test_a_requester_without_open_requests_has_no_file(built, demo_snapshot):
+    someone = demo_snapshot.stakers[0].staker_addr.lower()
+    owners = {r.requester.lower() for r in demo_snapshot.withdraw_queue.requests}
+    assert someone not in owners
+    assert not (built / f"withdrawals/{someone}.json").exists()
+
+
+def test_the_pin_holds_when_a_request_is_claimed_after_it(demo, demo_profile, rpc):
+    with checkpoint(rpc):
+        pinned = int(header(rpc)["number"], 16)
+        before = collect(demo_profile, block=pinned).snapshot.withdraw_queue
+        target = next(r for r in before.requests if r.fulfilled and r.expiration_time > int(header(rpc)["timestamp"], 16) + 60)
+        rpc.request("anvil_impersonateAccount", [target.requester])
+        rpc.request("anvil_setBalance", [target.requester, hex(10 * WAD)])
+        tx = rpc.request("eth_sendTransaction", [{"from": target.requester, "to": demo.addresses["WithdrawQueue"],
+                                                  "data": "0x" + claim.encode(target.id).hex(), "gas": hex(1_000_000)}])
+        receipt = None
+        while receipt is None:
+            receipt = rpc.request("eth_getTransactionReceipt", [tx])
+        assert receipt["status"] == "0x1"
+        at_pin = collect(demo_profile, block=pinned).snapshot.withdraw_queue
+        latest = collect(demo_profile).snapshot.withdraw_queue
+    assert at_pin == before and target in at_pin.requests
+    assert target.id not in {r.id for r in latest.requests}
+    assert latest.total_allocated_funds == before.total_allocated_funds - target.allocated_funds
+
+
+def test_a_paused_queue_is_published_as_paused(demo, demo_profile, rpc, tmp_path):
+    from support.chain import send
+
+    with checkpoint(rpc):
+        send(rpc, demo.addresses["WithdrawQueue"], pause.encode())
+        snap = collect(demo_profile).snapshot
+    assert snap.withdraw_queue.paused is True
+    build(snap, demo_profile, tmp_path / "out")
+    assert body(tmp_path / "out", "withdrawals.json")["parameters"]["paused"] is True
+    assert "new requests paused" in (tmp_path / "out" / "index.html").read_text()
+
+
+def test_an_address_without_a_queue_publishes_no_queue(demo_profile, demo_snapshot, tmp_path):
+    nowhere = "0x" + "5e" * 20
+    profile = dataclasses.replace(demo_profile, withdraw_queue=nowhere)
+    snap = collect(profile).snapshot
+    assert snap.withdraw_queue is None and "no contract code for WithdrawQueue" in snap.withdraw_queue_note
+    out = tmp_path / "out"
+    build(snap, profile, out)
+    q = body(out, "withdrawals.json")
+    assert q["status"] == "noQueue" and "no contract code" in q["reason"] and q["pending"] is None
+    assert not (out / "withdrawals").exists()
+    assert body(out, "ggAvax.json")["withdrawQueue"] is None
+    assert validate(load_dir(out)) == []
+
+
+def test_a_malformed_answer_refuses_the_run(demo, demo_profile, rpc):
+    # Code that answers every call with one word: counters decode, the seven-word struct does not.
+    with checkpoint(rpc):
+        rpc.request("anvil_setCode", [demo.addresses["WithdrawQueue"], "0x600260005260206000f3"])
+        assert eth_call(rpc, demo.addresses["WithdrawQueue"], next_request_id) == 2
+        with pytest.raises(PublisherError) as err:
+            collect(demo_profile)
+    assert "WithdrawQueue" in str(err.value)
