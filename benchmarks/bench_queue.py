@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench import Clock, load, machine  # noqa: E402
+from bench import Clock, load, machine
 
 WAD = 10**18
 
