@@ -45,7 +45,7 @@ lint: $(VENV)/.test
 	$(BIN)/ruff check publisher tests benchmarks
 	$(BIN)/mypy publisher
 
-# Regenerate the README's generated tables (the tests fail when they drift).
+# Regenerate the documentation's generated tables (the tests fail when they drift).
 docs: $(VENV)/.runtime
 	$(BIN)/python -m publisher.readme
 
