@@ -148,7 +148,9 @@ def main() -> None:
         report = figures(net, Path(tmp) / "out", endpoint, "api", snap, changes=args.changes, k=args.k,
                          poll=args.poll, row=lambda name, value, note: print(f"{name:<42} {value:<44} {note}", flush=True))
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps(report, indent=2) + "\n")
+        import record
+
+        record.write(args.json_path, report, [s["load"] for s in report["samples"]])
 
 
 if __name__ == "__main__":
