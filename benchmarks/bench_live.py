@@ -81,6 +81,12 @@ def stats(values: list[float]) -> dict:
             "p90_abs": pct(a, 0.9), "max_abs": max(a), "max_signed": max(values, key=abs), "mean_signed": statistics.fmean(values)}
 
 
+def late_summary(delays: list[float]) -> dict:
+    """How many scored distributions ran late, and by how many days at least and at most."""
+    late = [d for d in delays if d]
+    return {"count": len(late), "min_days": min(late, default=0), "max_days": max(late, default=0), "days": delays}
+
+
 def summary(name: str, values: list[float], unit: str = "%") -> str:
     if not values:
         return f"{name}: no samples"
@@ -183,10 +189,10 @@ def main() -> None:
     print(f"ggavax_apy methods: {dict(Counter(b.apy_method for b in builds))}; "
           f"null after the first build: {apy_null_after_first} of {len(builds) - 1}")
     if args.json_path:
+        late_days = [live.lateness.get(d.cycle - 1, 0) / DAY for d in live.distributions[:scored]]
         record.write(args.json_path, {
             "seed": args.seed, "cycles": args.cycles, "every_days": args.every, "archive": args.archive,
-            "days": live.day, "distributions": scored, "late_days": [live.lateness.get(d.cycle - 1, 0) / DAY for d in live.distributions[:scored]
-                                                   if live.lateness.get(d.cycle - 1, 0)],
+            "days": live.day, "distributions": scored, "late": late_summary(late_days),
             "builds": len(builds), "build_seconds_median": statistics.median(build_seconds),
             "wall_seconds": time.perf_counter() - t0,
             "pool_pct": {kind: stats(v) for kind, v in pool_err.items()},

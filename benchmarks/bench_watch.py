@@ -104,7 +104,9 @@ def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 
         except subprocess.TimeoutExpired:
             proc.kill()
     lat = [s["latency"] for s in samples]
-    result = {"poll": poll, "k": k, "samples": samples, "median": statistics.median(lat), "max": max(lat)}
+    loads = [s["load"] for s in samples]
+    result = {"poll": poll, "k": k, "changes": changes, "samples": samples, "median": statistics.median(lat), "max": max(lat),
+              "load": [min(loads), max(loads)]}
     row(f"watch: block-to-bucket (k={k}, poll {poll:g}s)", f"median {result['median']:.2f} s, max {result['max']:.2f} s",
         "target <= 5 s")
     return result

@@ -1,8 +1,11 @@
 """The documentation stays true to the repository: the generated tables equal what their generators
-write now, the README stays a short front door whose endpoint table is the registry's, and every
-relative link in README.md and docs/ lands on a file (and heading) that exists."""
+write now (the command and variable tables from the code, the performance tables from the committed
+benchmark results), the README stays a short front door whose endpoint table is the registry's, and
+every relative link in README.md and docs/ lands on a file (and heading) that exists."""
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -18,6 +21,14 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_LIMIT = 12 * 1024
 
 
+def _report():
+    """benchmarks/report.py, the performance tables' generator (not a package module)."""
+    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "benchmarks" / "report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
@@ -27,13 +38,30 @@ def test_generated_tables_are_current():
     assert run.returncode == 0, run.stderr
 
 
+def test_performance_tables_are_the_committed_results():
+    """docs/performance.md's tables are what benchmarks/report.py renders from benchmarks/results/."""
+    run = subprocess.run([sys.executable, "benchmarks/report.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
 def test_each_generated_section_is_in_its_one_file():
     """A table moved or copied by hand would keep its markers where no generator writes them."""
-    homes = {name: where for name, (where, _) in readme.SECTIONS.items()}
+    homes = {name: where for name, (where, _) in {**readme.SECTIONS, **_report().sections()}.items()}
     for path in DOCS:
         for name in readme.markers(path.read_text(encoding="utf-8")):
-            if name in homes:
-                assert homes[name] == _rel(path), f"{_rel(path)} holds {name}, which is written into {homes[name]}"
+            assert name in homes, f"{_rel(path)} holds a section {name} that nothing generates"
+            assert homes[name] == _rel(path), f"{_rel(path)} holds {name}, which is written into {homes[name]}"
+
+
+def test_every_results_file_has_its_table_and_says_where_it_comes_from():
+    report = _report()
+    files = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (ROOT / "benchmarks" / "results").glob("*.json")}
+    assert set(files) == set(report.TABLES)
+    for name, r in files.items():
+        assert r["recorded"]["source"] in ("measured", "transcribed"), name
+        assert r["command"].startswith("python benchmarks/") and r["recorded"]["date"], name
+        if r["recorded"]["source"] == "transcribed":
+            assert r["recorded"]["from"].startswith("README.md at "), name
 
 
 def test_readme_is_a_front_door():
