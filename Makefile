@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 
-.PHONY: setup demo build serve test lint docs lock bench clean
+.PHONY: setup demo build serve test lint docs lock bench bench-all clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,9 +45,11 @@ lint: $(VENV)/.test
 	$(BIN)/ruff check publisher tests benchmarks
 	$(BIN)/mypy publisher
 
-# Regenerate the README's generated tables (the tests fail when they drift).
+# Regenerate the documentation's generated tables (the tests fail when they drift): the command and
+# variable tables from the code, docs/performance.md's tables from benchmarks/results/.
 docs: $(VENV)/.runtime
 	$(BIN)/python -m publisher.readme
+	$(BIN)/python benchmarks/report.py
 
 # Resolve the locks anew from pyproject.toml (needs uv: `pip install uv`).
 lock:
@@ -56,12 +58,28 @@ lock:
 	uv pip compile pyproject.toml requirements/build.in --extra test --generate-hashes --universal --python-version 3.11 \
 	  --quiet --custom-compile-command "make lock" -o requirements/test.txt
 
-# One command, one table (`make bench JSON=bench.json` also writes the figures as JSON). The
-# snapshot's naive baseline stays its own script: benchmarks/bench_snapshot.py.
+# Measure, then write the figures into docs/performance.md: each benchmark writes its report into
+# benchmarks/results/ and benchmarks/report.py renders the tables from them. `make bench` runs the
+# pipeline, the forecasts and growth (GROWTH_SIZES=1k,10k,30k for a lighter run); `make bench-all`
+# adds the snapshot's naive baseline, the rewards function, serve, the mainnet rehearsal and the
+# soak (which took 23 minutes on a busy machine). The machine should be otherwise idle: every table
+# states the load it was measured at.
+RESULTS := benchmarks/results
+GROWTH_SIZES ?= 10k,100k
+
 bench: setup $(VENV)/.test
-	$(BIN)/python benchmarks/bench.py $(if $(JSON),--json $(JSON))
-	$(BIN)/python benchmarks/bench_live.py
-	$(BIN)/python benchmarks/bench_growth.py
+	$(BIN)/python benchmarks/bench.py --json $(RESULTS)/pipeline.json
+	$(BIN)/python benchmarks/bench_live.py --cycles 10 --every 2 --json $(RESULTS)/live.json
+	$(BIN)/python benchmarks/bench_growth.py --sizes $(GROWTH_SIZES) --json $(RESULTS)/growth.json
+	$(BIN)/python benchmarks/report.py
+
+bench-all: bench
+	$(BIN)/python benchmarks/bench_snapshot.py --sample 50 --json $(RESULTS)/snapshot.json
+	$(BIN)/python benchmarks/bench_function.py --json $(RESULTS)/function.json
+	$(BIN)/python benchmarks/bench_serve.py --json $(RESULTS)/serve.json
+	$(BIN)/python benchmarks/bench_mainnet.py --json $(RESULTS)/mainnet.json
+	$(BIN)/python benchmarks/soak.py --runs 50 --seed 7 --json $(RESULTS)/soak.json
+	$(BIN)/python benchmarks/report.py
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache

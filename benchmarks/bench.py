@@ -1,6 +1,6 @@
 """Benchmark: the whole pipeline on the devnet `scale` scenario (10 000 stakers, 3 000 minipools).
 
-Run: python benchmarks/bench.py [--json FILE] [--quick]   (or `make bench`)
+Run: python benchmarks/bench.py [--json FILE] [--quick]   (`make bench` writes benchmarks/results/pipeline.json)
 
 Measures, in one devnet session: the snapshot; a full build by stage and `publisher check`; a
 rebuild one block later with k = 0, 1, 10, 100 changed stakers (min / median of three, after a
@@ -11,14 +11,14 @@ the rewards function (warm p50/p99, cold import); `publisher serve` requests per
 
 Every figure carries the load average of the moment, because the machine is shared: wall seconds
 are what the targets speak of, CPU seconds (this process) say how much of it was our own work.
-No assertions: the tests assert behaviour.
+`--json` writes the figures with their machine and load (benchmarks/record.py); benchmarks/report.py
+renders docs/performance.md's table from them. No assertions: the tests assert behaviour.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import http.client
-import json
 import logging
 import os
 import subprocess
@@ -30,6 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import record
+
 WAD = 10**18
 TARGETS = {
     "full build": "<= 6 s", "check": "<= 3 s", "rebuild k<=10": "snapshot + <= 1 s",
@@ -38,8 +40,11 @@ TARGETS = {
 }
 
 
+LOADS = record.Loads()
+
+
 def load() -> float:
-    return round(os.getloadavg()[0], 2)
+    return LOADS.sample()
 
 
 class Clock:
@@ -50,16 +55,6 @@ class Clock:
     def __exit__(self, *exc):
         self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
         self.load = load()
-
-
-def machine() -> dict:
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            model = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cores": os.cpu_count(), "cpu": model, "python": sys.version.split()[0]}
 
 
 def changed_stakers(snap, k: int, round_: int):
@@ -84,7 +79,7 @@ def main() -> None:
     from publisher.pipeline import build
     from publisher.validate import load_dir, network_profile, validate
 
-    report: dict = {"machine": machine(), "scenario": args.scenario, "targets": TARGETS}
+    report: dict = {"scenario": args.scenario, "targets": TARGETS}
     rows: list[tuple[str, str, str]] = []
 
     def row(name: str, value: str, note: str = "") -> None:
@@ -108,7 +103,7 @@ def main() -> None:
         with Clock() as c:
             built = build(snap, profile, out)
         report["full_build"] = {"seconds": c.wall, "cpu": c.cpu, "load": c.load, "files": built.count,
-                                "bytes": built.bytes, "stages": built.stages}
+                                "bytes": built.bytes, "stages": built.stages, "processes": record.machine()["cores"]}
         stages = ", ".join(f"{k} {v:.2f}" for k, v in built.stages.items())
         row("full build (render+validate+write)", f"{c.wall:.2f} s (cpu {c.cpu:.2f})",
             f"load {c.load}; {built.count:,} files, {built.bytes / 1e6:.1f} MB; {stages}")
@@ -138,7 +133,9 @@ def main() -> None:
                                  "rendered": built.rendered, "written": built.written, "stages": built.stages})
             wall = sorted(r["seconds"] for r in runs)
             snaps = sorted(r["snapshot"] for r in runs)
-            report["rebuild"][k] = {"runs": runs, "min": wall[0], "median": wall[len(wall) // 2]}
+            report["rebuild"][k] = {"runs": runs, "min": wall[0], "median": wall[len(wall) // 2],
+                                    "snapshot_median": snaps[len(snaps) // 2], "rendered": built.rendered,
+                                    "written": built.written, "load": [min(r["load"] for r in runs), max(r["load"] for r in runs)]}
             row(f"rebuild one block later, k={k}",
                 f"snapshot {snaps[len(snaps) // 2]:.2f} + build {wall[0]:.2f} / {wall[len(wall) // 2]:.2f} s",
                 f"min / median of {len(runs)}; load {c.load}; {built.rendered} rendered, {built.written} written")
@@ -150,8 +147,7 @@ def main() -> None:
         report["serve"] = serve_figures(out, snap, row)
     report["rows"] = rows
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
-        print(f"wrote {args.json_path}")
+        record.write(args.json_path, report, LOADS.seen)
     subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
@@ -177,7 +173,7 @@ def publish_figures(out: Path, snap, net, profile, row) -> dict:
             requests = sum(v for key, v in r.items() if not key.startswith("bytes"))
             moved = r.get("bytes sent", 0) + r.get("bytes received", 0)
             beyond = moved - plan.upload_bytes
-            figures[name] = {"seconds": c.wall, "cpu": c.cpu, "load": c.load, "requests": dict(r),
+            figures[name] = {"seconds": c.wall, "cpu": c.cpu, "load": c.load, "requests": dict(r), "request_count": requests,
                              "objects": len(plan.upload), "object_bytes": plan.upload_bytes,
                              "manifest_objects": len(plan.shards) + int(plan.manifest_changed),
                              "bytes_moved": moved, "beyond_objects": beyond}
@@ -186,6 +182,7 @@ def publish_figures(out: Path, snap, net, profile, row) -> dict:
                 f"{len(plan.shards) + int(plan.manifest_changed)} manifest objects; {beyond:,} B beyond the objects")
         # The same bucket and tree, now followed by `publisher watch`.
         figures["watch"] = bench_watch.figures(net, out, endpoint, "api", snap, row=row)
+        LOADS.seen += [s["load"] for s in figures["watch"]["samples"]]
     return figures
 
 
@@ -195,7 +192,8 @@ def function_figures(snap, row) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-function-") as tmp:
         r = bench_function.run(snap, Path(tmp), 20_000, 20)
     w, c = r["warm_us"], r["cold_ms"]
-    row("function warm p50 / p99", f"{w['p50']} / {w['p99']} us", f"load {load()}")
+    r["load"] = load()
+    row("function warm p50 / p99", f"{w['p50']} / {w['p99']} us", f"load {r['load']}")
     row("function cold import (median of 20)", f"{c['bytecode']['import_median']} ms with bytecode, "
         f"{c['source']['import_median']} ms sources only", f"load {load()}")
     return r

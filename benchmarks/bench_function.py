@@ -1,12 +1,13 @@
 """Benchmark: the rewards function as deployed — the zip's handler, warm latency per request with
 params cached, cold import time in fresh interpreters, and the zip's size.
 
-Run: python benchmarks/bench_function.py [--snapshot snap.json] [--requests 20000] [--cold 20]
+Run: python benchmarks/bench_function.py [--snapshot snap.json] [--requests 20000] [--cold 20] [--json FILE]
 Without --snapshot a throwaway demo devnet supplies the params. Cold import runs the way Lambda
 does: the zip extracted to a directory nothing may write to (-B), a fresh `python -I -S` per
 start, once with the shipped bytecode and once with the sources alone (median of --cold runs each,
-interleaved so load on a shared machine hits both alike). Prints a text summary and a JSON report
-(no assertions — tests assert behaviour). Targets: p50 <= 100 us, cold import <= 20 ms.
+interleaved so load on a shared machine hits both alike). Prints a text summary and a JSON report,
+and with ``--json`` writes it for docs/performance.md (no assertions — tests assert behaviour).
+Targets: p50 <= 100 us, cold import <= 20 ms.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ import time
 import timeit
 import zipfile
 from pathlib import Path
+
+import record
 
 from publisher.compute import rewards as R
 from publisher.compute.params import rewards_params
@@ -89,8 +92,10 @@ def main() -> None:
     ap.add_argument("--snapshot")
     ap.add_argument("--requests", type=int, default=20_000)
     ap.add_argument("--cold", type=int, default=20)
+    ap.add_argument("--json", dest="json_path", help="also write the report here")
     args = ap.parse_args()
 
+    load_start = record.load()
     snap = load_snapshot(args.snapshot)
     with tempfile.TemporaryDirectory(prefix="bench-function-") as tmp:
         report = run(snap, Path(tmp), args.requests, args.cold)
@@ -106,6 +111,8 @@ def main() -> None:
               f"first request (params load) {k['first_request_median']} ms; whole process {k['process_median']} ms")
     print(f"machine        {report['machine']}")
     print(json.dumps(report, sort_keys=True))
+    if args.json_path:
+        record.write(args.json_path, report, [load_start, report["machine"]["loadavg"][0]])
 
 
 def run(snap: Snapshot, tmp: Path, requests: int, cold_runs: int) -> dict:

@@ -9,7 +9,8 @@ empty folder. Records the seeding time, the build's wall time, the peak RSS of t
 summary), the time a bare loop takes to create the same files on the same disk (the disk's own
 share), and the log-log slope of each between consecutive sizes (1.0: linear). The build's CPU time (user + system, from the same rusage) is the figure to compare on a
 shared machine: wall seconds there mostly measure the other load. Prints a table and the
-machine's load average; asserts nothing.
+machine's load average, and with ``--json`` writes the figures for docs/performance.md
+(benchmarks/report.py); asserts nothing.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import record
 
 from publisher.devnet import running
 
@@ -141,17 +144,15 @@ def main() -> None:
               f"{r['disk_seconds']:>7.1f} {r.get('slope_disk_seconds', ''):>6} {r['peak_rss_mb']:>12.0f} {r.get('slope_peak_rss_mb', ''):>6} "
               f"{r['files']:>8,} {r['requests']:>9} {split:>10} "
               f"{max(r['load']):>6.1f}")
-    report = {"machine": {"cores": os.cpu_count(), "loadavg_end": [round(x, 2) for x in os.getloadavg()],
-                          "python": sys.version.split()[0]},
-              "sizes": rows}
+    report: dict = {"loadavg_end": [round(x, 2) for x in os.getloadavg()], "sizes": rows}
     if len(rows) > 1:
         span = math.log(rows[-1]["stakers"] / rows[0]["stakers"])
         report["slope_first_to_last"] = {k: round(math.log(rows[-1][k] / rows[0][k]) / span, 2)
                                          for k in SLOPED}
         print(f"slope {rows[0]['stakers']:,} -> {rows[-1]['stakers']:,}: {report['slope_first_to_last']}")
-    print(f"machine: {os.cpu_count()} cores, load average now {report['machine']['loadavg_end']}")
+    print(f"machine: {os.cpu_count()} cores, load average now {report['loadavg_end']}")
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        record.write(args.json_path, report, [x for r in rows for x in r["load"]] + [report["loadavg_end"][0]])
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ reward paid is scored against the validator rate the latest build published.
 By default the builds see no archive state (``apy_base`` dropped, as on a pruned node), so
 ``ggavax_apy`` must come from the recorded history or the reward stream; ``--archive`` keeps it.
 
-Run: python benchmarks/bench_live.py [--cycles 10] [--every 5] [--seed 1] [--archive]
-(prints figures; no assertions — tests assert behaviour)
+Run: python benchmarks/bench_live.py [--cycles 10] [--every 5] [--seed 1] [--archive] [--json FILE]
+(prints figures and, with ``--json``, writes them for docs/performance.md; no assertions — tests
+assert behaviour)
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+import record
 
 from publisher.build import build
 from publisher.collect import collect, devnet_profile
@@ -68,6 +71,22 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
 
+def stats(values: list[float]) -> dict:
+    """Samples, exact ones, the median, p90 and largest error by size, the largest with its sign and
+    the mean with its sign."""
+    a = [abs(v) for v in values]
+    if not values:
+        return {"samples": 0}
+    return {"samples": len(values), "exact": sum(v == 0 for v in values), "median_abs": statistics.median(a),
+            "p90_abs": pct(a, 0.9), "max_abs": max(a), "max_signed": max(values, key=abs), "mean_signed": statistics.fmean(values)}
+
+
+def late_summary(delays: list[float]) -> dict:
+    """How many scored distributions ran late, and by how many days at least and at most."""
+    late = [d for d in delays if d]
+    return {"count": len(late), "min_days": min(late, default=0), "max_days": max(late, default=0), "days": delays}
+
+
 def summary(name: str, values: list[float], unit: str = "%") -> str:
     if not values:
         return f"{name}: no samples"
@@ -82,9 +101,12 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=5, help="protocol days between builds")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--archive", action="store_true", help="let builds read archive state for the APY")
+    ap.add_argument("--json", dest="json_path", help="also write the figures here")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
+    loads = record.Loads()
+    loads.sample()
     builds: list[Published] = []
     pending: list[Published] = []
     kinds = ("distribution on time", "distribution late, built before the cycle end", "built while overdue")
@@ -137,6 +159,7 @@ def main() -> None:
                     snap = dataclasses.replace(snap, apy_base=None)
                 build(snap, profile, out, force=True)
                 build_seconds.append(time.perf_counter() - tb)
+                loads.sample()
                 b = read_build(out)
                 if builds and b.apy is None:
                     apy_null_after_first += 1
@@ -165,6 +188,22 @@ def main() -> None:
     print(f"validator rate sources: {dict(Counter(b.rate_source for b in builds))}")
     print(f"ggavax_apy methods: {dict(Counter(b.apy_method for b in builds))}; "
           f"null after the first build: {apy_null_after_first} of {len(builds) - 1}")
+    if args.json_path:
+        late_days = [live.lateness.get(d.cycle - 1, 0) / DAY for d in live.distributions[:scored]]
+        record.write(args.json_path, {
+            "seed": args.seed, "cycles": args.cycles, "every_days": args.every, "archive": args.archive,
+            "days": live.day, "distributions": scored, "late": late_summary(late_days),
+            "builds": len(builds), "build_seconds_median": statistics.median(build_seconds),
+            "wall_seconds": time.perf_counter() - t0,
+            "pool_pct": {kind: stats(v) for kind, v in pool_err.items()},
+            "staker_pct": {kind: stats(v) for kind, v in staker_rel.items()},
+            "staker_ggp": {kind: stats(v) for kind, v in staker_err.items()},
+            "staker_exact_builds": staker_exact_builds,
+            "avax_pct": stats(avax_err),
+            "validator_rate_sources": dict(Counter(b.rate_source for b in builds)),
+            "apy_methods": dict(Counter(b.apy_method for b in builds)),
+            "apy_null_after_first": apy_null_after_first,
+        }, loads.seen)
 
 
 if __name__ == "__main__":

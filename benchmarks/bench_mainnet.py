@@ -1,6 +1,6 @@
 """Benchmark: a mainnet run, rehearsed at mainnet's size.
 
-Run: python benchmarks/bench_mainnet.py [--scenario mainnet-size] [--runs 3] [--latency 0.15]
+Run: python benchmarks/bench_mainnet.py [--scenario mainnet-size] [--runs 3] [--latency 0.15] [--json FILE]
 
 Starts ``publisher devnet --as mainnet`` in process (the contracts at the shipped profile's
 addresses, chain id 43114) and runs the real CLI, ``publisher build --network mainnet``, against
@@ -8,7 +8,8 @@ it: first with an empty out/ (the price history built from scratch), then again 
 (the history resumed, as every scheduled run after the first). Each is run directly against the
 local node and stand-ins, and through a proxy that adds ``--latency`` seconds to every HTTP
 request, standing for a public RPC and the Glacier/CoinGecko round trips. Prints the CLI's own
-request counts and the wall time; asserts nothing.
+request counts and the wall time, and with ``--json`` writes them for docs/performance.md; asserts
+nothing.
 
 The rehearsal chain is a few hundred blocks long, so it cannot show the first run's log scan on
 mainnet: that figure is computed from the profile (history_days, history_log_span) and mainnet's
@@ -28,6 +29,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+import record
 import requests
 
 from publisher.config import load_profile
@@ -95,15 +97,23 @@ def build(rpc: str, services: dict[str, str], out: str) -> tuple[float, str]:
     return seconds, proc.stdout
 
 
-def figures(stdout: str) -> str:
+def figures(stdout: str) -> dict:
+    """What the CLI's summary says of one build."""
     rpc = re.search(r"requests\s+(\d+) HTTP, (\d+) JSON-RPC \((\d+) eth_call\), ([\d,]+) bytes", stdout)
     src = re.search(r"sources\s+(\d+) HTTP requests", stdout)
     read = re.search(r"read\s+(\d+) stakers, (\d+) minipools", stdout)
-    files = re.search(r"built\s+\d+ endpoints, (\d+) files.* in ([\d.]+)s", stdout)
+    files = re.search(r"built\s+\d+ endpoints, (\d+) files, ([\d,]+) bytes.* in ([\d.]+)s", stdout)
     collect = re.search(r"read\s+.* in ([\d.]+)s", stdout)
-    return (f"{read[1]} stakers / {read[2]} minipools | RPC: {rpc[1]} HTTP, {rpc[2]} JSON-RPC ({rpc[3]} eth_call), "
-            f"{rpc[4]} bytes | sources: {src[1] if src else 0} HTTP | {files[1]} files | "
-            f"chain+sources {collect[1]} s, whole build {files[2]} s")
+    return {"stakers": int(read[1]), "minipools": int(read[2]), "rpc_http_requests": int(rpc[1]), "rpc_calls": int(rpc[2]),
+            "eth_calls": int(rpc[3]), "rpc_bytes": int(rpc[4].replace(",", "")), "api_requests": int(src[1]) if src else 0,
+            "files": int(files[1]), "file_bytes": int(files[2].replace(",", "")), "read_seconds": float(collect[1]),
+            "build_seconds": float(files[3])}
+
+
+def line(f: dict) -> str:
+    return (f"{f['stakers']} stakers / {f['minipools']} minipools | RPC: {f['rpc_http_requests']} HTTP, {f['rpc_calls']} JSON-RPC "
+            f"({f['eth_calls']} eth_call), {f['rpc_bytes']:,} bytes | sources: {f['api_requests']} HTTP | {f['files']} files | "
+            f"chain+sources {f['read_seconds']} s, whole build {f['build_seconds']} s")
 
 
 def main() -> None:
@@ -111,7 +121,11 @@ def main() -> None:
     ap.add_argument("--scenario", default="mainnet-size")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--latency", type=float, default=0.15, help="seconds added to every HTTP request in the second series")
+    ap.add_argument("--json", dest="json_path", help="also write the figures here")
     args = ap.parse_args()
+    loads = record.Loads()
+    loads.sample()
+    rows = []
     with running(args.scenario, as_network="mainnet") as net:
         print(f"rehearsal '{args.scenario}' as mainnet ready in {net.seconds:.1f}s (load {os.getloadavg()[0]:.1f})")
         for delay in (0.0, args.latency):
@@ -122,7 +136,7 @@ def main() -> None:
                 rpc = proxies[0].url
                 services = {k: p.url for k, p in zip(services, proxies[1:], strict=True)}
             for kind in ("first run (history from scratch)", "later run (history resumed)"):
-                times, line = [], ""
+                times, got = [], {}
                 for _ in range(args.runs):
                     out = tempfile.mkdtemp(prefix="bench-mainnet-")
                     try:
@@ -132,8 +146,11 @@ def main() -> None:
                     finally:
                         shutil.rmtree(out, ignore_errors=True)
                     times.append(seconds)
-                    line = figures(stdout)
-                print(f"latency {delay * 1000:.0f} ms, {kind}: {min(times):.2f}-{max(times):.2f} s wall (CLI process) | {line}")
+                    got = figures(stdout)
+                    loads.sample()
+                print(f"latency {delay * 1000:.0f} ms, {kind}: {min(times):.2f}-{max(times):.2f} s wall (CLI process) | {line(got)}")
+                rows.append({"latency_ms": round(delay * 1000), "run": kind.split()[0], "runs": args.runs,
+                             "wall_min": min(times), "wall_max": max(times), **got})
             for p in proxies:
                 p.close()
     p = load_profile("mainnet")
@@ -142,6 +159,8 @@ def main() -> None:
     print(f"computed: a first mainnet run scans {p.history_days} days ≈ {blocks / 1e6:.1f} M blocks in {p.history_log_span}-block "
           f"ranges = {ranges:,.0f} ranges, {ranges / RANGES_PER_BATCH:,.0f} eth_getLogs batches ({2 * ranges:,.0f} calls); "
           f"a later run at the {p.cadence_seconds} s cadence scans ≈ {p.cadence_seconds / MAINNET_BLOCK_SECONDS:.0f} blocks: one batch")
+    if args.json_path:
+        record.write(args.json_path, {"scenario": args.scenario, "latency_ms": round(args.latency * 1000), "rows": rows}, loads.seen)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Benchmark: a full snapshot of the devnet `scale` scenario (10 000 stakers, 3 000 minipools)
 against a naive reader that makes one eth_call, in its own HTTP request, per value.
 
-Run: python benchmarks/bench_snapshot.py [--scenario scale] [--runs 3] [--sample K]
+Run: python benchmarks/bench_snapshot.py [--scenario scale] [--runs 3] [--sample K] [--json FILE]
 
 Both readers run in this process against the same node and the same block. The node's own time
 is the same JSON-RPC requests as one chain read, replayed one after another over one keep-alive
@@ -9,7 +9,8 @@ connection with nothing done with the answers (best of 3): what the node needs, 
 what the snapshot reads (every scalar, every staker with getStakers(i, 1) plus its four views,
 every minipool with getMinipool(i)) and its values are checked against the snapshot, so the two
 columns describe the same work. ``--sample K`` makes the naive reader read every K-th staker and
-minipool and scale its figures up; the output then says so. Prints a table; asserts nothing.
+minipool and scale its figures up; the output then says so. Prints a table and, with ``--json``,
+writes the figures for docs/performance.md (benchmarks/report.py); asserts nothing.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import statistics
 import time
 from urllib.parse import urlsplit
 
+import record
 import requests
 from eth_utils import keccak
 
@@ -186,11 +188,13 @@ def main() -> None:
     ap.add_argument("--scenario", default="scale", choices=("demo", "scale"))
     ap.add_argument("--runs", type=int, default=3, help="snapshot runs (the table shows the median)")
     ap.add_argument("--sample", type=int, default=1, help="naive reader reads every K-th staker/minipool and extrapolates")
+    ap.add_argument("--json", dest="json_path", help="also write the figures here")
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR)  # keep the table readable; warnings are in the snapshot
 
     print(f"machine: {os.cpu_count()} cores, python {'.'.join(map(str, __import__('sys').version_info[:3]))}")
     t_start = time.perf_counter()
+    load_start = record.load()
     with running(args.scenario) as net:
         up = time.perf_counter() - t_start
         profile = devnet_profile(load_profile("devnet"), net)
@@ -249,6 +253,7 @@ def main() -> None:
               f"and its requests, bytes and time were scaled to the full set.")
     else:
         print(f"naive reader read everything ({naive['items']:,} stakers and minipools) in {naive['measured_seconds']:.1f} s.")
+    loads = [load_start, record.load()]
     verdict = "yes" if naive["mismatches"] == 0 else f"NO ({naive['mismatches']} differ)"
     print(f"naive values equal the snapshot's: {verdict}")
     print()
@@ -258,6 +263,19 @@ def main() -> None:
         (time_ratio >= TARGET_TIME_RATIO, f"wall time ratio >= {TARGET_TIME_RATIO}x: {time_ratio:.1f}x"),
     ):
         print(f"[{'met' if ok else 'MISSED'}] {text}")
+    if args.json_path:
+        record.write(args.json_path, {
+            "scenario": args.scenario, "stakers": snap.staker_count, "minipools": snap.minipool_count, "runs": len(runs),
+            "collect": {"rpc_http_requests": c.http_requests, "rpc_calls": c.rpc_calls, "api_requests": runs[0].http.requests,
+                        "seconds_median": secs, "seconds_min": min(walls), "cpu_median": statistics.median(cpu)},
+            "chain": {"rpc_http_requests": cc.http_requests, "rpc_calls": cc.rpc_calls, "seconds_median": chain_secs,
+                      "cpu_median": statistics.median(chain_cpu)},
+            "node": {"rpc_http_requests": len(client.sent), "rpc_calls": cc.rpc_calls, "seconds": node_secs},
+            "naive": {"requests": naive["requests"], "seconds": naive["seconds"], "sample": args.sample,
+                      "mismatches": naive["mismatches"]},
+            "ratio": {"requests": round(req_ratio), "seconds": round(time_ratio, 1),
+                      "chain_over_node": round(chain_secs / node_secs, 2), "collect_over_node": round(secs / node_secs, 2)},
+        }, loads)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,9 @@ def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 
         except subprocess.TimeoutExpired:
             proc.kill()
     lat = [s["latency"] for s in samples]
-    result = {"poll": poll, "k": k, "samples": samples, "median": statistics.median(lat), "max": max(lat)}
+    loads = [s["load"] for s in samples]
+    result = {"poll": poll, "k": k, "changes": changes, "samples": samples, "median": statistics.median(lat), "max": max(lat),
+              "load": [min(loads), max(loads)]}
     row(f"watch: block-to-bucket (k={k}, poll {poll:g}s)", f"median {result['median']:.2f} s, max {result['max']:.2f} s",
         "target <= 5 s")
     return result
@@ -148,7 +150,9 @@ def main() -> None:
         report = figures(net, Path(tmp) / "out", endpoint, "api", snap, changes=args.changes, k=args.k,
                          poll=args.poll, row=lambda name, value, note: print(f"{name:<42} {value:<44} {note}", flush=True))
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps(report, indent=2) + "\n")
+        import record
+
+        record.write(args.json_path, report, [s["load"] for s in report["samples"]])
 
 
 if __name__ == "__main__":

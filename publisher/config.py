@@ -75,7 +75,7 @@ class Profile:
 @dataclass(frozen=True)
 class EnvVar:
     """One PUBLISHER_* variable: the Profile field it overrides (None for tool settings), whether it
-    may carry a secret, and what it is for. README's table is generated from ENV_VARS."""
+    may carry a secret, and what it is for. docs/operating.md's table is generated from ENV_VARS."""
     name: str
     field: str | None
     help: str
@@ -99,7 +99,7 @@ _SECRET_FIELDS = {"validator_api_key"}  # never accepted from a profile file
 
 
 def env_table() -> str:
-    """The Markdown table of ENV_VARS that README.md carries (tests fail when it drifts)."""
+    """The Markdown table of ENV_VARS that docs/operating.md carries (tests fail when it drifts)."""
     rows = ["| variable | overrides | secret | what it is |", "|---|---|---|---|"]
     for var in ENV_VARS:
         target = f"`{var.field}`" if var.field else "—"

@@ -1,16 +1,19 @@
-"""Keeps README.md's generated sections in step with the code: `python -m publisher.readme` rewrites
-them, and a test fails when the committed README differs from what this would write."""
+"""Keeps the documentation's generated sections in step with the code: `python -m publisher.readme`
+rewrites them, and with `--check` fails when a committed file differs from what it would write (a
+test runs it). A section sits between `<!-- NAME:start -->` and `<!-- NAME:end -->` in the one file
+named for it in SECTIONS; benchmarks/report.py writes the performance tables the same way."""
 from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import click
 
 from .config import env_table
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def command_table() -> str:
@@ -33,24 +36,57 @@ def command_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-SECTIONS = {"env-table": env_table, "command-table": command_table}
+# Section name -> (the file it lives in, relative to the repository, and what writes its body).
+Sections = Mapping[str, tuple[str, Callable[[], str]]]
+SECTIONS: Sections = {
+    "command-table": ("docs/operating.md", command_table),
+    "env-table": ("docs/operating.md", env_table),
+}
 
 
-def render(text: str) -> str:
-    for name, make in SECTIONS.items():
-        pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", re.S)
-        if not pattern.search(text):
-            raise SystemExit(f"README.md has no <!-- {name}:start --> … <!-- {name}:end --> block")
-        text = pattern.sub(lambda m: m.group(1) + make() + m.group(2), text)  # noqa: B023
-    return text
+def _pattern(name: str) -> re.Pattern:
+    return re.compile(rf"(<!-- {re.escape(name)}:start -->\n).*?(<!-- {re.escape(name)}:end -->)", re.S)
 
 
-def main() -> None:
-    current = README.read_text(encoding="utf-8")
-    wanted = render(current)
-    if "--check" in sys.argv[1:]:
-        sys.exit(0 if wanted == current else "README.md's generated tables are out of date: run `make docs`")
-    README.write_text(wanted, encoding="utf-8")
+def replace_section(text: str, name: str, body: str, where: str) -> str:
+    """``text`` with the section ``name`` holding ``body``; the section must be there exactly once."""
+    pattern = _pattern(name)
+    found = len(pattern.findall(text))
+    if found != 1:
+        raise SystemExit(f"{where} has {found or 'no'} <!-- {name}:start --> … <!-- {name}:end --> blocks, not one")
+    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+
+
+def rendered(sections: Sections, root: Path = ROOT) -> dict[Path, tuple[str, str]]:
+    """Each file holding a section: (its text now, its text with every section written anew)."""
+    files: dict[Path, tuple[str, str]] = {}
+    for name, (where, make) in sections.items():
+        path = root / where
+        if path not in files:
+            text = path.read_text(encoding="utf-8")
+            files[path] = (text, text)
+        current, wanted = files[path]
+        files[path] = (current, replace_section(wanted, name, make(), where))
+    return files
+
+
+def markers(text: str) -> list[str]:
+    """The names of the generated sections ``text`` holds."""
+    return re.findall(r"<!-- ([\w:.-]+):start -->", text)
+
+
+def main(sections: Sections = SECTIONS, argv: list[str] | None = None, root: Path = ROOT) -> None:
+    check = "--check" in (sys.argv[1:] if argv is None else argv)
+    stale = []
+    for path, (current, wanted) in rendered(sections, root).items():
+        if wanted == current:
+            continue
+        if check:
+            stale.append(path.relative_to(root).as_posix())
+        else:
+            path.write_text(wanted, encoding="utf-8")
+    if stale:
+        sys.exit(f"generated tables out of date in {', '.join(stale)}: run `make docs`")
 
 
 if __name__ == "__main__":
