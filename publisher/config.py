@@ -34,6 +34,10 @@ class Profile:
     multicall: str = "0xcA11bde05977b3631167028862bE2a173976CA11"
     avax_usd_feed: str | None = None
     dex_pair: str | None = None
+    # The ggAVAX (stAVAX) exit path: the WithdrawQueue proxy and the pstAVAX token proxy. Neither is
+    # in the Storage registry (the queue is known to ggAVAX by role only), so the profile names them.
+    withdraw_queue: str | None = None
+    pst_avax: str | None = None
     # Registry addresses we expect; a mismatch with the chain's Storage is reported as a warning.
     addresses: dict[str, str] = field(default_factory=dict)
     price_api_url: str | None = None

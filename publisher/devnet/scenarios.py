@@ -24,6 +24,15 @@ PROVIDER_ARTIFACT = keccak(text="Artifact")
 
 PRELAUNCH, LAUNCHED, STAKING, WITHDRAWABLE, FINISHED, CANCELED, ERROR = MinipoolStatus
 
+# The withdraw queue's parameters. Mainnet's unstakeDelay comes from a deployment variable (not in
+# the public sources); these are realistic picks. The per-deposit limit and the on-behalf minimum
+# are the contract's own defaults (50, 0.01 ggAVAX); 3 days is the contract's minimum expiry.
+QUEUE_UNSTAKE_DELAY = 7 * DAY
+QUEUE_MAX_EXPIRATION_DELAY = 30 * DAY
+QUEUE_MIN_EXPIRATION_DELAY = 3 * DAY
+QUEUE_MAX_PER_DEPOSIT = 50
+QUEUE_MIN_ON_BEHALF = WAD // 100
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -86,6 +95,57 @@ def resolve(name: str, stakers: int | None = None, minipools: int | None = None)
 
 
 @dataclass
+class QueueRequest:
+    """One withdraw-queue request as the scenario files it, and what has become of it at ``now``."""
+
+    id: int
+    requester: str
+    shares: int  # ggAVAX wei; a pstAVAX request's shares are the token's to work out, filled in at seeding
+    request_time: int
+    unstake_delay: int  # the queue's delay in force when it was filed
+    expiration_delay: int  # as asked; the queue raises anything under 3 days to 3 days
+    via: str  # "direct" (requestUnstake), "pst" (pstAVAX withdrawViaQueue, on behalf)
+    fate: str  # at now: "pending", "fulfilled", "claimed", "cancelled" or "reclaimed"
+    served: bool = False  # fulfilled at some point (a closed request may have been, or not)
+    pst_assets: int = 0  # pstAVAX burnt for it (via "pst")
+
+    @property
+    def claimable_time(self) -> int:
+        return self.request_time + self.unstake_delay
+
+    @property
+    def expiration_time(self) -> int:
+        return self.claimable_time + max(self.expiration_delay, QUEUE_MIN_EXPIRATION_DELAY)
+
+    def state(self, t: int) -> str:
+        """The request's state at time ``t`` (reference §5): "closed", "pending", "pending-expired",
+        "cancellable" (fulfilled, t < claimableTime), "claimable" or "fulfilled-expired"."""
+        if self.fate in ("claimed", "cancelled", "reclaimed"):
+            return "closed"
+        if self.fate == "pending":
+            return "pending-expired" if t >= self.expiration_time else "pending"
+        if t >= self.expiration_time:
+            return "fulfilled-expired"
+        return "cancellable" if t < self.claimable_time else "claimable"
+
+
+@dataclass
+class QueuePlan:
+    """The withdraw queue at ``now``: its parameters and every request ever filed, in id order."""
+
+    unstake_delay: int
+    max_expiration_delay: int
+    max_per_deposit: int
+    min_on_behalf: int
+    requests: list[QueueRequest]
+    covered: int  # pending requests at the front of the line that the vault's liquidity covers at now
+    pst_deposits: list[tuple[str, int]] = field(default_factory=list)  # (user, WAVAX put into pstAVAX)
+
+    def open(self) -> list[QueueRequest]:
+        return [r for r in self.requests if r.fate in ("pending", "fulfilled")]
+
+
+@dataclass
 class Scenario:
     name: str
     start: int  # first timeline block
@@ -96,6 +156,7 @@ class Scenario:
     deposits: list[tuple[str, int]]  # ggAVAX depositors at the start
     validator_rate: float  # the primary-network reward rate the history is generated with
     paused: dict[str, bool] = field(default_factory=dict)
+    queue: QueuePlan | None = None
 
     @property
     def final_price(self) -> int:
@@ -124,7 +185,22 @@ def build(name: str, stakers: int | None = None, minipools: int | None = None) -
     deposits = [(_address(rng), int(target * w / sum(weights)) // WAD * WAD) for w in weights]
     # A paused-flag example with no side effect on seeding (the devnet Oracle ignores the flag).
     paused = {"Oracle": True, "TokenggAVAX": False}
-    return Scenario(name, start, now, rows, pools, prices, deposits, rate, paused)
+    queue = _queue_plan(random.Random(f"ggp-devnet-queue-{seed}"), deposits, now, target - ls_total)
+    return Scenario(name, start, now, rows, pools, prices, deposits, rate, paused, queue)
+
+
+def _queue_plan(rng: random.Random, deposits: list[tuple[str, int]], now: int, idle: int) -> QueuePlan:
+    """A few holders' requests filed just before now: the depositor served the first two, the
+    others wait for its next call (the vault's idle AVAX, ``idle``, covers them)."""
+    t = now - 50
+    sizes = [idle // 40, idle // 60, idle // 30, idle // 50]
+    reqs = [QueueRequest(i, deposits[i][0], size // NAVAX * NAVAX, t, QUEUE_UNSTAKE_DELAY, 14 * DAY, "direct",
+                         "fulfilled" if i < 2 else "pending", served=i < 2)
+            for i, size in enumerate(sizes)]
+    user = _address(rng)
+    reqs.append(QueueRequest(len(reqs), user, 0, t, QUEUE_UNSTAKE_DELAY, 0, "pst", "pending", pst_assets=idle // 80 // NAVAX * NAVAX))
+    return QueuePlan(QUEUE_UNSTAKE_DELAY, QUEUE_MAX_EXPIRATION_DELAY, QUEUE_MAX_PER_DEPOSIT, QUEUE_MIN_ON_BEHALF, reqs,
+                     covered=3, pst_deposits=[(user, idle // 40 // NAVAX * NAVAX)])
 
 
 def _address(rng: random.Random) -> str:

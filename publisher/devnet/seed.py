@@ -56,7 +56,32 @@ set_stakers = Fn(f"setStakers({abis.STAKER}[])")
 set_minipools = Fn(f"setMinipools({abis.MINIPOOL}[])")
 set_total_ls = Fn("setTotalAVAXLiquidStakerAmt(uint256)")
 
-# name -> constructor argument names, in deployment order (the order fixes the addresses).
+# The exit path (mainnet signatures; depositWAVAX is the devnet pstAVAX's WAVAX deposit).
+approve = Fn("approve(address,uint256)")
+request_unstake = Fn("requestUnstake(uint256,uint48)")
+queue_deposit = Fn("depositFromStaking(uint256,uint256,bytes32)")
+wavax_mint = Fn("mint(address,uint256)")
+pst_deposit_wavax = Fn("depositWAVAX(uint256)")
+withdraw_via_queue = Fn("withdrawViaQueue(uint256,uint48)")
+queue_request = Fn("requests(uint256)", "(address,uint256,uint256,uint48,uint48,uint48,uint256)")
+QUEUE_GAS = 2_000_000  # one request, claim, cancel or reclaim
+SERVE_GAS = 30_000_000  # one depositor call: up to 50 redemptions
+SEED_SOURCE = b"SEED".ljust(32, b"\0")
+MAX_UINT = 2**256 - 1
+
+# Roles (mainnet signatures): ggAVAX's own and the queue's AccessControl.
+grant_role = Fn("grantRole(bytes32,address)")
+WITHDRAW_QUEUE_ROLE = keccak(text="WITHDRAW_QUEUE_ROLE")
+STAKER_ROLE = keccak(text="STAKER_ROLE")
+DEPOSITOR_ROLE = keccak(text="DEPOSITOR_ROLE")
+PAUSER_ROLE = keccak(text="PAUSER_ROLE")
+
+# The withdraw queue's parameters at deployment (mainnet sets unstakeDelay from a deployment
+# variable; these are realistic picks, see scenarios.QUEUE_*).
+QUEUE_ARGS = {"unstakeDelay": scenarios.QUEUE_UNSTAKE_DELAY, "maxExpirationDelay": scenarios.QUEUE_MAX_EXPIRATION_DELAY}
+
+# name -> constructor argument names, in deployment order (the order fixes the addresses: new
+# contracts go at the end so the earlier ones keep theirs).
 DEPLOY_ORDER = (
     ("Storage", ()),
     ("TokenGGP", ("Storage",)),
@@ -70,6 +95,8 @@ DEPLOY_ORDER = (
     ("ClaimNodeOp", ("Storage",)),
     ("PriceFeed", ("decimals", "description")),
     ("DexPair", ("TokenGGP", "WAVAX")),
+    ("WithdrawQueue", ("TokenggAVAX", "WAVAX", "Storage", "unstakeDelay", "maxExpirationDelay")),
+    ("TokenpstAVAX", ("TokenggAVAX", "WAVAX", "WithdrawQueue")),
 )
 REGISTERED = ("TokenGGP", "WAVAX", "ProtocolDAO", "Oracle", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp")
 
@@ -115,8 +142,11 @@ class Sender:
         # Strictly increasing: a block may not share its parent's time.
         self.clock = max(timestamp, self.clock + 1)
 
-    def send(self, to: str | None, data: bytes, what: str, gas: int = TX_GAS) -> None:
-        tx = {"from": DEPLOYER, "data": "0x" + data.hex(), "gas": hex(gas)}
+    def send(self, to: str | None, data: bytes, what: str, gas: int = TX_GAS, sender: str = DEPLOYER) -> None:
+        """Send from ``sender`` (the deployer unless a holder acts for itself, see allow_any_sender)."""
+        tx = {"from": sender, "data": "0x" + data.hex(), "gas": hex(gas)}
+        if sender != DEPLOYER:
+            tx["gasPrice"] = "0x0"  # a holder may have no AVAX (the deployer's own transactions keep their form)
         if to:
             tx["to"] = to
         if self.grouping:
@@ -157,13 +187,20 @@ class Sender:
         queued, self.queued = self.queued, []
         if not queued:
             return
-        nonce = int(self.client.request("eth_getTransactionCount", [DEPLOYER, "pending"]), 16)
+        senders = list(dict.fromkeys(tx["from"] for tx, _ in queued))
+        counts = self.client.batch([("eth_getTransactionCount", [who, "pending"]) for who in senders])
+        nonce = {who: int(n, 16) for who, n in zip(senders, counts, strict=True)}
+        # Runs of one sender go out in batches; a run is sent only once the previous one is in
+        # the pool, so the block's order is the order sent even across senders.
         part: list[tuple[dict, str]] = []
         size = 0
         for i, (tx, what) in enumerate(queued):
-            part.append(({**tx, "nonce": hex(nonce + i)}, what))
+            who = tx["from"]
+            part.append(({**tx, "nonce": hex(nonce[who])}, what))
+            nonce[who] += 1
             size += len(tx["data"])
-            if size >= SEND_BATCH_BYTES or len(part) >= SEND_BATCH or i == len(queued) - 1:
+            last = i == len(queued) - 1
+            if last or size >= SEND_BATCH_BYTES or len(part) >= SEND_BATCH or queued[i + 1][0]["from"] != who:
                 hashes = self.client.batch([("eth_sendTransaction", [t]) for t, _ in part])
                 self.pending += [(h, w) for h, (_, w) in zip(hashes, part, strict=True)]
                 part, size = [], 0
@@ -218,10 +255,28 @@ def deploy(client: RpcClient, start: int) -> dict[str, str]:
             addresses[name] = to_checksum_address(receipt["contractAddress"])
         for name in REGISTERED:
             sender.send(addresses["Storage"], register_contract.encode(name, addresses[name]), f"register {name}")
+        grant_roles(sender, addresses)
         sender.check()
     client.request("anvil_setCode", [MULTICALL3, artifacts["Multicall3"]["deployedBytecode"]])
     addresses["Multicall3"] = MULTICALL3
+    allow_any_sender(client)
     return addresses
+
+
+def grant_roles(sender: Sender, a: dict[str, str]) -> None:
+    """Wire the queue as on mainnet: ggAVAX lets it redeem (WITHDRAW_QUEUE_ROLE) and deposit from
+    staking (STAKER_ROLE); the deployer, which plays the protocol's operator, is the queue's
+    depositor and pauser (its admin already, as the queue's deployer)."""
+    sender.send(a["TokenggAVAX"], grant_role.encode(WITHDRAW_QUEUE_ROLE, a["WithdrawQueue"]), "grant WITHDRAW_QUEUE_ROLE")
+    sender.send(a["TokenggAVAX"], grant_role.encode(STAKER_ROLE, a["WithdrawQueue"]), "grant STAKER_ROLE")
+    sender.send(a["WithdrawQueue"], grant_role.encode(DEPOSITOR_ROLE, DEPLOYER), "grant DEPOSITOR_ROLE")
+    sender.send(a["WithdrawQueue"], grant_role.encode(PAUSER_ROLE, DEPLOYER), "grant PAUSER_ROLE")
+
+
+def allow_any_sender(client: RpcClient) -> None:
+    """Holders act for themselves (request, claim, cancel): anvil signs for any address, and with
+    gas priced at zero (anvil.py) an address needs no balance to send."""
+    client.request("anvil_autoImpersonateAccount", [True])
 
 
 def _ctor_arg(arg: str, addresses: dict[str, str]):
@@ -231,11 +286,14 @@ def _ctor_arg(arg: str, addresses: dict[str, str]):
         return 8
     if arg == "description":
         return "AVAX / USD"
+    if arg in QUEUE_ARGS:
+        return QUEUE_ARGS[arg]
     return _predicted(arg, addresses)
 
 
 def _ctor_type(arg: str) -> str:
-    return {"cycle": "uint32", "decimals": "uint8", "description": "string"}.get(arg, "address")
+    return {"cycle": "uint32", "decimals": "uint8", "description": "string",
+            "unstakeDelay": "uint48", "maxExpirationDelay": "uint48"}.get(arg, "address")
 
 
 def _predicted(name: str, addresses: dict[str, str]) -> str:
@@ -290,7 +348,52 @@ def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
     if s.clock + 2 >= cycle_end:
         send(a["TokenggAVAX"], sync_rewards.encode(), "ggAVAX sync")
     s.check()
+    if sc.queue:
+        _seed_queue(s, a, sc)
     _seed_state(s, a, sc)
+
+
+def _seed_queue(s: Sender, a: dict[str, str], sc: Scenario) -> None:
+    """File the scenario's requests, the holders acting for themselves; the deployer, as the
+    queue's depositor, serves the line once between the requests it serves and the others."""
+    q = sc.queue
+    assert q is not None
+    queue = a["WithdrawQueue"]
+    served = [r for r in q.requests if r.served]
+    rest = [r for r in q.requests if not r.served]
+    with s.one_block(sc.now - 50):
+        for r in served:
+            _file(s, a, r)
+        s.send(queue, queue_deposit.encode(0, 0, SEED_SOURCE), "serve the line", SERVE_GAS)
+        for user, amount in q.pst_deposits:
+            s.send(a["WAVAX"], wavax_mint.encode(user, amount), "WAVAX for a pstAVAX holder", QUEUE_GAS)
+            s.send(a["WAVAX"], approve.encode(a["TokenpstAVAX"], amount), "approve pstAVAX", QUEUE_GAS, sender=user)
+            s.send(a["TokenpstAVAX"], pst_deposit_wavax.encode(amount), "pstAVAX deposit", QUEUE_GAS, sender=user)
+        for r in rest:
+            _file(s, a, r)
+    s.check()
+    _read_back(s.client, queue, [r for r in q.requests if r.via == "pst"])
+
+
+def _file(s: Sender, a: dict[str, str], r: scenarios.QueueRequest) -> None:
+    if r.via == "pst":
+        s.send(a["TokenpstAVAX"], withdraw_via_queue.encode(r.pst_assets, r.expiration_delay), f"request {r.id} via pstAVAX",
+               QUEUE_GAS, sender=r.requester)
+        return
+    s.send(a["TokenggAVAX"], approve.encode(a["WithdrawQueue"], r.shares), "approve the queue", QUEUE_GAS, sender=r.requester)
+    s.send(a["WithdrawQueue"], request_unstake.encode(r.shares, r.expiration_delay), f"request {r.id}", QUEUE_GAS, sender=r.requester)
+
+
+def _read_back(client: RpcClient, queue: str, reqs: list[scenarios.QueueRequest]) -> None:
+    """Shares the chain worked out (pstAVAX requests): filled into the scenario's records."""
+    if not reqs:
+        return
+    raw = client.batch([("eth_call", [{"to": queue, "data": "0x" + queue_request.encode(r.id).hex()}, "latest"]) for r in reqs])
+    for r, data in zip(reqs, raw, strict=True):
+        requester, shares, *_ = queue_request.decode(bytes.fromhex(data[2:]))
+        if requester.lower() != r.requester.lower():
+            raise PublisherError(f"devnet seeding: queue request {r.id} belongs to {requester}, not {r.requester}")
+        r.shares = shares
 
 
 def _seed_state(s: Sender, a: dict[str, str], sc: Scenario) -> None:
