@@ -64,8 +64,18 @@ wavax_mint = Fn("mint(address,uint256)")
 pst_deposit_wavax = Fn("depositWAVAX(uint256)")
 withdraw_via_queue = Fn("withdrawViaQueue(uint256,uint48)")
 queue_request = Fn("requests(uint256)", "(address,uint256,uint256,uint48,uint48,uint48,uint256)")
+seed_requests = Fn("seedRequests((address,uint256,uint48,uint48)[])")
+set_unstake_delay = Fn("setUnstakeDelay(uint48)")
+claim_unstake = Fn("claimUnstake(uint256)")
+cancel_request = Fn("cancelRequest(uint256)")
+reclaim_expired = Fn("reclaimExpiredRequest(uint256)")
+pending_ids = Fn("getAllPendingRequests()", "uint256[]")
+fulfilled_ids = Fn("getAllFulfilledRequests()", "uint256[]")
+next_request_id = Fn("nextRequestId()", "uint256")
 QUEUE_GAS = 2_000_000  # one request, claim, cancel or reclaim
 SERVE_GAS = 30_000_000  # one depositor call: up to 50 redemptions
+SEED_BATCH = 1000  # requests per seedRequests transaction
+SEED_GAS = 300_000  # per seeded request: the record, two sets, the line
 SEED_SOURCE = b"SEED".ljust(32, b"\0")
 MAX_UINT = 2**256 - 1
 
@@ -323,6 +333,8 @@ def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
         send(a["Storage"], set_paused.encode(name, paused), f"pause {name}")
     for who, amt in sc.deposits:
         send(a["TokenggAVAX"], deposit_for.encode(who, amt), "ggAVAX deposit")
+    if sc.queue and sc.queue.provided:
+        send(a["TokenggAVAX"], deposit_for.encode(DEPLOYER, sc.queue.provided), "ggAVAX for the seeded queue requests")
     send(a["TokenggAVAX"], sync_rewards.encode(), "first ggAVAX sync")
     cycle_end = (s.clock + GGAVAX_CYCLE) // GGAVAX_CYCLE * GGAVAX_CYCLE
     ls_total = sum(m["avaxLiquidStakerAmt"] for m in sc.active_pools())
@@ -354,25 +366,65 @@ def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
 
 
 def _seed_queue(s: Sender, a: dict[str, str], sc: Scenario) -> None:
-    """File the scenario's requests, the holders acting for themselves; the deployer, as the
-    queue's depositor, serves the line once between the requests it serves and the others."""
+    """Write the queue's history (scenarios.QueuePlan) in the blocks just before ``sc.now``, then
+    check the chain holds what the plan says."""
     q = sc.queue
     assert q is not None
-    queue = a["WithdrawQueue"]
-    served = [r for r in q.requests if r.served]
-    rest = [r for r in q.requests if not r.served]
-    with s.one_block(sc.now - 50):
-        for r in served:
-            _file(s, a, r)
-        s.send(queue, queue_deposit.encode(0, 0, SEED_SOURCE), "serve the line", SERVE_GAS)
+    queue, gg = a["WithdrawQueue"], a["TokenggAVAX"]
+    seeded = [r for r in q.requests if r.via == "seed"]
+    old = [r for r in seeded if r.unstake_delay == q.launch_unstake_delay]
+    new = [r for r in seeded if r.unstake_delay != q.launch_unstake_delay]
+
+    def by_holder(reqs: list[scenarios.QueueRequest], fate: str, served: bool) -> None:
+        for r in reqs:
+            if r.fate == fate and r.served == served:
+                if fate == "reclaimed":  # anyone may: the deployer does
+                    s.send(queue, reclaim_expired.encode(r.id), f"reclaim request {r.id}", QUEUE_GAS)
+                else:
+                    fn = claim_unstake if fate == "claimed" else cancel_request
+                    s.send(queue, fn.encode(r.id), f"{fate} request {r.id}", QUEUE_GAS, sender=r.requester)
+
+    # Six blocks ending at q.seeded_at, the many small transactions apart from the few that log a
+    # lot (anvil's receipts for a block cost its transactions times its logs).
+    t = q.seeded_at - 5
+    with s.one_block(t):
+        if seeded:
+            s.send(gg, approve.encode(queue, MAX_UINT), "approve the queue", QUEUE_GAS)
+        s.send(queue, set_unstake_delay.encode(q.launch_unstake_delay), "launch unstake delay", QUEUE_GAS)
+        _seed_requests(s, queue, old)
+    with s.one_block(t + 1):
+        by_holder(old, "cancelled", False)
+        by_holder(old, "reclaimed", False)
+    with s.one_block(t + 2):
+        # Every old request still pending is served; closed ones are stale entries in the line.
+        for _ in range(len(old) // q.max_per_deposit + 1):
+            s.send(queue, queue_deposit.encode(0, 0, SEED_SOURCE), "serve the line", SERVE_GAS)
+    with s.one_block(t + 3):
+        by_holder(old, "claimed", True)
+        by_holder(old, "cancelled", True)
+        by_holder(old, "reclaimed", True)
+    with s.one_block(t + 4):
+        s.send(queue, set_unstake_delay.encode(q.unstake_delay), "lower the unstake delay", QUEUE_GAS)
+        _seed_requests(s, queue, new)
+    with s.one_block(q.seeded_at):
+        by_holder(new, "cancelled", False)
+        by_holder(new, "reclaimed", False)
         for user, amount in q.pst_deposits:
             s.send(a["WAVAX"], wavax_mint.encode(user, amount), "WAVAX for a pstAVAX holder", QUEUE_GAS)
             s.send(a["WAVAX"], approve.encode(a["TokenpstAVAX"], amount), "approve pstAVAX", QUEUE_GAS, sender=user)
             s.send(a["TokenpstAVAX"], pst_deposit_wavax.encode(amount), "pstAVAX deposit", QUEUE_GAS, sender=user)
-        for r in rest:
-            _file(s, a, r)
+        for r in q.requests:
+            if r.via != "seed":
+                _file(s, a, r)
     s.check()
-    _read_back(s.client, queue, [r for r in q.requests if r.via == "pst"])
+    _check_queue(s.client, a, q)
+
+
+def _seed_requests(s: Sender, queue: str, reqs: list[scenarios.QueueRequest]) -> None:
+    items = [(r.requester, r.shares, r.request_time, r.expiration_delay) for r in reqs]
+    for i in range(0, len(items), SEED_BATCH):
+        part = items[i : i + SEED_BATCH]
+        s.send(queue, seed_requests.encode(part), f"seed requests {reqs[i].id}..", SEED_GAS * len(part) + SMALL_GAS)
 
 
 def _file(s: Sender, a: dict[str, str], r: scenarios.QueueRequest) -> None:
@@ -384,16 +436,38 @@ def _file(s: Sender, a: dict[str, str], r: scenarios.QueueRequest) -> None:
     s.send(a["WithdrawQueue"], request_unstake.encode(r.shares, r.expiration_delay), f"request {r.id}", QUEUE_GAS, sender=r.requester)
 
 
-def _read_back(client: RpcClient, queue: str, reqs: list[scenarios.QueueRequest]) -> None:
-    """Shares the chain worked out (pstAVAX requests): filled into the scenario's records."""
-    if not reqs:
-        return
-    raw = client.batch([("eth_call", [{"to": queue, "data": "0x" + queue_request.encode(r.id).hex()}, "latest"]) for r in reqs])
-    for r, data in zip(reqs, raw, strict=True):
-        requester, shares, *_ = queue_request.decode(bytes.fromhex(data[2:]))
-        if requester.lower() != r.requester.lower():
-            raise PublisherError(f"devnet seeding: queue request {r.id} belongs to {requester}, not {r.requester}")
-        r.shares = shares
+def _check_queue(client: RpcClient, a: dict[str, str], q: scenarios.QueuePlan) -> None:
+    """The chain holds the plan: the same ids issued, the same pending and fulfilled sets, and
+    the vault's liquidity covers exactly the first ``q.covered`` pending requests. pstAVAX
+    requests' shares (the token's to work out) are filled into the plan."""
+    queue, gg = a["WithdrawQueue"], a["TokenggAVAX"]
+    front = sorted(r.id for r in q.requests if r.fate == "pending")[: q.covered + 1]
+    pst = [r for r in q.requests if r.via == "pst"]
+    calls: list[tuple[str, Fn, tuple]] = [(queue, next_request_id, ()), (queue, pending_ids, ()), (queue, fulfilled_ids, ()),
+             (gg, Fn("totalAssets()", "uint256"), ()), (gg, Fn("stakingTotalAssets()", "uint256"), ())]
+    calls += [(queue, queue_request, (i,)) for i in front] + [(queue, queue_request, (r.id,)) for r in pst]
+    raw = client.batch([("eth_call", [{"to": to, "data": "0x" + fn.encode(*args).hex()}, "latest"]) for to, fn, args in calls])
+    got = [fn.decode(bytes.fromhex(r[2:])) for (_, fn, _), r in zip(calls, raw, strict=True)]
+    issued, pending, fulfilled, assets, staking = got[:5]
+    front_rows, pst_rows = got[5 : 5 + len(front)], got[5 + len(front) :]
+
+    def fail(what: str) -> PublisherError:
+        return PublisherError(f"devnet seeding: the withdraw queue does not hold its plan: {what}")
+
+    if issued != len(q.requests):
+        raise fail(f"{issued} requests issued, not {len(q.requests)}")
+    if set(pending) != {r.id for r in q.requests if r.fate == "pending"}:
+        raise fail("the pending set differs")
+    if set(fulfilled) != {r.id for r in q.requests if r.fate == "fulfilled"}:
+        raise fail("the fulfilled set differs")
+    for r, row in zip(pst, pst_rows, strict=True):
+        if row[0].lower() != r.requester.lower():
+            raise fail(f"request {r.id} belongs to {row[0]}, not {r.requester}")
+        r.shares = row[1]
+    liquid = max(0, assets - staking)
+    need = [row[2] for row in front_rows]
+    if not sum(need[: q.covered]) <= liquid < sum(need):
+        raise fail(f"liquidity {liquid} should cover the first {q.covered} pending requests ({need}) and no more")
 
 
 def _seed_state(s: Sender, a: dict[str, str], sc: Scenario) -> None:
