@@ -49,9 +49,9 @@ def devnet_profile(profile: Profile, net) -> Profile:
     a, svc = net.addresses, net.services
     return profile.with_overrides(
         rpc_urls=(net.url,), storage=a["Storage"], avax_usd_feed=a["PriceFeed"], dex_pair=a["DexPair"],
+        withdraw_queue=a.get("WithdrawQueue"), pst_avax=a.get("TokenpstAVAX"),
         addresses={k: a[k] for k in ("TokenGGP", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp", "ProtocolDAO", "Oracle")},
         validator_api_url=svc.get("validator_api"), pchain_rpc_url=svc.get("pchain_rpc"), price_api_url=svc.get("price_api"),
-        withdraw_queue=a.get("WithdrawQueue"), pst_avax=a.get("TokenpstAVAX"),
     )
 
 

@@ -34,7 +34,8 @@ class Profile:
     multicall: str = "0xcA11bde05977b3631167028862bE2a173976CA11"
     avax_usd_feed: str | None = None
     dex_pair: str | None = None
-    # The ggAVAX withdrawal queue and the pstAVAX token: not in the Storage registry, so named here.
+    # The ggAVAX (stAVAX) exit path: the WithdrawQueue proxy and the pstAVAX token proxy. Neither is
+    # in the Storage registry (the queue is known to ggAVAX by role only), so the profile names them.
     withdraw_queue: str | None = None
     pst_avax: str | None = None
     # Registry addresses we expect; a mismatch with the chain's Storage is reported as a warning.

@@ -44,7 +44,8 @@ def create2_pair(factory: str, init_code_hash: str, token_a: str, token_b: str) 
 def address_fields(profile) -> dict[str, str | None]:
     """Every address a profile names, keyed as its ``sources`` entry is."""
     out = {"storage": profile.storage, "multicall": profile.multicall,
-           "avax_usd_feed": profile.avax_usd_feed, "dex_pair": profile.dex_pair}
+           "avax_usd_feed": profile.avax_usd_feed, "dex_pair": profile.dex_pair,
+           "withdraw_queue": profile.withdraw_queue, "pst_avax": profile.pst_avax}
     return out | {f"addresses.{k}": v for k, v in profile.addresses.items()}
 
 
@@ -210,7 +211,11 @@ def edited_profile_dir(tmp_path, network: str, key: str, value: str):
     return folder
 
 
-@pytest.mark.parametrize("key", sorted(k for k, v in address_fields(load_profile("mainnet")).items() if v))
+# The exit path's addresses (withdraw_queue, pst_avax) are left out while snapshots do not read them.
+EXIT_PATH = ("withdraw_queue", "pst_avax")
+
+
+@pytest.mark.parametrize("key", sorted(k for k, v in address_fields(load_profile("mainnet")).items() if v and k not in EXIT_PATH))
 def test_one_edited_address_in_a_profile_copy_is_named_in_one_line(key, mainnet, tmp_path):
     folder = edited_profile_dir(tmp_path, "mainnet", key, NOWHERE)
     proc = cli(mainnet, "snapshot", "--network", "mainnet", "--rpc-url", mainnet.url, "--out", tmp_path / "s.json",

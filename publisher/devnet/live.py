@@ -1,6 +1,6 @@
 """A devnet that keeps moving: the seeded demo chain run forward one protocol day per step.
 
-Each day prices move, ggAVAX takes deposits and redemptions, minipools are created, launched,
+Each day prices move, ggAVAX takes deposits and queue requests, minipools are created, launched,
 started, ended (and cycled by the contract while their duration has room), errored, canceled and
 withdrawn; ggAVAX syncs its rewards when its cycle ends; the GGP rewards cycle is started and
 distributed when due, some cycles late. Every choice comes from a seeded RNG and every block's
@@ -141,8 +141,8 @@ class Live:
             shares = self.op.call("TokenggAVAX", abis.balanceOf, holder) // 50
             liquid = self.op.call("TokenggAVAX", abis.amountAvailableForStaking)
             if shares and self.op.call("TokenggAVAX", abis.convertToAssets, shares) < liquid // 4:
-                self.op.redeem(holder, shares)
-                out.append("ggAVAX redemption")
+                self.op.request_unstake(holder, shares, 14 * DAY)
+                out.append("ggAVAX queue request")
         return out
 
     def _minipools(self) -> list[str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..chain import abis
 from ..chain.abi import Fn
 from ..chain.rpc import RpcClient
-from .seed import Sender
+from .seed import QUEUE_GAS, Sender
 
 WAD = 10**18
 NAVAX = 10**9
@@ -33,7 +33,8 @@ withdraw_funds = Fn("withdrawMinipoolFunds(address)")
 stake_ggp_for = Fn("stakeGGPFor(address,uint256)")
 sync_rewards = Fn("syncRewards()")
 deposit_for = Fn("depositFor(address,uint256)")
-redeem_for = Fn("redeemFor(address,uint256)")
+approve = Fn("approve(address,uint256)")
+request_unstake = Fn("requestUnstake(uint256,uint48)")
 set_price = Fn("setGGPPriceInAVAX(uint256,uint256)")
 update_answer = Fn("updateAnswer(int256,uint256)")
 set_paused = Fn("setPaused(string,bool)")
@@ -161,8 +162,10 @@ class Operator:
     def deposit(self, who: str, assets: int) -> None:
         self.send("TokenggAVAX", deposit_for.encode(who, assets), "ggAVAX deposit")
 
-    def redeem(self, who: str, shares: int) -> None:
-        self.send("TokenggAVAX", redeem_for.encode(who, shares), "ggAVAX redeem")
+    def request_unstake(self, who: str, shares: int, expiration_delay: int = 0) -> None:
+        """A holder leaves through the queue (the only exit): approve, then file the request."""
+        self.s.send(self.a["TokenggAVAX"], approve.encode(self.a["WithdrawQueue"], shares), "approve the queue", QUEUE_GAS, sender=who)
+        self.s.send(self.a["WithdrawQueue"], request_unstake.encode(shares, expiration_delay), "queue request", QUEUE_GAS, sender=who)
 
     def set_prices(self, ggp_in_avax: int, avax_usd: int) -> None:
         self.send("Oracle", set_price.encode(ggp_in_avax, self.s.next_block_time()), "oracle price")

@@ -23,7 +23,8 @@ from . import seed as S
 from .scenarios import Scenario
 
 # Profile address field -> devnet contract name.
-PROFILE_FIELDS = {"storage": "Storage", "avax_usd_feed": "PriceFeed", "dex_pair": "DexPair"}
+PROFILE_FIELDS = {"storage": "Storage", "avax_usd_feed": "PriceFeed", "dex_pair": "DexPair",
+                  "withdraw_queue": "WithdrawQueue", "pst_avax": "TokenpstAVAX"}
 
 
 def targets(profile: Profile) -> dict[str, str]:
@@ -74,9 +75,11 @@ def install(client: RpcClient, profile: Profile, start: int) -> dict[str, str]:
         addresses = {name: want.get(name, temp[name]) for name in order}
         for name in S.REGISTERED:
             sender.send(addresses["Storage"], S.register_contract.encode(name, addresses[name]), f"register {name}")
+        S.grant_roles(sender, addresses)  # at the final addresses: roles name the queue
         sender.check()
     client.request("anvil_setCode", [S.MULTICALL3, artifacts["Multicall3"]["deployedBytecode"]])
     addresses["Multicall3"] = S.MULTICALL3
+    S.allow_any_sender(client)
     return addresses
 
 

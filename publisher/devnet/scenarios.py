@@ -1,5 +1,6 @@
-"""Deterministic devnet scenarios as plain data: who stakes what, which minipools exist, and how
-prices and the ggAVAX vault move over the history window.
+"""Deterministic devnet scenarios as plain data: who stakes what, which minipools exist, how
+prices and the ggAVAX vault move over the history window, and the withdraw queue's requests in
+every state at the scenario's ``now`` (QueuePlan).
 
 Pure functions of the scenario name (a seeded RNG), so the same scenario always produces the same
 chain. The seeder (seed.py) turns this data into transactions; the local stand-ins for third-party
@@ -7,6 +8,7 @@ APIs read the same data so their answers agree with the chain.
 """
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -24,6 +26,23 @@ PROVIDER_ARTIFACT = keccak(text="Artifact")
 
 PRELAUNCH, LAUNCHED, STAKING, WITHDRAWABLE, FINISHED, CANCELED, ERROR = MinipoolStatus
 
+# The withdraw queue's parameters. Mainnet's unstakeDelay comes from a deployment variable (not in
+# the public sources); these are realistic picks. The per-deposit limit and the on-behalf minimum
+# are the contract's own defaults (50, 0.01 ggAVAX); 3 days is the contract's minimum expiry.
+# Scenarios start the queue with a 14-day delay and lower it to 7 days 12 days before `now`:
+# requests keep the delay they were filed under, which is what lets a request filed before the
+# change still be cancellable (fulfilled, before its claimableTime) while a later one, behind it in
+# line, has already expired unserved.
+QUEUE_UNSTAKE_DELAY = 7 * DAY
+QUEUE_LAUNCH_UNSTAKE_DELAY = 14 * DAY
+QUEUE_DELAY_LOWERED = 12 * DAY  # before now
+QUEUE_MAX_EXPIRATION_DELAY = 30 * DAY
+QUEUE_MIN_EXPIRATION_DELAY = 3 * DAY
+QUEUE_MAX_PER_DEPOSIT = 50
+QUEUE_MIN_ON_BEHALF = WAD // 100
+QUEUE_SEEDED = 50  # seconds before now: the block the queue's history is written in
+QUEUE_COVERED = 3  # pending requests at the front of the line the vault's liquidity covers at now
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -32,24 +51,30 @@ class Shape:
     days: int
     # share of minipools per status, in status order
     status_mix: tuple[int, ...]
+    queue_open: int = 0  # open (pending or fulfilled) withdraw-queue requests at now
+    queue_requesters: int = 0  # distinct requesters of those
 
     def resized(self, stakers: int, minipools: int | None = None) -> Shape:
-        """The same scenario at another size: minipools (unless given) and the status mix in
-        proportion, the history window unchanged."""
+        """The same scenario at another size: minipools (unless given), the status mix and the
+        queue in proportion (the queue at least the demo's), the history window unchanged."""
         if minipools is None:
             minipools = stakers * self.minipools // self.stakers
         if stakers < 2 or minipools < 0:
             raise ValueError(f"a scenario needs at least 2 stakers and no negative minipools, not {stakers} and {minipools}")
         whole = sum(self.status_mix)
-        return Shape(stakers, minipools, self.days, tuple(n * minipools // whole for n in self.status_mix))
+        requests = max(40, self.queue_open * stakers // self.stakers)
+        requesters = max(25, self.queue_requesters * stakers // self.stakers)
+        return Shape(stakers, minipools, self.days, tuple(n * minipools // whole for n in self.status_mix), requests, requesters)
 
 
 SHAPES = {
-    "demo": Shape(stakers=48, minipools=64, days=75, status_mix=(5, 5, 30, 6, 10, 4, 4)),
-    "scale": Shape(stakers=10_000, minipools=3_000, days=35, status_mix=(150, 150, 1800, 300, 450, 90, 60)),
+    "demo": Shape(stakers=48, minipools=64, days=75, status_mix=(5, 5, 30, 6, 10, 4, 4), queue_open=40, queue_requesters=25),
+    "scale": Shape(stakers=10_000, minipools=3_000, days=35, status_mix=(150, 150, 1800, 300, 450, 90, 60),
+                   queue_open=5_000, queue_requesters=3_000),
     # Mainnet's order of size (a few hundred stakers; minipools counted over all history, most
     # of them Finished), rounded up: what the "Running against mainnet" figures are measured on.
-    "mainnet-size": Shape(stakers=600, minipools=1_000, days=45, status_mix=(10, 10, 330, 40, 520, 60, 30)),
+    "mainnet-size": Shape(stakers=600, minipools=1_000, days=45, status_mix=(10, 10, 330, 40, 520, 60, 30),
+                          queue_open=260, queue_requesters=160),
 }
 # Named sizes: `scale` at the staker counts growth is measured at (benchmarks/bench_growth.py),
 # minipools in proportion. `scale` itself is the 10 000.
@@ -86,6 +111,81 @@ def resolve(name: str, stakers: int | None = None, minipools: int | None = None)
 
 
 @dataclass
+class QueueRequest:
+    """One withdraw-queue request as the scenario files it, and what has become of it at ``now``."""
+
+    id: int
+    requester: str
+    shares: int  # ggAVAX wei; a pstAVAX request's shares are the token's to work out, filled in at seeding
+    request_time: int
+    unstake_delay: int  # the queue's delay in force when it was filed
+    expiration_delay: int  # as asked; the queue raises anything under 3 days to 3 days
+    via: str  # "seed" (filed for its requester by the seeding account), "direct" (requestUnstake) or "pst"
+    fate: str  # at now: "pending", "fulfilled", "claimed", "cancelled" or "reclaimed"
+    served: bool = False  # fulfilled at some point (a closed request may have been, or not)
+    pst_assets: int = 0  # pstAVAX burnt for it (via "pst")
+
+    @property
+    def claimable_time(self) -> int:
+        return self.request_time + self.unstake_delay
+
+    @property
+    def expiration_time(self) -> int:
+        return self.claimable_time + max(self.expiration_delay, QUEUE_MIN_EXPIRATION_DELAY)
+
+    @property
+    def closed(self) -> bool:
+        return self.fate in ("claimed", "cancelled", "reclaimed")
+
+    def state(self, t: int) -> str:
+        """The request's state at time ``t`` (reference §5): "closed", "pending", "pending-expired",
+        "cancellable" (fulfilled, t < claimableTime), "claimable" or "fulfilled-expired"."""
+        if self.closed:
+            return "closed"
+        if self.fate == "pending":
+            return "pending-expired" if t >= self.expiration_time else "pending"
+        if t >= self.expiration_time:
+            return "fulfilled-expired"
+        return "cancellable" if t < self.claimable_time else "claimable"
+
+
+@dataclass
+class QueuePlan:
+    """The withdraw queue at ``now``: its parameters, its history and every request, in id order.
+
+    History, all written in one block at ``seeded_at`` (seed._seed_queue): the seeding account
+    files the requests of before ``delay_lowered_at`` under ``launch_unstake_delay`` at their own
+    past times (WithdrawQueue.seedRequests), their requesters cancel some and anyone reclaims
+    some expired ones, the depositor serves the line (all of them), requesters claim or cancel
+    some, the delay becomes ``unstake_delay``, the later requests are filed the same way and some
+    are cancelled or reclaimed; last, holders file requests themselves, directly and through
+    pstAVAX. Nothing serves the line after that: the vault's liquidity covers the first
+    ``covered`` pending requests, and a large one behind them waits for minipools to end.
+    """
+
+    unstake_delay: int
+    launch_unstake_delay: int
+    delay_lowered_at: int
+    max_expiration_delay: int
+    max_per_deposit: int
+    min_on_behalf: int
+    seeded_at: int
+    requests: list[QueueRequest]
+    covered: int
+    provided: int = 0  # ggAVAX the seeding account deposits at the start, for the "seed" requests
+    pst_deposits: list[tuple[str, int]] = field(default_factory=list)  # (user, WAVAX put into pstAVAX)
+
+    def open(self) -> list[QueueRequest]:
+        return [r for r in self.requests if not r.closed]
+
+    def states(self, t: int) -> dict[str, list[QueueRequest]]:
+        out: dict[str, list[QueueRequest]] = {}
+        for r in self.requests:
+            out.setdefault(r.state(t), []).append(r)
+        return out
+
+
+@dataclass
 class Scenario:
     name: str
     start: int  # first timeline block
@@ -96,6 +196,7 @@ class Scenario:
     deposits: list[tuple[str, int]]  # ggAVAX depositors at the start
     validator_rate: float  # the primary-network reward rate the history is generated with
     paused: dict[str, bool] = field(default_factory=dict)
+    queue: QueuePlan | None = None
 
     @property
     def final_price(self) -> int:
@@ -121,10 +222,146 @@ def build(name: str, stakers: int | None = None, minipools: int | None = None) -
     # Most of the vault is out staking, as on mainnet, leaving the reserve and a little idle AVAX.
     target = ls_total * 115 // 100
     weights = [rng.uniform(1, 5) for _ in range(24)]
-    deposits = [(_address(rng), int(target * w / sum(weights)) // WAD * WAD) for w in weights]
+    holders = [_address(rng) for _ in weights]
+    # The requests filed for their requesters by the seeding account come out of the vault too:
+    # the seeding account's deposit at the start is part of the target.
+    queue = _queue_plan(random.Random(f"ggp-devnet-queue-{seed}"), shape, now, target - ls_total)
+    rest = target - queue.provided
+    deposits = [(who, int(rest * w / sum(weights)) // WAD * WAD) for who, w in zip(holders, weights, strict=True)]
+    _direct_requesters(queue, deposits)
     # A paused-flag example with no side effect on seeding (the devnet Oracle ignores the flag).
     paused = {"Oracle": True, "TokenggAVAX": False}
-    return Scenario(name, start, now, rows, pools, prices, deposits, rate, paused)
+    return Scenario(name, start, now, rows, pools, prices, deposits, rate, paused, queue)
+
+
+H = 3600
+
+
+def _queue_plan(rng: random.Random, shape: Shape, now: int, idle: int) -> QueuePlan:
+    """The queue's requests, sized against ``idle`` (the vault's AVAX not out staking): those
+    served before now take about half of it, the first pending ones a tenth, and the one behind
+    them more than all of it."""
+    lowered = now - QUEUE_DELAY_LOWERED
+    first = now - min(shape.days - 3, 45) * DAY
+    d0, d1 = QUEUE_LAUNCH_UNSTAKE_DELAY, QUEUE_UNSTAKE_DELAY
+    n = shape.queue_open or 40
+
+    def share(fraction: float, low: int) -> int:
+        return max(low, round(n * fraction))
+
+    n_pst, n_direct = share(0.004, 3), share(0.002, 2)
+    # kind -> (count, fate, served, first and last request time, expiration delays to pick from).
+    # Old requests (launch delay) were all served; later ones (7 days) wait.
+    old_end = lowered - 2 * H
+
+    def before_expiry(delay: int) -> int:  # last request time with the delay expired by now
+        return now - d0 - max(delay, QUEUE_MIN_EXPIRATION_DELAY) - 2 * H
+
+    kinds = {
+        "fulfilled-expired": (share(0.04, 2), "fulfilled", True, (0, 3 * DAY, 5 * DAY, 7 * DAY)),
+        "claimable": (share(0.08, 2), "fulfilled", True, (14 * DAY, 21 * DAY, 30 * DAY)),
+        "cancellable": (share(0.06, 2), "fulfilled", True, (0, 7 * DAY, 30 * DAY)),
+        "claimed": (share(0.02, 2), "claimed", True, (14 * DAY, 30 * DAY)),
+        "cancelled-served": (share(0.005, 1), "cancelled", True, (7 * DAY, 30 * DAY)),
+        "reclaimed-served": (share(0.005, 1), "reclaimed", True, (0, 3 * DAY)),
+        "cancelled-old": (share(0.01, 1), "cancelled", False, (0, 7 * DAY, 30 * DAY)),
+        "reclaimed-old": (share(0.005, 1), "reclaimed", False, (0, 3 * DAY)),
+        "pending-expired": (share(0.05, 2), "pending", False, (0, 3 * DAY)),
+        "cancelled-new": (share(0.01, 1), "cancelled", False, (7 * DAY, 14 * DAY)),
+        "reclaimed-new": (share(0.005, 1), "reclaimed", False, (0, 3 * DAY)),
+    }
+    fixed = sum(c for c, fate, _, _ in kinds.values() if fate in ("pending", "fulfilled"))
+    kinds["pending"] = (n - fixed - QUEUE_COVERED - 1 - n_pst - n_direct, "pending", False, (7 * DAY, 14 * DAY, 30 * DAY))
+    if kinds["pending"][0] < 3:
+        raise ValueError(f"a queue of {n} open requests is too small for every state")
+
+    def window(kind: str, delay: int) -> tuple[int, int]:
+        if kind in ("fulfilled-expired", "reclaimed-served", "reclaimed-old"):
+            return first, before_expiry(delay)
+        if kind == "claimable":  # claimable, not yet expired
+            return max(first, now - d0 - delay + 2 * H), now - d0 - 2 * H
+        if kind == "claimed":
+            return max(first, now - d0 - delay + 2 * H), old_end
+        if kind in ("cancellable", "cancelled-served"):  # before claimableTime
+            return now - d0 + 2 * H, old_end
+        if kind == "cancelled-old":
+            return first, old_end
+        if kind in ("pending-expired", "reclaimed-new"):
+            return lowered + 8 * H, now - d1 - QUEUE_MIN_EXPIRATION_DELAY - 2 * H
+        return lowered + 8 * H, now - 2 * H
+
+    drafts: list[tuple[int, int, str, bool, int, str]] = []  # (time, order, fate, served, delay, kind)
+    for kind, (count, fate, was_served, delays) in kinds.items():
+        for _ in range(count):
+            delay = rng.choice(delays)
+            lo, hi = window(kind, delay)
+            drafts.append((rng.randrange(lo, hi), len(drafts), fate, was_served, delay, kind))
+    # The front of today's line, in order: two closed requests (stale entries the depositor will
+    # have to step over), the covered ones (one of them already expired), then the large one.
+    drafts.append((lowered + H // 3, len(drafts), "cancelled", False, 14 * DAY, "cancelled-new"))
+    drafts.append((lowered + H // 2, len(drafts), "reclaimed", False, 0, "reclaimed-new"))
+    for i, delay in enumerate((0, 14 * DAY, 3 * DAY)[:QUEUE_COVERED]):
+        drafts.append((lowered + (i + 1) * H, len(drafts), "pending", False, delay, "covered"))
+    drafts.append((lowered + 7 * H, len(drafts), "pending", False, 30 * DAY, "blocking"))
+    drafts.sort()
+
+    # Sizes: what the depositor served before now is about half the idle AVAX, spread by weight.
+    served = [d for d in drafts if d[3]]
+    weights = {d[1]: math.exp(rng.uniform(-1, 1)) for d in drafts}
+    served_total = idle * 55 // 100
+    unit = served_total // len(served)
+    total_w = sum(weights[d[1]] for d in served)
+
+    def size(d: tuple) -> int:
+        if d[5] == "covered":
+            amount = int(idle * rng.uniform(0.015, 0.035))
+        elif d[5] == "blocking":
+            amount = idle * 5 // 4
+        elif d[3]:
+            amount = int(served_total * weights[d[1]] / total_w)
+        else:
+            amount = int(unit * weights[d[1]])
+        return max(amount, WAD // 20) // 10**12 * 10**12
+
+    open_seed = [d for d in drafts if d[2] in ("pending", "fulfilled")]
+    pool = [_address(rng) for _ in range(max(1, shape.queue_requesters or 25) - n_pst * 2 // 3 - max(1, n_direct * 2 // 3))]
+    owner = {}
+    for i, d in enumerate(rng.sample(open_seed, len(open_seed))):
+        owner[d[1]] = pool[i] if i < len(pool) else rng.choice(pool)
+    requests: list[QueueRequest] = []
+    for d in drafts:
+        t, order, fate, was_served, delay, _ = d
+        delay_then = d0 if t < lowered else d1
+        requests.append(QueueRequest(len(requests), owner.get(order) or rng.choice(pool), size(d), t, delay_then, delay,
+                                     "seed", fate, was_served))
+    provided = sum(r.shares for r in requests)
+
+    # Holders filing for themselves in the seeding block: directly (ggAVAX holders) and through
+    # pstAVAX (new holders putting WAVAX in first; some keep part of it, some file twice).
+    seeded_at = now - QUEUE_SEEDED
+    users = [_address(rng) for _ in range(max(2, n_pst * 2 // 3))]
+    pst_left = {u: 0 for u in users}
+    late = [("pst", users[i % len(users)]) for i in range(n_pst)] + [("direct", "") for _ in range(n_direct)]
+    rng.shuffle(late)
+    for via, user in late:
+        amount = max(int(unit * math.exp(rng.uniform(-1, 1))), WAD // 10) // 10**12 * 10**12
+        delay = rng.choice((0, 7 * DAY, 14 * DAY, 30 * DAY))
+        if via == "pst":
+            pst_left[user] += amount
+            requests.append(QueueRequest(len(requests), user, 0, seeded_at, d1, delay, "pst", "pending", pst_assets=amount))
+        else:
+            requests.append(QueueRequest(len(requests), "", amount, seeded_at, d1, delay, "direct", "pending"))
+    pst_deposits = [(u, amount * (3 if i % 2 else 2) // 2) for i, (u, amount) in enumerate(pst_left.items())]
+    return QueuePlan(d1, d0, lowered, QUEUE_MAX_EXPIRATION_DELAY, QUEUE_MAX_PER_DEPOSIT, QUEUE_MIN_ON_BEHALF, seeded_at,
+                     requests, QUEUE_COVERED, provided, pst_deposits)
+
+
+def _direct_requesters(queue: QueuePlan, deposits: list[tuple[str, int]]) -> None:
+    """Direct requests come from the largest ggAVAX holders (two requests for some)."""
+    direct = [r for r in queue.requests if r.via == "direct"]
+    holders = sorted(deposits, key=lambda d: -d[1])[: max(1, len(direct) * 2 // 3)]
+    for i, r in enumerate(direct):
+        r.requester = holders[i % len(holders)][0]
 
 
 def _address(rng: random.Random) -> str:

@@ -56,7 +56,42 @@ set_stakers = Fn(f"setStakers({abis.STAKER}[])")
 set_minipools = Fn(f"setMinipools({abis.MINIPOOL}[])")
 set_total_ls = Fn("setTotalAVAXLiquidStakerAmt(uint256)")
 
-# name -> constructor argument names, in deployment order (the order fixes the addresses).
+# The exit path (mainnet signatures; depositWAVAX is the devnet pstAVAX's WAVAX deposit).
+approve = Fn("approve(address,uint256)")
+request_unstake = Fn("requestUnstake(uint256,uint48)")
+queue_deposit = Fn("depositFromStaking(uint256,uint256,bytes32)")
+wavax_mint = Fn("mint(address,uint256)")
+pst_deposit_wavax = Fn("depositWAVAX(uint256)")
+withdraw_via_queue = Fn("withdrawViaQueue(uint256,uint48)")
+queue_request = Fn("requests(uint256)", "(address,uint256,uint256,uint48,uint48,uint48,uint256)")
+seed_requests = Fn("seedRequests((address,uint256,uint48,uint48)[])")
+set_unstake_delay = Fn("setUnstakeDelay(uint48)")
+claim_unstake = Fn("claimUnstake(uint256)")
+cancel_request = Fn("cancelRequest(uint256)")
+reclaim_expired = Fn("reclaimExpiredRequest(uint256)")
+pending_ids = Fn("getAllPendingRequests()", "uint256[]")
+fulfilled_ids = Fn("getAllFulfilledRequests()", "uint256[]")
+next_request_id = Fn("nextRequestId()", "uint256")
+QUEUE_GAS = 2_000_000  # one request, claim, cancel or reclaim
+SERVE_GAS = 30_000_000  # one depositor call: up to 50 redemptions
+SEED_BATCH = 1000  # requests per seedRequests transaction
+SEED_GAS = 300_000  # per seeded request: the record, two sets, the line
+SEED_SOURCE = b"SEED".ljust(32, b"\0")
+MAX_UINT = 2**256 - 1
+
+# Roles (mainnet signatures): ggAVAX's own and the queue's AccessControl.
+grant_role = Fn("grantRole(bytes32,address)")
+WITHDRAW_QUEUE_ROLE = keccak(text="WITHDRAW_QUEUE_ROLE")
+STAKER_ROLE = keccak(text="STAKER_ROLE")
+DEPOSITOR_ROLE = keccak(text="DEPOSITOR_ROLE")
+PAUSER_ROLE = keccak(text="PAUSER_ROLE")
+
+# The withdraw queue's parameters at deployment (mainnet sets unstakeDelay from a deployment
+# variable; these are realistic picks, see scenarios.QUEUE_*).
+QUEUE_ARGS = {"unstakeDelay": scenarios.QUEUE_UNSTAKE_DELAY, "maxExpirationDelay": scenarios.QUEUE_MAX_EXPIRATION_DELAY}
+
+# name -> constructor argument names, in deployment order (the order fixes the addresses: new
+# contracts go at the end so the earlier ones keep theirs).
 DEPLOY_ORDER = (
     ("Storage", ()),
     ("TokenGGP", ("Storage",)),
@@ -70,6 +105,8 @@ DEPLOY_ORDER = (
     ("ClaimNodeOp", ("Storage",)),
     ("PriceFeed", ("decimals", "description")),
     ("DexPair", ("TokenGGP", "WAVAX")),
+    ("WithdrawQueue", ("TokenggAVAX", "WAVAX", "Storage", "unstakeDelay", "maxExpirationDelay")),
+    ("TokenpstAVAX", ("TokenggAVAX", "WAVAX", "WithdrawQueue")),
 )
 REGISTERED = ("TokenGGP", "WAVAX", "ProtocolDAO", "Oracle", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp")
 
@@ -115,8 +152,11 @@ class Sender:
         # Strictly increasing: a block may not share its parent's time.
         self.clock = max(timestamp, self.clock + 1)
 
-    def send(self, to: str | None, data: bytes, what: str, gas: int = TX_GAS) -> None:
-        tx = {"from": DEPLOYER, "data": "0x" + data.hex(), "gas": hex(gas)}
+    def send(self, to: str | None, data: bytes, what: str, gas: int = TX_GAS, sender: str = DEPLOYER) -> None:
+        """Send from ``sender`` (the deployer unless a holder acts for itself, see allow_any_sender)."""
+        tx = {"from": sender, "data": "0x" + data.hex(), "gas": hex(gas)}
+        if sender != DEPLOYER:
+            tx["gasPrice"] = "0x0"  # a holder may have no AVAX (the deployer's own transactions keep their form)
         if to:
             tx["to"] = to
         if self.grouping:
@@ -157,13 +197,20 @@ class Sender:
         queued, self.queued = self.queued, []
         if not queued:
             return
-        nonce = int(self.client.request("eth_getTransactionCount", [DEPLOYER, "pending"]), 16)
+        senders = list(dict.fromkeys(tx["from"] for tx, _ in queued))
+        counts = self.client.batch([("eth_getTransactionCount", [who, "pending"]) for who in senders])
+        nonce = {who: int(n, 16) for who, n in zip(senders, counts, strict=True)}
+        # Runs of one sender go out in batches; a run is sent only once the previous one is in
+        # the pool, so the block's order is the order sent even across senders.
         part: list[tuple[dict, str]] = []
         size = 0
         for i, (tx, what) in enumerate(queued):
-            part.append(({**tx, "nonce": hex(nonce + i)}, what))
+            who = tx["from"]
+            part.append(({**tx, "nonce": hex(nonce[who])}, what))
+            nonce[who] += 1
             size += len(tx["data"])
-            if size >= SEND_BATCH_BYTES or len(part) >= SEND_BATCH or i == len(queued) - 1:
+            last = i == len(queued) - 1
+            if last or size >= SEND_BATCH_BYTES or len(part) >= SEND_BATCH or queued[i + 1][0]["from"] != who:
                 hashes = self.client.batch([("eth_sendTransaction", [t]) for t, _ in part])
                 self.pending += [(h, w) for h, (_, w) in zip(hashes, part, strict=True)]
                 part, size = [], 0
@@ -218,10 +265,28 @@ def deploy(client: RpcClient, start: int) -> dict[str, str]:
             addresses[name] = to_checksum_address(receipt["contractAddress"])
         for name in REGISTERED:
             sender.send(addresses["Storage"], register_contract.encode(name, addresses[name]), f"register {name}")
+        grant_roles(sender, addresses)
         sender.check()
     client.request("anvil_setCode", [MULTICALL3, artifacts["Multicall3"]["deployedBytecode"]])
     addresses["Multicall3"] = MULTICALL3
+    allow_any_sender(client)
     return addresses
+
+
+def grant_roles(sender: Sender, a: dict[str, str]) -> None:
+    """Wire the queue as on mainnet: ggAVAX lets it redeem (WITHDRAW_QUEUE_ROLE) and deposit from
+    staking (STAKER_ROLE); the deployer, which plays the protocol's operator, is the queue's
+    depositor and pauser (its admin already, as the queue's deployer)."""
+    sender.send(a["TokenggAVAX"], grant_role.encode(WITHDRAW_QUEUE_ROLE, a["WithdrawQueue"]), "grant WITHDRAW_QUEUE_ROLE")
+    sender.send(a["TokenggAVAX"], grant_role.encode(STAKER_ROLE, a["WithdrawQueue"]), "grant STAKER_ROLE")
+    sender.send(a["WithdrawQueue"], grant_role.encode(DEPOSITOR_ROLE, DEPLOYER), "grant DEPOSITOR_ROLE")
+    sender.send(a["WithdrawQueue"], grant_role.encode(PAUSER_ROLE, DEPLOYER), "grant PAUSER_ROLE")
+
+
+def allow_any_sender(client: RpcClient) -> None:
+    """Holders act for themselves (request, claim, cancel): anvil signs for any address, and with
+    gas priced at zero (anvil.py) an address needs no balance to send."""
+    client.request("anvil_autoImpersonateAccount", [True])
 
 
 def _ctor_arg(arg: str, addresses: dict[str, str]):
@@ -231,11 +296,14 @@ def _ctor_arg(arg: str, addresses: dict[str, str]):
         return 8
     if arg == "description":
         return "AVAX / USD"
+    if arg in QUEUE_ARGS:
+        return QUEUE_ARGS[arg]
     return _predicted(arg, addresses)
 
 
 def _ctor_type(arg: str) -> str:
-    return {"cycle": "uint32", "decimals": "uint8", "description": "string"}.get(arg, "address")
+    return {"cycle": "uint32", "decimals": "uint8", "description": "string",
+            "unstakeDelay": "uint48", "maxExpirationDelay": "uint48"}.get(arg, "address")
 
 
 def _predicted(name: str, addresses: dict[str, str]) -> str:
@@ -265,6 +333,8 @@ def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
         send(a["Storage"], set_paused.encode(name, paused), f"pause {name}")
     for who, amt in sc.deposits:
         send(a["TokenggAVAX"], deposit_for.encode(who, amt), "ggAVAX deposit")
+    if sc.queue and sc.queue.provided:
+        send(a["TokenggAVAX"], deposit_for.encode(DEPLOYER, sc.queue.provided), "ggAVAX for the seeded queue requests")
     send(a["TokenggAVAX"], sync_rewards.encode(), "first ggAVAX sync")
     cycle_end = (s.clock + GGAVAX_CYCLE) // GGAVAX_CYCLE * GGAVAX_CYCLE
     ls_total = sum(m["avaxLiquidStakerAmt"] for m in sc.active_pools())
@@ -290,7 +360,114 @@ def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
     if s.clock + 2 >= cycle_end:
         send(a["TokenggAVAX"], sync_rewards.encode(), "ggAVAX sync")
     s.check()
+    if sc.queue:
+        _seed_queue(s, a, sc)
     _seed_state(s, a, sc)
+
+
+def _seed_queue(s: Sender, a: dict[str, str], sc: Scenario) -> None:
+    """Write the queue's history (scenarios.QueuePlan) in the blocks just before ``sc.now``, then
+    check the chain holds what the plan says."""
+    q = sc.queue
+    assert q is not None
+    queue, gg = a["WithdrawQueue"], a["TokenggAVAX"]
+    seeded = [r for r in q.requests if r.via == "seed"]
+    old = [r for r in seeded if r.unstake_delay == q.launch_unstake_delay]
+    new = [r for r in seeded if r.unstake_delay != q.launch_unstake_delay]
+
+    def by_holder(reqs: list[scenarios.QueueRequest], fate: str, served: bool) -> None:
+        for r in reqs:
+            if r.fate == fate and r.served == served:
+                if fate == "reclaimed":  # anyone may: the deployer does
+                    s.send(queue, reclaim_expired.encode(r.id), f"reclaim request {r.id}", QUEUE_GAS)
+                else:
+                    fn = claim_unstake if fate == "claimed" else cancel_request
+                    s.send(queue, fn.encode(r.id), f"{fate} request {r.id}", QUEUE_GAS, sender=r.requester)
+
+    # Six blocks ending at q.seeded_at, the many small transactions apart from the few that log a
+    # lot (anvil's receipts for a block cost its transactions times its logs).
+    t = q.seeded_at - 5
+    with s.one_block(t):
+        if seeded:
+            s.send(gg, approve.encode(queue, MAX_UINT), "approve the queue", QUEUE_GAS)
+        s.send(queue, set_unstake_delay.encode(q.launch_unstake_delay), "launch unstake delay", QUEUE_GAS)
+        _seed_requests(s, queue, old)
+    with s.one_block(t + 1):
+        by_holder(old, "cancelled", False)
+        by_holder(old, "reclaimed", False)
+    with s.one_block(t + 2):
+        # Every old request still pending is served; closed ones are stale entries in the line.
+        for _ in range(len(old) // q.max_per_deposit + 1):
+            s.send(queue, queue_deposit.encode(0, 0, SEED_SOURCE), "serve the line", SERVE_GAS)
+    with s.one_block(t + 3):
+        by_holder(old, "claimed", True)
+        by_holder(old, "cancelled", True)
+        by_holder(old, "reclaimed", True)
+    with s.one_block(t + 4):
+        s.send(queue, set_unstake_delay.encode(q.unstake_delay), "lower the unstake delay", QUEUE_GAS)
+        _seed_requests(s, queue, new)
+    with s.one_block(q.seeded_at):
+        by_holder(new, "cancelled", False)
+        by_holder(new, "reclaimed", False)
+        for user, amount in q.pst_deposits:
+            s.send(a["WAVAX"], wavax_mint.encode(user, amount), "WAVAX for a pstAVAX holder", QUEUE_GAS)
+            s.send(a["WAVAX"], approve.encode(a["TokenpstAVAX"], amount), "approve pstAVAX", QUEUE_GAS, sender=user)
+            s.send(a["TokenpstAVAX"], pst_deposit_wavax.encode(amount), "pstAVAX deposit", QUEUE_GAS, sender=user)
+        for r in q.requests:
+            if r.via != "seed":
+                _file(s, a, r)
+    s.check()
+    _check_queue(s.client, a, q)
+
+
+def _seed_requests(s: Sender, queue: str, reqs: list[scenarios.QueueRequest]) -> None:
+    items = [(r.requester, r.shares, r.request_time, r.expiration_delay) for r in reqs]
+    for i in range(0, len(items), SEED_BATCH):
+        part = items[i : i + SEED_BATCH]
+        s.send(queue, seed_requests.encode(part), f"seed requests {reqs[i].id}..", SEED_GAS * len(part) + SMALL_GAS)
+
+
+def _file(s: Sender, a: dict[str, str], r: scenarios.QueueRequest) -> None:
+    if r.via == "pst":
+        s.send(a["TokenpstAVAX"], withdraw_via_queue.encode(r.pst_assets, r.expiration_delay), f"request {r.id} via pstAVAX",
+               QUEUE_GAS, sender=r.requester)
+        return
+    s.send(a["TokenggAVAX"], approve.encode(a["WithdrawQueue"], r.shares), "approve the queue", QUEUE_GAS, sender=r.requester)
+    s.send(a["WithdrawQueue"], request_unstake.encode(r.shares, r.expiration_delay), f"request {r.id}", QUEUE_GAS, sender=r.requester)
+
+
+def _check_queue(client: RpcClient, a: dict[str, str], q: scenarios.QueuePlan) -> None:
+    """The chain holds the plan: the same ids issued, the same pending and fulfilled sets, and
+    the vault's liquidity covers exactly the first ``q.covered`` pending requests. pstAVAX
+    requests' shares (the token's to work out) are filled into the plan."""
+    queue, gg = a["WithdrawQueue"], a["TokenggAVAX"]
+    front = sorted(r.id for r in q.requests if r.fate == "pending")[: q.covered + 1]
+    pst = [r for r in q.requests if r.via == "pst"]
+    calls: list[tuple[str, Fn, tuple]] = [(queue, next_request_id, ()), (queue, pending_ids, ()), (queue, fulfilled_ids, ()),
+             (gg, Fn("totalAssets()", "uint256"), ()), (gg, Fn("stakingTotalAssets()", "uint256"), ())]
+    calls += [(queue, queue_request, (i,)) for i in front] + [(queue, queue_request, (r.id,)) for r in pst]
+    raw = client.batch([("eth_call", [{"to": to, "data": "0x" + fn.encode(*args).hex()}, "latest"]) for to, fn, args in calls])
+    got = [fn.decode(bytes.fromhex(r[2:])) for (_, fn, _), r in zip(calls, raw, strict=True)]
+    issued, pending, fulfilled, assets, staking = got[:5]
+    front_rows, pst_rows = got[5 : 5 + len(front)], got[5 + len(front) :]
+
+    def fail(what: str) -> PublisherError:
+        return PublisherError(f"devnet seeding: the withdraw queue does not hold its plan: {what}")
+
+    if issued != len(q.requests):
+        raise fail(f"{issued} requests issued, not {len(q.requests)}")
+    if set(pending) != {r.id for r in q.requests if r.fate == "pending"}:
+        raise fail("the pending set differs")
+    if set(fulfilled) != {r.id for r in q.requests if r.fate == "fulfilled"}:
+        raise fail("the fulfilled set differs")
+    for r, row in zip(pst, pst_rows, strict=True):
+        if row[0].lower() != r.requester.lower():
+            raise fail(f"request {r.id} belongs to {row[0]}, not {r.requester}")
+        r.shares = row[1]
+    liquid = max(0, assets - staking)
+    need = [row[2] for row in front_rows]
+    if not sum(need[: q.covered]) <= liquid < sum(need):
+        raise fail(f"liquidity {liquid} should cover the first {q.covered} pending requests ({need}) and no more")
 
 
 def _seed_state(s: Sender, a: dict[str, str], sc: Scenario) -> None:
