@@ -371,11 +371,12 @@ class Reader:
                       Calls(queue, abis.wq_isFulfilledRequest, ids, gas=GAS_REQUEST_VIEW, contract=label)]
         out = self._run("stakers, minipools and requests", calls)
         stakers = [row for page in out[:n_pages] for row in page]
-        requests = None
-        if queue:
-            requests = (out[-2], out[-1])
-            out = out[:-2]
-        return stakers, out[n_pages:-1], out[-1], requests
+        # A Calls group answers one element per call, in place: pages, minipools, the balance, then
+        # the requests and their set membership.
+        end = n_pages + pools
+        n = s["wq_next"] if queue else 0
+        requests = (out[end + 1 : end + 1 + n], out[end + 1 + n :]) if queue else None
+        return stakers, out[n_pages:end], out[end], requests
 
     def _staker_views(self, a: dict[str, str], rows: list, meanwhile: Callable[[], None]) -> tuple[Staker, ...]:
         views = (
