@@ -53,6 +53,11 @@ def test_the_demo_queue_holds_every_state(built):
     assert q["status"] == "ok" and q["reason"] is None
     assert q["pending"]["count"] > 1 and q["funded"]["claimableCount"] > 0 and q["expired"]["count"] > 0
     assert q["schedule"]["coveredCount"] > 0 and q["schedule"]["returns"], "nothing for the forecast to forecast"
+    page = (built / "index.html").read_text()
+    assert 'id="queue-table"' in page and 'id="chart-queue"' in page and 'href="withdrawals"' in page
+    reference = (built / "docs.html").read_text()
+    example = next(iter(sorted((built / "withdrawals").iterdir()))).stem
+    assert "/withdrawals/{address}" in reference and "/withdrawals/0x" in reference and example
 
 
 def test_every_queue_value_equals_the_chain(built, chain, demo_snapshot):
