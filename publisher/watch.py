@@ -5,10 +5,14 @@ under the run deadline and with every guard) when
 
 - ``start``: nothing has been published by this watch yet;
 - ``logs``: a block since the last one examined carries a log of a watched contract (the
-  protocol's registry contracts, the AVAX/USD feed, the DEX pair): stakes, minipools, ggAVAX
-  deposits and syncs, oracle and feed prices, swaps;
+  protocol's registry contracts, the AVAX/USD feed, the DEX pair, the withdrawal queue and
+  pstAVAX): stakes, minipools, ggAVAX deposits and syncs, oracle and feed prices, swaps, queue
+  requests, fundings, claims, cancels and reclaims;
 - ``settings``: a digest of what changes without a log (the registry's addresses, the pause
-  switches, the ProtocolDAO settings) differs from the last block examined;
+  switches, the ProtocolDAO settings, the queue's delays and limits) differs from the last block
+  examined;
+- ``deadline``: the head's time passed a withdrawal request's claimable or expiration time (its
+  status moves with time alone);
 - ``reorg``: the last block examined is no longer canonical;
 - ``heartbeat``: ``heartbeat`` seconds passed since the last publish (time alone moves values:
   ggAVAX's streamed assets, the countdown to the next distribution, /status's age).
@@ -45,6 +49,7 @@ class Examined:
     addresses: tuple[str, ...]  # whose logs change the protocol
     dao: str  # the ProtocolDAO, whose settings change without a log
     digest: str  # of the state that changes without a log, at ``block``
+    deadline: int | None = None  # the next time an open withdrawal request changes status
 
 
 class Follower:
@@ -78,19 +83,24 @@ class Follower:
             blocks = sorted({int(entry["blockNumber"], 16) for entry in logs if isinstance(entry, dict) and "blockNumber" in entry})
             where = f" in block {blocks[0]}" if len(blocks) == 1 else f" in {len(blocks)} blocks" if blocks else ""
             return head, f"logs ({len(logs)}{where})"
+        if seen.deadline is not None and head.timestamp >= seen.deadline:
+            return head, "deadline (a withdrawal request's claimable or expiration time passed)"
         digest = self._digest(head, seen.dao)
         if digest != seen.digest:
             return head, "settings"
-        self.examined = Examined(head, seen.addresses, seen.dao, digest)
+        self.examined = Examined(head, seen.addresses, seen.dao, digest, seen.deadline)
         return head, None
 
     def published(self, snap: Snapshot) -> None:
         """Start the next look from the block just published."""
         a = snap.addresses
         watched = {v.lower() for k, v in a.items() if k != "Multicall3"}
-        watched |= {x.lower() for x in (self.profile.avax_usd_feed, self.profile.dex_pair) if x}
+        p = self.profile
+        watched |= {x.lower() for x in (p.avax_usd_feed, p.dex_pair, p.withdraw_queue, p.pst_avax) if x}
         dao = a["ProtocolDAO"]
-        self.examined = Examined(snap.block, tuple(sorted(watched)), dao, self._digest(snap.block, dao))
+        now, q = snap.block.timestamp, snap.withdraw_queue
+        times = [t for r in (q.requests if q else ()) for t in (r.claimable_time, r.expiration_time) if t > now]
+        self.examined = Examined(snap.block, tuple(sorted(watched)), dao, self._digest(snap.block, dao), min(times, default=None))
 
     def _head(self) -> BlockRef:
         return header_ref(self.client.request("eth_getBlockByNumber", ["latest", False]), self.client)
@@ -104,6 +114,10 @@ class Follower:
         calls += [Call(dao, fn, (), optional=True) for fn in abis.dao_setting.values()]
         calls += [Call(dao, abis.getClaimingContractPct, (n,), optional=True) for n in abis.CLAIMING_CONTRACTS]
         calls.append(Call(dao, abis.getWithdrawForDelegationEnabled, optional=True))
+        if self.profile.withdraw_queue:  # its setters emit no event
+            calls += [Call(self.profile.withdraw_queue, fn, (), optional=True)
+                      for fn in (abis.wq_unstakeDelay, abis.wq_maxExpirationDelay, abis.wq_paused,
+                                 abis.wq_getMaxRequestsPerStakingDeposit, abis.wq_getMinUnstakeOnBehalfOfAmt)]
         values = Multicall(self.client, self.profile.multicall, at_hash(block), label=str(block.number)).run(calls)
         return hashlib.sha256(repr(values).encode()).hexdigest()
 

@@ -167,3 +167,33 @@ def test_a_malformed_answer_refuses_the_run(demo, demo_profile, rpc):
         with pytest.raises(PublisherError) as err:
             collect(demo_profile)
     assert "WithdrawQueue" in str(err.value)
+
+
+def test_the_watch_sees_a_claim_and_a_request_deadline(demo, demo_profile, rpc):
+    from support.chain import mine_at
+
+    from publisher.watch import Follower
+
+    with checkpoint(rpc):
+        snap = collect(demo_profile).snapshot
+        follower = Follower(rpc, demo_profile)
+        follower.published(snap)
+        assert follower.look()[1] is None  # nothing moved
+        q, now = snap.withdraw_queue, snap.block.timestamp
+        target = next(r for r in q.requests if r.fulfilled and r.expiration_time > now + 60)
+        rpc.request("anvil_impersonateAccount", [target.requester])
+        rpc.request("anvil_setBalance", [target.requester, hex(10 * WAD)])
+        tx = rpc.request("eth_sendTransaction", [{"from": target.requester, "to": demo.addresses["WithdrawQueue"],
+                                                  "data": "0x" + claim.encode(target.id).hex(), "gas": hex(1_000_000)}])
+        while rpc.request("eth_getTransactionReceipt", [tx]) is None:
+            pass
+        assert follower.look()[1].startswith("logs")  # the claim is a queue log
+        snap = collect(demo_profile).snapshot
+        follower.published(snap)
+        deadline = follower.examined.deadline
+        assert deadline == min(t for r in snap.withdraw_queue.requests for t in (r.claimable_time, r.expiration_time)
+                               if t > snap.block.timestamp)
+        mine_at(rpc, deadline - 1)
+        assert follower.look()[1] is None
+        mine_at(rpc, deadline)
+        assert follower.look()[1].startswith("deadline")
