@@ -71,6 +71,7 @@ bench: setup $(VENV)/.test
 	$(BIN)/python benchmarks/bench.py --json $(RESULTS)/pipeline.json
 	$(BIN)/python benchmarks/bench_live.py --cycles 10 --every 2 --json $(RESULTS)/live.json
 	$(BIN)/python benchmarks/bench_growth.py --sizes $(GROWTH_SIZES) --json $(RESULTS)/growth.json
+	$(BIN)/python benchmarks/bench_queue.py --json $(RESULTS)/queue.json
 	$(BIN)/python benchmarks/report.py
 
 bench-all: bench

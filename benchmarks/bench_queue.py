@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import json
 import logging
 import os
 import sys
@@ -23,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench import Clock, load, machine
+from bench import Clock
+from record import Loads, write
 
 WAD = 10**18
 
@@ -68,7 +68,8 @@ def main() -> None:
     from publisher.config import load_profile
     from publisher.devnet import running
 
-    report: dict = {"machine": machine(), "scenario": args.scenario}
+    report: dict = {"scenario": args.scenario}
+    loads = Loads()
 
     def row(name: str, value: str, note: str = "") -> None:
         print(f"{name:<44} {value:<34} {note}", flush=True)
@@ -83,6 +84,7 @@ def main() -> None:
             for _ in range(3):
                 with Clock() as c:
                     got = collect(p)
+                loads.sample()
                 runs.append((c.wall, c.cpu, c.load, got.counters.rpc_calls))
             wall, cpu, at_load, calls = min(runs)
             sizes[name] = len(got.snapshot.to_json().encode())
@@ -112,9 +114,11 @@ def main() -> None:
                                  "rendered": built.rendered, "written": built.written, "changed": changed, "removed": gone}
         row("one new request: snapshot + build", f"{s.wall:.2f} + {c.wall:.2f} s", f"load {c.load}; {built.rendered} rendered")
         row("files rewritten", f"{len(changed)}", ", ".join(changed))
+        report["open_requests"], report["requesters"] = len(q.requests), len({r.requester for r in q.requests})
+        report["ids"] = q.next_request_id
+        loads.sample()
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps(report, indent=1) + "\n")
-    print(f"load at the end {load()}")
+        write(args.json_path, report, loads.seen)
 
 
 if __name__ == "__main__":
