@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..chain import abis
 from ..chain.abi import Fn
 from ..chain.rpc import RpcClient
-from .seed import QUEUE_GAS, Sender
+from .seed import QUEUE_GAS, SERVE_GAS, Sender
 
 WAD = 10**18
 NAVAX = 10**9
@@ -33,8 +33,23 @@ withdraw_funds = Fn("withdrawMinipoolFunds(address)")
 stake_ggp_for = Fn("stakeGGPFor(address,uint256)")
 sync_rewards = Fn("syncRewards()")
 deposit_for = Fn("depositFor(address,uint256)")
+# The withdraw queue (mainnet signatures) and pstAVAX (depositWAVAX is the devnet token's).
 approve = Fn("approve(address,uint256)")
 request_unstake = Fn("requestUnstake(uint256,uint48)")
+claim_unstake = Fn("claimUnstake(uint256)")
+cancel_request = Fn("cancelRequest(uint256)")
+reclaim_expired = Fn("reclaimExpiredRequest(uint256)")
+serve_line = Fn("depositFromStaking(uint256,uint256,bytes32)")
+pause_queue = Fn("pause()")
+unpause_queue = Fn("unpause()")
+queue_paused = Fn("paused()", "bool")
+pending_ids = Fn("getAllPendingRequests()", "uint256[]")
+fulfilled_ids = Fn("getAllFulfilledRequests()", "uint256[]")
+queue_request = Fn("requests(uint256)", "(address,uint256,uint256,uint48,uint48,uint48,uint256)")
+REQUEST_FIELDS = ("requester", "shares", "expectedAssets", "requestTime", "claimableTime", "expirationTime", "allocatedFunds")
+wavax_mint = Fn("mint(address,uint256)")
+pst_deposit_wavax = Fn("depositWAVAX(uint256)")
+withdraw_via_queue = Fn("withdrawViaQueue(uint256,uint48)")
 set_price = Fn("setGGPPriceInAVAX(uint256,uint256)")
 update_answer = Fn("updateAnswer(int256,uint256)")
 set_paused = Fn("setPaused(string,bool)")
@@ -74,7 +89,10 @@ class Operator:
         return fn.decode(bytes.fromhex(data[2:]))
 
     def calls(self, items: list[tuple[str, Fn, tuple]]) -> list:
-        raw = self.client.batch([("eth_call", [{"to": self.a[n], "data": "0x" + fn.encode(*args).hex()}, "latest"])
+        return self.calls_at("latest", items)
+
+    def calls_at(self, block: str, items: list[tuple[str, Fn, tuple]]) -> list:
+        raw = self.client.batch([("eth_call", [{"to": self.a[n], "data": "0x" + fn.encode(*args).hex()}, block])
                                  for n, fn, args in items])
         return [fn.decode(bytes.fromhex(r[2:])) for (_, fn, _), r in zip(items, raw, strict=True)]
 
@@ -162,10 +180,55 @@ class Operator:
     def deposit(self, who: str, assets: int) -> None:
         self.send("TokenggAVAX", deposit_for.encode(who, assets), "ggAVAX deposit")
 
+    # ---- the withdraw queue ----
+
     def request_unstake(self, who: str, shares: int, expiration_delay: int = 0) -> None:
         """A holder leaves through the queue (the only exit): approve, then file the request."""
         self.s.send(self.a["TokenggAVAX"], approve.encode(self.a["WithdrawQueue"], shares), "approve the queue", QUEUE_GAS, sender=who)
         self.s.send(self.a["WithdrawQueue"], request_unstake.encode(shares, expiration_delay), "queue request", QUEUE_GAS, sender=who)
+
+    def pst_deposit(self, who: str, amount: int) -> None:
+        """A holder puts WAVAX into pstAVAX (the deployer mints the WAVAX: the devnet moves no AVAX)."""
+        self.send("WAVAX", wavax_mint.encode(who, amount), "WAVAX for a pstAVAX holder")
+        self.s.send(self.a["WAVAX"], approve.encode(self.a["TokenpstAVAX"], amount), "approve pstAVAX", QUEUE_GAS, sender=who)
+        self.s.send(self.a["TokenpstAVAX"], pst_deposit_wavax.encode(amount), "pstAVAX deposit", QUEUE_GAS, sender=who)
+
+    def pst_withdraw_via_queue(self, who: str, assets: int, expiration_delay: int = 0) -> None:
+        self.s.send(self.a["TokenpstAVAX"], withdraw_via_queue.encode(assets, expiration_delay), "pstAVAX via the queue",
+                    QUEUE_GAS, sender=who)
+
+    def claim(self, who: str, request_id: int) -> None:
+        self.s.send(self.a["WithdrawQueue"], claim_unstake.encode(request_id), f"claim request {request_id}", QUEUE_GAS, sender=who)
+
+    def cancel_request(self, who: str, request_id: int) -> None:
+        self.s.send(self.a["WithdrawQueue"], cancel_request.encode(request_id), f"cancel request {request_id}", QUEUE_GAS, sender=who)
+
+    def reclaim(self, request_id: int) -> None:
+        """Anyone may reclaim an expired request: the operator does."""
+        self.s.send(self.a["WithdrawQueue"], reclaim_expired.encode(request_id), f"reclaim request {request_id}", QUEUE_GAS)
+
+    def serve(self, source: bytes) -> None:
+        """One depositor call with no AVAX attached: serve the line from the vault's liquidity."""
+        self.s.send(self.a["WithdrawQueue"], serve_line.encode(0, 0, source.ljust(32, b"\0")), "serve the line", SERVE_GAS)
+
+    def pause_queue(self, paused: bool) -> None:
+        self.send("WithdrawQueue", (pause_queue if paused else unpause_queue).encode(), f"queue paused={paused}")
+
+    def open_requests(self, block="latest") -> dict[int, dict]:
+        """Every open request (pending or fulfilled) by id, with "fulfilled" telling which."""
+        pending = self.call("WithdrawQueue", pending_ids, block=block)
+        fulfilled = self.call("WithdrawQueue", fulfilled_ids, block=block)
+        ids = sorted([*pending, *fulfilled])
+        tag = block if isinstance(block, str) else hex(block)
+        raw = self.client.batch([("eth_call", [{"to": self.a["WithdrawQueue"], "data": "0x" + queue_request.encode(i).hex()}, tag])
+                                 for i in ids])
+        done = set(fulfilled)
+        out = {}
+        for i, r in zip(ids, raw, strict=True):
+            row = dict(zip(REQUEST_FIELDS, queue_request.decode(bytes.fromhex(r[2:])), strict=True))
+            row["fulfilled"] = i in done
+            out[i] = row
+        return out
 
     def set_prices(self, ggp_in_avax: int, avax_usd: int) -> None:
         self.send("Oracle", set_price.encode(ggp_in_avax, self.s.next_block_time()), "oracle price")

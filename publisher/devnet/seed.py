@@ -155,7 +155,7 @@ class Sender:
     def send(self, to: str | None, data: bytes, what: str, gas: int = TX_GAS, sender: str = DEPLOYER) -> None:
         """Send from ``sender`` (the deployer unless a holder acts for itself, see allow_any_sender)."""
         tx = {"from": sender, "data": "0x" + data.hex(), "gas": hex(gas)}
-        if sender != DEPLOYER:
+        if sender.lower() != DEPLOYER.lower():
             tx["gasPrice"] = "0x0"  # a holder may have no AVAX (the deployer's own transactions keep their form)
         if to:
             tx["to"] = to
@@ -193,11 +193,16 @@ class Sender:
         self._flush()
         self.mine(timestamp)
 
+    def flush(self) -> None:
+        """Inside ``one_block``: hand what was sent so far to the node's pool without mining, so
+        reads at the "pending" block see it."""
+        self._flush()
+
     def _flush(self) -> None:
         queued, self.queued = self.queued, []
         if not queued:
             return
-        senders = list(dict.fromkeys(tx["from"] for tx, _ in queued))
+        senders = list(dict.fromkeys(tx["from"].lower() for tx, _ in queued))
         counts = self.client.batch([("eth_getTransactionCount", [who, "pending"]) for who in senders])
         nonce = {who: int(n, 16) for who, n in zip(senders, counts, strict=True)}
         # Runs of one sender go out in batches; a run is sent only once the previous one is in
@@ -205,12 +210,12 @@ class Sender:
         part: list[tuple[dict, str]] = []
         size = 0
         for i, (tx, what) in enumerate(queued):
-            who = tx["from"]
+            who = tx["from"].lower()
             part.append(({**tx, "nonce": hex(nonce[who])}, what))
             nonce[who] += 1
             size += len(tx["data"])
             last = i == len(queued) - 1
-            if last or size >= SEND_BATCH_BYTES or len(part) >= SEND_BATCH or queued[i + 1][0]["from"] != who:
+            if last or size >= SEND_BATCH_BYTES or len(part) >= SEND_BATCH or queued[i + 1][0]["from"].lower() != who:
                 hashes = self.client.batch([("eth_sendTransaction", [t]) for t, _ in part])
                 self.pending += [(h, w) for h, (_, w) in zip(hashes, part, strict=True)]
                 part, size = [], 0
