@@ -26,7 +26,7 @@ def request(i, avax, *, who=ALICE, fulfilled=False, age=DAY, now, claim_in=6 * D
 
 def pool(base, i, avax, end, *, duration=15 * DAY, start=None):
     start = start if start is not None else end - duration
-    return replace(base, index=i, node_id="0x" + f"{i:040x}", status=MinipoolStatus.STAKING, avax_liquid_staker_amt=avax * WAD,
+    return replace(base, index=i, node_id="0x" + f"{i:040x}", owner="0x" + "77" * 20, status=MinipoolStatus.STAKING, avax_liquid_staker_amt=avax * WAD,
                    start_time=start, initial_start_time=start, duration=duration, end_time=0)
 
 

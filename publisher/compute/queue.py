@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ..protocol import MinipoolStatus
-from ..snapshot import Minipool, Snapshot, UnstakeRequest
+from ..snapshot import Minipool, Snapshot, Staker, UnstakeRequest
 from .nodeid import node_id
 
-MIN_EXPIRATION_DELAY = 3 * 86_400  # the queue's constant floor for a requester's expiration delay
+MIN_EXPIRATION_DELAY = 3 * 86_400
+WAD = 10**18  # the queue's constant floor for a requester's expiration delay
 
 
 class RequestStatus(StrEnum):
@@ -32,9 +33,9 @@ class RequestStatus(StrEnum):
 ASSUMPTIONS = (
     "requests are served strictly in line order (request id), each needing its expected AVAX, and stop at the first request the liquidity does not cover",
     "the depositor serves the line as soon as AVAX returns, calling as many times as the per-call request limit requires",
-    "each staking minipool hands its liquid stakers' AVAX back to the vault at the end of its validation period, on time (the validator provider's end time); one whose requested duration has room for another cycle restakes it instead",
+    "each staking minipool hands its liquid stakers' AVAX back to the vault at the end of its validation period, on time (the validator provider's end time); one whose requested duration has room for another cycle restakes it instead, when its owner's GGP still covers the minimum collateralization",
     "the vault's current reward stream releases as scheduled until its cycle ends; rewards not yet synced and later syncs are not counted",
-    "no new deposits, requests, cancellations or reclaims, and the share price stays as it is now (a funded request uses its shares' current value in AVAX)",
+    "no new deposits, requests, cancellations or reclaims, no minipool launched from the vault's AVAX, and the share price stays as it is now (a funded request uses its shares' current value in AVAX)",
     "launched minipools that have not started validating, and minipools without a known end time, return nothing within the schedule",
 )
 
@@ -111,6 +112,7 @@ def expected_returns(snap: Snapshot) -> tuple[tuple[Return, ...], int]:
 
 
     now = snap.block.timestamp
+    owners = {st.staker_addr: st for st in snap.stakers}
     out: list[Return] = []
     unscheduled = 0
     for m in snap.minipools:
@@ -122,20 +124,28 @@ def expected_returns(snap: Snapshot) -> tuple[tuple[Return, ...], int]:
         if not end:
             unscheduled += m.avax_liquid_staker_amt
             continue
-        if _cycles_again(snap, m, end):
+        if _cycles_again(snap, m, end, owners.get(m.owner)):
             continue
         out.append(Return(end, m.avax_liquid_staker_amt, m.node_id, end <= now))
     out.sort(key=lambda r: (r.time, r.node_id))
     return tuple(out), unscheduled
 
 
-def _cycles_again(snap: Snapshot, m: Minipool, end: int) -> bool:
-    """Whether the protocol restakes this pool at ``end`` (its requested duration has room for
-    another cycle): the rule the protocol's operator applies when it reports the end."""
+def _cycles_again(snap: Snapshot, m: Minipool, end: int, owner: Staker | None) -> bool:
+    """Whether the protocol restakes this pool at ``end``: its requested duration has room for
+    another cycle, and its owner's GGP still covers the minimum collateralization once the pool's
+    own AVAX is matched again (the contract refuses the restake otherwise). The rewards the period
+    adds to the restaked AVAX are not known in advance and are left out."""
     cycle, tolerance = snap.minipool_cycle_duration, snap.minipool_cycle_delay_tolerance
-    if not cycle:
+    if not cycle or end + cycle > m.initial_start_time + m.duration + (tolerance or 0):
         return False
-    return end + cycle <= m.initial_start_time + m.duration + (tolerance or 0)
+    if owner is None:
+        return True
+    assigned = owner.avax_assigned - m.avax_liquid_staker_amt + m.avax_node_op_amt
+    if assigned <= 0:
+        return True
+    ratio = owner.ggp_staked * snap.oracle.price // WAD * WAD // assigned
+    return ratio >= snap.settings.min_collateralization_ratio
 
 
 def redeemed(snap: Snapshot, r: UnstakeRequest) -> int:

@@ -145,6 +145,16 @@ class Live:
         self._refresh_standins()
         return events
 
+    def only_due(self, until: int) -> list[str]:
+        """Advance to ``until`` with only what falls due (validation ends, the depositor serving
+        the line, a due distribution) and no day's business: no prices, deposits, requests,
+        launches or syncs. What a forecast made before it assumes, so it can be held to it."""
+        with manual_mining(self.client):
+            events = self._due(until)
+            self.sender.mine(max(until, self.now + 1))
+        self._refresh_standins()
+        return events
+
     def _due(self, target: int) -> list[str]:
         """What falls due up to ``target``, in time order at its own time: validation ends (a block
         per end time, the depositor serving the line in it) and the GGP distribution."""
