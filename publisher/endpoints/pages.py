@@ -38,6 +38,7 @@ EXAMPLE_ITEMS = 2  # list items kept in a reference example; the rest are summar
 CALCULATOR_EXAMPLE = {"ggpStaked": "10000", "avaxStaked": "1000"}
 APR_CHART_AVAX = ("1000", "4000", "10000")  # AVAX sizes drawn on the APR chart
 APY_WINDOW_DAYS = 30  # as /metrics/apy
+ENTITY_NOUNS = {"address": "staker", "nodeID": "minipool"}  # what a path parameter's example is taken from
 
 
 @functools.cache
@@ -126,6 +127,11 @@ def _example(ctx: Context, path: str, params: list[dict]):
         if path in ("/docs", "/openapi.json") or ep.final:
             # The document itself, and /status (rendered after the pages, as it digests them): linked.
             return {"url": path, "json": None}
+        missing = [p["name"] for p in params if p["in"] == "path" and not p.get("example")]
+        if missing:
+            # Nothing of that kind exists at this block (no staker or minipool yet): no example.
+            things = " or ".join(ENTITY_NOUNS.get(m, f"{{{m}}}") for m in missing)
+            return {"url": None, "json": None, "missing": f"block {ctx.snap.block.number} has no {things} to show"}
         url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
         if "{" in path:
             assert ep.render is not None
@@ -206,10 +212,14 @@ def _endpoint_links(ctx: Context) -> list[dict]:
     for path, item in ctx.cached(document)["paths"].items():
         op = item["get"]
         params = op.get("parameters", [])
-        url = path.format(**{p["name"]: p.get("example", "") for p in params if p["in"] == "path"})
         query = "&".join(f"{p['name']}={p['example']}" for p in params if p["in"] == "query" and "example" in p)
+        if all(p.get("example") for p in params if p["in"] == "path"):
+            url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
+            link = url.lstrip("/") + (f"?{query}" if query else "")
+        else:  # no entity of that kind at this block: the reference says so
+            link = f"docs.html#{op['operationId']}"
         rows.append({"tag": op["tags"][0] if op["tags"] else "", "path": path, "summary": op["summary"],
-                     "link": url.lstrip("/") + (f"?{query}" if query else ""), "anchor": op["operationId"]})
+                     "link": link, "anchor": op["operationId"]})
     return sorted(rows, key=lambda r: (r["tag"], r["path"]))
 
 
