@@ -126,6 +126,9 @@ class Settings:
     expected_avax_rewards_rate: int
     claiming_contract_pct: dict[str, int]
     withdraw_for_delegation_enabled: bool
+    # Optional (abis.OPTIONAL_DAO_SETTINGS): None when the ProtocolDAO has no such getter.
+    minipool_cycle_duration: int | None = None  # seconds
+    minipool_cycle_delay_tolerance: int | None = None  # seconds
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,11 @@ from .rpc import RpcClient, RpcError, RpcUnavailable
 log = logging.getLogger(__name__)
 
 STAKER_PAGE = 400
-GAS_PER_STAKER = 32_000
-GAS_PER_MINIPOOL = 80_000
+# Estimated gas per row, used only to size Multicall3 chunks (multicall.CHUNK_GAS, 10 M under the
+# 50 M eth_call cap of public nodes): what mainnet's contracts measure, about 39 000 per getStakers
+# row and 88 000 per getMinipool (the devnet's own contracts take about 24 000 and 67 000).
+GAS_PER_STAKER = 39_000
+GAS_PER_MINIPOOL = 88_000
 GAS_STAKER_VIEW = 40_000
 WAD = 10**18
 DAY = 86_400
@@ -166,6 +169,7 @@ class Reader:
             fee_bips=s["fee_bips"] or 0,
             claiming_contract_pct={n: s[f"pct:{n}"] for n in abis.CLAIMING_CONTRACTS},
             withdraw_for_delegation_enabled=bool(s["withdraw_for_delegation_enabled"]),
+            **{_snake(k): s[_snake(k)] for k in abis.OPTIONAL_DAO_SETTINGS},
         )
         vault = Vault(
             name=s["vault_name"], symbol=s["vault_symbol"], total_assets=s["total_assets"],
@@ -314,6 +318,9 @@ class Reader:
         # getFeeBips exists only on the 2025 ProtocolDAO: optional, so older blocks still read.
         calls.append(Call(a["ProtocolDAO"], abis.dao_setting["FeeBips"], contract="ProtocolDAO", optional=True))
         keys.append("fee_bips")
+        for k, fn in abis.dao_optional_setting.items():
+            calls.append(Call(a["ProtocolDAO"], fn, contract="ProtocolDAO", optional=True))
+            keys.append(_snake(k))
         if read_dex:
             # Optional: a pair that reverts loses /prices/tj its quote, not the run.
             assert p.dex_pair is not None
@@ -326,13 +333,8 @@ class Reader:
         return dict(zip(keys, out, strict=True))
 
     def _collections(self, a: dict[str, str], s: dict):
-        count, pools = s["staker_count"], s["minipool_count"]
-        calls: list[Call | Calls] = [
-            Call(a["Staking"], abis.getStakers, (off, STAKER_PAGE), gas=GAS_PER_STAKER * min(STAKER_PAGE, count - off), contract="Staking")
-            for off in range(0, count, STAKER_PAGE)]
-        n_pages = len(calls)
-        calls.append(Calls(a["MinipoolManager"], abis.getMinipool, [(i,) for i in range(pools)], gas=GAS_PER_MINIPOOL, contract="MinipoolManager"))
-        calls.append(Call(s["wavax"], abis.balanceOf, (a["TokenggAVAX"],), contract="WAVAX"))
+        calls = collection_calls(a, s["staker_count"], s["minipool_count"], s["wavax"])
+        n_pages = len(calls) - 2
         out = self._run("stakers and minipools", calls)
         stakers = [row for page in out[:n_pages] for row in page]
         return stakers, out[n_pages:-1], out[-1]
@@ -366,6 +368,17 @@ class Reader:
             warnings.append(f"ggAVAX share price at block {ref.number} unavailable ({type(exc).__name__}): APY history unavailable")
             return None
         return VaultPoint(ref, value)
+
+
+def collection_calls(a: dict[str, str], count: int, pools: int, wavax: str) -> list[Call | Calls]:
+    """The round that reads every staker (pages of STAKER_PAGE rows), every minipool and the
+    vault's WAVAX balance, with the gas each is estimated to take."""
+    calls: list[Call | Calls] = [
+        Call(a["Staking"], abis.getStakers, (off, STAKER_PAGE), gas=GAS_PER_STAKER * min(STAKER_PAGE, count - off), contract="Staking")
+        for off in range(0, count, STAKER_PAGE)]
+    calls.append(Calls(a["MinipoolManager"], abis.getMinipool, [(i,) for i in range(pools)], gas=GAS_PER_MINIPOOL, contract="MinipoolManager"))
+    calls.append(Call(wavax, abis.balanceOf, (a["TokenggAVAX"],), contract="WAVAX"))
+    return calls
 
 
 def find_block_at(client: RpcClient, timestamp: int, head: BlockRef, floor: int = 0, *, fanout: int = 16, max_rounds: int = 12) -> BlockRef | None:
