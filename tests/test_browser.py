@@ -150,6 +150,44 @@ def test_the_calculator_answers_in_place(site, page, shots):
     assert page.console_errors() == [] or all("400" in e for e in page.console_errors())
 
 
+def test_the_calculator_says_what_is_wrong_with_a_link_or_an_edit(site, page):
+    page.viewport(390, 844)
+    answer = "!!document.getElementById('r-apr')"
+    error = "document.getElementById('error') && document.getElementById('error').textContent"
+    # A shared link with an amount the form does not accept: the message, no answer.
+    for query, said in (("ggpStaked=1e5&avaxStaked=1000", "GGP staked (ggpStaked) must be a whole-token amount"),
+                        ("ggpStaked=12,000&avaxStaked=1000", "(got \u201c12,000\u201d)"),
+                        ("ggpStaked=1500", "Own AVAX (avaxStaked) is required.")):
+        page.goto(site + "/calculator.html?" + query)
+        page.wait_for(error)
+        assert said in page.eval(error) and not page.eval(answer), query
+        assert page.eval("document.getElementById('answer').hidden") is False
+    # A link the function refuses (above the GGP supply): its own message.
+    page.goto(site + "/calculator.html?ggpStaked=30000000&avaxStaked=1000")
+    page.wait_for(error)
+    assert "ggpStaked" in page.eval(error) and not page.eval(answer)
+    # A good link answers; the rate's source is described as what it is.
+    page.goto(site + "/calculator.html?ggpStaked=10000&avaxStaked=1000")
+    page.wait_for(answer)
+    source = requests.get(site + "/rewards/params").json()["validatorRate"]["source"]
+    words = {"validators": "potential reward the validator provider reports", "minipools": "finished minipools",
+             "default": "the configured default"}
+    assert words[source] in page.eval("document.getElementById('rate-source').textContent")
+    assert all(words[s] not in page.eval("document.getElementById('rate-source').textContent") for s in words if s != source)
+    # An edit to an invalid amount replaces the answer with the message; a valid one asks again.
+    page.eval("const g = document.getElementById('ggpStaked'); g.value = '10000x';"
+              "g.dispatchEvent(new Event('input', {bubbles: true}))")
+    assert not page.eval(answer) and "(got \u201c10000x\u201d)" in page.eval(error)
+    page.eval("const h = document.getElementById('ggpStaked'); h.value = '20000';"
+              "h.dispatchEvent(new Event('input', {bubbles: true}))")
+    assert not page.eval(answer) and not page.eval(error)
+    assert "press Estimate" in page.eval("document.getElementById('stale').textContent")
+    page.eval("document.querySelector('#calc button').click()")
+    page.wait_for(answer)
+    assert page.eval("location.search") == "?ggpStaked=20000&avaxStaked=1000"
+    assert page.console_errors() == [] or all("400" in e for e in page.console_errors())
+
+
 def test_the_pages_work_without_script(site, page):
     page.viewport(1280, 900)
     page.scripts(False)
