@@ -39,7 +39,7 @@ from .config import Profile
 from .endpoints.context import Context
 from .endpoints.registry import Deferred, Endpoint, Row, file_for, load_all, resolve
 from .endpoints.units import dumps, dumps_value
-from .errors import PublisherError
+from .errors import PublisherError, every_cause
 from .snapshot import Snapshot
 from .validate import compare_previous, invariants, older_block, schema_problems, strict_loads
 
@@ -630,8 +630,7 @@ def _build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool
                                          max_price_move_pct=profile.max_price_move_pct,
                                          max_staker_drop_pct=profile.max_staker_drop_pct)
         if problems:
-            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-            raise PublisherError(f"refusing to write {out_dir}: {problems[0]}{more}")
+            raise PublisherError(f"refusing to write {out_dir}: {every_cause(problems)}")
         for path, data in final.items():
             sha = sha256(data)
             writer.write(path, data, sha)
