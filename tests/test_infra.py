@@ -146,3 +146,19 @@ def test_the_node_install_recipe_leaves_the_lock_byte_identical(tmp_path):
         assert run.returncode == 0, run.stdout + run.stderr
     assert (tmp_path / "package-lock.json").read_bytes() == before
     assert (tmp_path / "node_modules" / ".bin" / "anvil").exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="not a git checkout")
+@pytest.mark.parametrize("name", ["out", "out-scale", "out-mainnet"])
+def test_build_output_at_the_top_is_ignored_by_git(name):
+    """`--out NAME` makes the link NAME and the trees .NAME.a and .NAME.b beside it (through a
+    temporary .NAME.link-<pid>): none of them shows up as untracked."""
+    from publisher.pipeline import trees
+
+    out = ROOT / name
+    _, first = trees(out)
+    paths = [name, f"{first.name}/status.json", f".{name}.a/x.json", f".{name}.b/x.json", f".{name}.link-4242"]
+    run = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=ROOT, capture_output=True, text=True)
+    assert run.stdout.split() == paths, run.stdout + run.stderr
+    tracked = subprocess.run(["git", "ls-files", "-ci", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True)
+    assert tracked.stdout == ""  # the patterns hide nothing the project tracks
