@@ -47,6 +47,7 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("publisher", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["code"] = code_spans
+    env.filters["path"] = path_code
     env.filters["num"] = svg.number
     env.filters["utc"] = lambda ts, fmt="%Y-%m-%d %H:%M UTC": time.strftime(fmt, time.gmtime(ts))
     return env
@@ -55,6 +56,13 @@ def _env() -> jinja2.Environment:
 def code_spans(text: str) -> markupsafe.Markup:
     """Escape the text, then show its `backticked` spans as code (the docs' only markup)."""
     return markupsafe.Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(markupsafe.escape(text))))
+
+
+def path_code(path: str) -> markupsafe.Markup:
+    """An endpoint's path as code that a narrow screen breaks only after a slash (the page's CSS
+    keeps the segments whole)."""
+    return markupsafe.Markup('<code class="path">{}</code>').format(
+        markupsafe.Markup("/<wbr>").join(markupsafe.escape(part) for part in str(path).split("/")))
 
 
 def describe(schema: dict) -> str:
