@@ -23,11 +23,11 @@ $(VENV)/.test: $(VENV)/.runtime requirements/test.txt
 	$(PIP) install --require-hashes -r requirements/test.txt
 	@touch $@
 
-# `npm install` against the committed lock, not `npm ci`: npm writes lock files without the other
-# platforms' anvil binaries (optional dependencies), and `npm ci` then refuses the lock as out of
-# sync. Versions are still pinned exactly by package.json and the lock, which stays unchanged.
+# `npm ci`: exactly the locked versions, and it never writes package-lock.json. The lock lists
+# anvil's binary for every platform (optional dependencies; npm installs the one that matches), so
+# it is in sync everywhere. After editing package.json, `npm install` rewrites the lock: commit it.
 node_modules/.package-lock.json: package.json package-lock.json
-	npm install --no-audit --no-fund
+	npm ci --no-audit --no-fund
 	@touch $@
 
 setup: $(VENV)/.runtime node_modules/.package-lock.json

@@ -89,7 +89,7 @@ class NaiveReader:
             self.call(a["RewardsPool"], fn)
         self.call(a["ClaimNodeOp"], abis.getRewardsCycleTotal)
         self.call(a["ProtocolDAO"], abis.getWithdrawForDelegationEnabled)
-        for fn in abis.dao_setting.values():
+        for fn in (*abis.dao_setting.values(), *abis.dao_optional_setting.values()):
             self.call(a["ProtocolDAO"], fn)
         for name in abis.CLAIMING_CONTRACTS:
             self.call(a["ProtocolDAO"], abis.getClaimingContractPct, name)

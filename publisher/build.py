@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .config import Profile
 from .endpoints.registry import resolve
-from .errors import PublisherError
+from .errors import PublisherError, every_cause
 from .snapshot import Snapshot
 
 
@@ -49,7 +49,7 @@ def check_snapshot(snap: Snapshot) -> None:
             problems.append(f"staker {s.staker_addr}: effective stake exceeds stake")
             break
     if problems:
-        raise PublisherError(f"snapshot invariant violated: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""))
+        raise PublisherError(f"snapshot invariant violated: {every_cause(problems)}")
     check_formula_inputs(snap)
 
 

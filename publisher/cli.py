@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shlex
+import shutil
 import signal
 import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -118,6 +121,19 @@ def main(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, format="%(levelname)s %(message)s")
 
 
+def own_command() -> str:
+    """This publisher as a shell runs it from anywhere: ``publisher`` when that is the command the
+    PATH finds, else its script beside the running interpreter by absolute path (a virtualenv that is
+    not activated), else the interpreter with ``-m publisher.cli``."""
+    script = Path(sys.executable).parent / "publisher"
+    if script.is_file() and os.access(script, os.X_OK):
+        found = shutil.which("publisher")
+        if found and Path(found).resolve() == script.resolve():
+            return "publisher"
+        return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m publisher.cli"
+
+
 @main.command()
 @click.option("--scenario", type=SCENARIOS, default="demo", show_default=True)
 @click.option("--stakers", type=click.IntRange(min=2), help="Resize the scenario to this many stakers (minipools follow in proportion).")
@@ -151,7 +167,7 @@ def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int 
         click.echo("use it:")
         click.echo(f"  export PUBLISHER_VALIDATOR_API_URL={net.services['validator_api']} "
                    f"PUBLISHER_PCHAIN_RPC_URL={net.services['pchain_rpc']} PUBLISHER_PRICE_API_URL={net.services['price_api']}")
-        click.echo(f"  publisher build{f' --network {as_network}' if as_network else ''} --rpc-url {net.url}")
+        click.echo(f"  {own_command()} build{f' --network {as_network}' if as_network else ''} --rpc-url {net.url}")
         click.echo("Ctrl-C to stop")
         try:
             if live:

@@ -64,26 +64,30 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
 
     Every chain read addresses the pinned block by hash and the run ends by checking that the
     block is still canonical. A reorg of the latest block is retried once at the new head; a
-    second reorg, or one under an explicit ``block``, ends the run.
+    second reorg, one under an explicit ``block``, or one that takes the head below the pinned
+    block (the chain went back) ends the run.
     """
     client = RpcClient(list(profile.rpc_urls))
     http = HttpCounters()
     t0 = time.monotonic()
+    replaced: Reorged | None = None
     for tries_left in (1, 0):
         try:
-            return _collect(client, http, t0, profile, block, progress, history_prior)
-        except Reorged:
+            return _collect(client, http, t0, profile, block, progress, history_prior, replaced)
+        except Reorged as exc:
             if block is not None or not tries_left:
                 raise
+            replaced = exc
     raise AssertionError("unreachable")
 
 
 def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile, block: int | None,
-             progress: Progress | None, history_prior: history.PriorHistory | None) -> Collected:
+             progress: Progress | None, history_prior: history.PriorHistory | None,
+             replaced: Reorged | None = None) -> Collected:
     from .build import check_snapshot
 
     early = _EarlyValidators(sources.glacier(profile, http), sources.pchain(profile, http))
-    snap = Reader(client, profile, progress, on_minipools=early.start).read(block)
+    snap = Reader(client, profile, progress, on_minipools=early.start).read(block, replaced=replaced)
     # The chain's own invariants first: nothing may derive from values that break them (a zero
     # oracle price would otherwise reach the price cross-check's division).
     check_snapshot(snap)

@@ -11,3 +11,8 @@ def cause(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"{exc.strerror or type(exc).__name__}: {exc.filename or ''}".rstrip(": ")
     return str(exc)
+
+
+def every_cause(problems: list[str]) -> str:
+    """Every problem of a refusal on one line, each once, in the order found."""
+    return "; ".join(dict.fromkeys(problems))

@@ -39,9 +39,9 @@ from .config import Profile
 from .endpoints.context import Context
 from .endpoints.registry import Deferred, Endpoint, Row, file_for, load_all, resolve
 from .endpoints.units import dumps, dumps_value
-from .errors import PublisherError
+from .errors import PublisherError, every_cause
 from .snapshot import Snapshot
-from .validate import compare_previous, invariants, schema_problems, strict_loads
+from .validate import compare_previous, invariants, older_block, schema_problems, strict_loads
 
 RECORD = ".build.json"
 RECORD_FORMAT = "ggp-publisher-build/2"
@@ -534,6 +534,14 @@ def _build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool
     out = Path(os.path.abspath(out_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
     live, tree = trees(out)
+    if live is not None and not force:
+        # First, before anything is rendered: a block older than the live run's is refused as such.
+        try:
+            went_back = older_block(TreeFiles(live)["/status"], snap.network, snap.chain_id, snap.block.number)
+        except KeyError:
+            went_back = None
+        if went_back:
+            raise PublisherError(f"refusing to write {out_dir}: {went_back}; --force overrides")
     run = run_key(snap, profile)
     prev = None if full else read_record(live)
     prev_files: dict[str, list] = prev["files"] if prev else {}
@@ -622,8 +630,7 @@ def _build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool
                                          max_price_move_pct=profile.max_price_move_pct,
                                          max_staker_drop_pct=profile.max_staker_drop_pct)
         if problems:
-            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-            raise PublisherError(f"refusing to write {out_dir}: {problems[0]}{more}")
+            raise PublisherError(f"refusing to write {out_dir}: {every_cause(problems)}")
         for path, data in final.items():
             sha = sha256(data)
             writer.write(path, data, sha)

@@ -126,6 +126,9 @@ class Settings:
     expected_avax_rewards_rate: int
     claiming_contract_pct: dict[str, int]
     withdraw_for_delegation_enabled: bool
+    # Optional (abis.OPTIONAL_DAO_SETTINGS): None when the ProtocolDAO has no such getter.
+    minipool_cycle_duration: int | None = None  # seconds
+    minipool_cycle_delay_tolerance: int | None = None  # seconds
 
 
 @dataclass(frozen=True)
@@ -304,10 +307,6 @@ class Snapshot:
     withdraw_queue: WithdrawQueue | None = None
     withdraw_queue_note: str | None = None
     pst_avax: PstAvax | None = None
-    # Minipool settings the funding forecast needs (a pool whose duration has room cycles again
-    # instead of returning its AVAX); None where the ProtocolDAO lacks them.
-    minipool_cycle_duration: int | None = None
-    minipool_cycle_delay_tolerance: int | None = None
     format: int = SNAPSHOT_FORMAT
 
     def to_json(self) -> str:

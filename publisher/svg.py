@@ -10,6 +10,11 @@ Every chart is a ``<figure>``: the SVG (``role="img"``, titled) plus a visually 
 screen readers. Plot geometry is recorded on the plot group (``data-domain``: x0 x1 y0 y1 in data
 units; ``data-range``: the pixel box left right bottom top), and each point carries ``data-x`` and
 ``data-y``, so ``cx = left + (x - x0) / (x1 - x0) * (right - left)`` and likewise for y.
+
+The SVG holds only the plot (grid, lines, points, bars) and scales with the screen; every label
+(ticks, axis titles, bar names and values) is HTML placed beside it at the percentage of the plot
+where its tick is, so text keeps the page's size on a phone instead of shrinking with the drawing.
+Every other x tick label carries ``alt``: the page hides those where the chart is narrow.
 """
 from __future__ import annotations
 
@@ -19,8 +24,9 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-WIDTH, HEIGHT = 560, 280
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 52  # margins: tick labels left, axis label and legend below
+WIDTH, HEIGHT = 440, 260  # the plot's own coordinates; labels are HTML around it
+PAD = 6  # room for the markers at the plot's edges (and the x tick marks below it)
+BAR_WIDTH, BAR_PITCH, BAR_HEIGHT = 320, 26, 18
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,8 @@ def _fmt(v: float) -> str:
 class _Frame:
     def __init__(self, x0, x1, y0, y1, width=WIDTH, height=HEIGHT):
         self.x0, self.x1, self.y0, self.y1 = x0, x1, y0, y1
-        self.left, self.right, self.top, self.bottom = LEFT, width - RIGHT, TOP, height - BOTTOM
+        self.width, self.height = width, height
+        self.left, self.right, self.top, self.bottom = PAD, width - PAD, PAD, height - PAD
 
     def x(self, v: float) -> float:
         if self.x1 == self.x0:
@@ -110,9 +117,10 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
     yf = y_format or (lambda v: number(v, ystep))
     xf = x_format or ((lambda v: time.strftime("%b %d", time.gmtime(v))) if dates
                       else (lambda v: number(v, xt[1] - xt[0] if len(xt) > 1 else None)))
-    out = [_open(chart_id, title)]
-    out.append(_axes(f, [(f.y(v), yf(v)) for v in yt], [(f.x(v), xf(v)) for v in xt if x0 <= v <= x1],
-                     x_label, y_label))
+    yticks, xticks = [(f.y(v), yf(v)) for v in yt], [(f.x(v), xf(v)) for v in xt if x0 <= v <= x1]
+    # The last x label is centred on its tick, at most at the plot's right edge.
+    out = [_open(chart_id, title, f, y_label, [t for _, t in yticks], max((len(t) for _, t in xticks), default=0) // 2 + 1)]
+    out.append(_grid(f, yticks, xticks))
     out.append(f'<g class="plot" {f.attrs()}>')
     for i, s in enumerate(drawn):
         pts = " ".join(f"{_fmt(f.x(x))},{_fmt(f.y(y))}" for x, y in s.points)
@@ -125,6 +133,7 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
                        f'data-x="{x!r}" data-y="{y!r}"><title>{escape(label)}</title></circle>')
         out.append("</g>")
     out.append("</g></svg>")
+    out.append(_labels(f, yticks, xticks, x_label))
     if len(drawn) > 1:
         out.append(_legend([s.name for s in drawn]))
     rows = sorted({x for s in drawn for x, _ in s.points})
@@ -137,51 +146,67 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
 
 def bar_chart(chart_id: str, title: str, bars: list[tuple[str, int]], *, value_label: str, label_header: str = "") -> Markup:
     """Horizontal bars of counts, one per label, value axis from zero."""
-    height = TOP + 26 * len(bars) + BOTTOM
+    height = 2 * PAD + BAR_PITCH * len(bars)
     vt = ticks(0, max([v for _, v in bars] + [1]))
-    f = _Frame(vt[0], vt[-1], 0, len(bars), height=height)
-    f.left, f.right = 124, WIDTH - 40  # room for the value printed after the longest bar
+    # Narrower than a line chart: drawn at a larger scale, so a row stays as tall as its label.
+    f = _Frame(vt[0], vt[-1], 0, len(bars), width=BAR_WIDTH, height=height)
     step = vt[1] - vt[0]
-    out = [_open(chart_id, title, height)]
-    out.append(_axes(f, [], [(f.x(v), number(v, step)) for v in vt], value_label, ""))
+    xticks = [(f.x(v), number(v, step)) for v in vt]
+    out = [_open(chart_id, title, f, "", [label for label, _ in bars], max(len(number(v, 1)) for _, v in bars) + 1)]
+    out.append(_grid(f, [], xticks))
     out.append(f'<g class="plot bars" {f.attrs()}>')
+    names = []
     for i, (label, value) in enumerate(bars):
-        top = f.top + 26 * i + 4
-        out.append(f'<text class="label" x="{f.left - 8}" y="{top + 13}" text-anchor="end">{escape(label)}</text>'
-                   f'<rect class="s0" x="{f.left}" y="{top}" width="{_fmt(f.x(value) - f.left)}" height="18" '
-                   f'data-label="{escape(label)}" data-value="{value!r}"><title>{escape(label)}: {number(value, 1)}</title></rect>'
-                   f'<text class="value" x="{_fmt(f.x(value) + 4)}" y="{top + 13}">{number(value, 1)}</text>')
+        top = f.top + BAR_PITCH * i + (BAR_PITCH - BAR_HEIGHT) / 2
+        middle = _pct((top + BAR_HEIGHT / 2) / height)
+        out.append(f'<rect class="s0" x="{f.left}" y="{_fmt(top)}" width="{_fmt(f.x(value) - f.left)}" height="{BAR_HEIGHT}" '
+                   f'data-label="{escape(label)}" data-value="{value!r}"><title>{escape(label)}: {number(value, 1)}</title></rect>')
+        names.append(f'<span class="tick y name" style="top:{middle}">{escape(label)}</span>'
+                     f'<span class="tick value" style="top:{middle};left:{_pct(f.x(value) / f.width)}">{number(value, 1)}</span>')
     out.append("</g></svg>")
+    out.append(_labels(f, [], xticks, value_label, "".join(names)))
     out.append(_table(title, [label_header, value_label], [[label, number(value, 1)] for label, value in bars]))
     out.append("</figure>")
     return Markup("".join(out))
 
 
-def _open(chart_id: str, title: str, height: int = HEIGHT) -> str:
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:.3f}".rstrip("0").rstrip(".") + "%"
+
+
+def _open(chart_id: str, title: str, f: _Frame, y_label: str, left_labels: list[str], right: int) -> str:
+    """The figure up to the plot's SVG. The plot box leaves room on its left for the widest label
+    there and ``right`` characters on its right (in ``ch`` of the labels' font, which does not
+    scale with the drawing)."""
     cid = escape(chart_id)
+    widest = max((len(t) for t in left_labels), default=0)
     return (f'<figure class="chart" id="{cid}"><figcaption id="{cid}-title">{escape(title)}</figcaption>'
+            f'<div class="frame">'
+            + (f'<div class="y-title" aria-hidden="true">{escape(y_label)}</div>' if y_label else '<div></div>')
+            + f'<div class="plotbox" style="margin-left:calc({widest}ch + 8px);margin-right:{right}ch">'
             # Inline in HTML, the parser puts <svg> in the SVG namespace itself: no xmlns needed.
-            f'<svg viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="{cid}-title">'
+            f'<svg viewBox="0 0 {f.width} {f.height}" role="img" aria-labelledby="{cid}-title">'
             f'<title>{escape(title)}</title>')
 
 
-def _axes(f: _Frame, yticks, xticks, x_label: str, y_label: str) -> str:
+def _grid(f: _Frame, yticks, xticks) -> str:
     out = ['<g class="axis">']
-    for y, text in yticks:
-        out.append(f'<line class="grid" x1="{f.left}" x2="{f.right}" y1="{_fmt(y)}" y2="{_fmt(y)}"/>'
-                   f'<text x="{f.left - 6}" y="{_fmt(y + 4)}" text-anchor="end">{escape(text)}</text>')
-    for x, text in xticks:
-        out.append(f'<line class="tick" x1="{_fmt(x)}" x2="{_fmt(x)}" y1="{f.bottom}" y2="{f.bottom + 4}"/>'
-                   f'<text x="{_fmt(x)}" y="{f.bottom + 17}" text-anchor="middle">{escape(text)}</text>')
+    for y, _ in yticks:
+        out.append(f'<line class="grid" x1="{f.left}" x2="{f.right}" y1="{_fmt(y)}" y2="{_fmt(y)}"/>')
+    for x, _ in xticks:
+        out.append(f'<line class="tick" x1="{_fmt(x)}" x2="{_fmt(x)}" y1="{f.bottom}" y2="{f.bottom + 4}"/>')
     out.append(f'<line class="base" x1="{f.left}" x2="{f.right}" y1="{f.bottom}" y2="{f.bottom}"/>')
-    out.append(f'<text class="axis-label" x="{_fmt((f.left + f.right) / 2)}" y="{f.bottom + 36}" '
-               f'text-anchor="middle">{escape(x_label)}</text>')
-    if y_label:
-        mid = _fmt((f.top + f.bottom) / 2)
-        out.append(f'<text class="axis-label" x="14" y="{mid}" text-anchor="middle" '
-                   f'transform="rotate(-90 14 {mid})">{escape(y_label)}</text>')
     out.append("</g>")
     return "".join(out)
+
+
+def _labels(f: _Frame, yticks, xticks, x_label: str, extra: str = "") -> str:
+    """The labels beside the plot, each at its tick's place in percent of the plot box; then the
+    x axis title under it. Closes the plot box and the frame."""
+    out = [f'<span class="tick y" style="top:{_pct(y / f.height)}">{escape(text)}</span>' for y, text in yticks]
+    out += [f'<span class="tick x{" alt" if i % 2 else ""}" style="left:{_pct(x / f.width)}">{escape(text)}</span>'
+            for i, (x, text) in enumerate(xticks)]
+    return "".join(out) + extra + f'</div><div></div><div class="x-title">{escape(x_label)}</div></div>'
 
 
 def _legend(names: list[str]) -> str:

@@ -200,6 +200,21 @@ def _queue_invariants(b: dict) -> list[str]:
     return out
 
 
+def older_block(old_status: bytes, network: str, chain_id: int, number: int) -> str | None:
+    """The refusal when block ``number`` is older than the block of the previous run (its /status)
+    of the same network; None when it is not, or the previous run cannot be read."""
+    try:
+        o = strict_loads(old_status)
+    except ValueError:
+        return None
+    if not isinstance(o, dict) or (o.get("network"), o.get("chainId")) != (network, chain_id):
+        return None
+    old_block = o["block"].get("number") if isinstance(o.get("block"), dict) else None
+    if isinstance(old_block, int) and not isinstance(old_block, bool) and number < old_block:
+        return f"block {number} is older than the last run's {old_block}"
+    return None
+
+
 def compare_previous(old: Mapping[str, bytes], new: Mapping[str, bytes], *, max_price_move_pct: float,
                      max_staker_drop_pct: float) -> list[str]:
     """Change bounds against the previous run of the same network."""
@@ -210,9 +225,9 @@ def compare_previous(old: Mapping[str, bytes], new: Mapping[str, bytes], *, max_
     if not isinstance(o, dict) or (o.get("network"), o.get("chainId")) != (n.get("network"), n.get("chainId")):
         return []
     out = []
-    old_block = (o.get("block") or {}).get("number") if isinstance(o.get("block"), dict) else None
-    if isinstance(old_block, int) and n["block"]["number"] < old_block:
-        out.append(f"block {n['block']['number']} is older than the last run's {old_block}")
+    went_back = older_block(old["/status"], n["network"], n["chainId"], n["block"]["number"])
+    if went_back:
+        out.append(went_back)
     try:
         op, np_ = strict_loads(old["/prices"]), strict_loads(new["/prices"])
         for k in ("ggpInAvax", "avaxInUSD"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -168,6 +169,19 @@ def test_price_jump_is_refused(demo_snapshot, demo_profile, tmp_path):
     jump = dataclasses.replace(demo_snapshot, oracle=dataclasses.replace(demo_snapshot.oracle, price=demo_snapshot.oracle.price * 3))
     with pytest.raises(PublisherError, match="ggpInAvax moved"):
         build(jump, demo_profile, out)
+
+
+def test_a_refusal_names_every_cause(demo_snapshot, demo_profile, tmp_path):
+    out = tmp_path / "out"
+    build(demo_snapshot, demo_profile, out)
+    feed = demo_snapshot.feed
+    both = dataclasses.replace(demo_snapshot, oracle=dataclasses.replace(demo_snapshot.oracle, price=demo_snapshot.oracle.price * 3),
+                               feed=dataclasses.replace(feed, answer=feed.answer * 2))
+    with pytest.raises(PublisherError) as refused:
+        build(both, demo_profile, out)
+    text = str(refused.value)
+    assert "\n" not in text and "more)" not in text
+    assert re.search(r"ggpInAvax moved [\d.]+% since the last run .*; avaxInUSD moved [\d.]+% since the last run", text), text
 
 
 def test_check_rejects_tampered_files(built, tmp_path):

@@ -51,6 +51,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "getClaimingContractPct": ("ProtocolDAO",), "getContractPaused": ("ProtocolDAO",),
     "getWithdrawForDelegationEnabled": ("ProtocolDAO",),
     **{f"dao_setting[{k}]": ("ProtocolDAO",) for k in abis.DAO_SETTINGS},
+    **{f"dao_optional_setting[{k}]": ("ProtocolDAO",) for k in abis.OPTIONAL_DAO_SETTINGS},
     "latestRoundData": ("PriceFeed",),
     "getReserves": ("DexPair",), "token0": ("DexPair",), "token1": ("DexPair",),
     "aggregate3": ("Multicall3",), "getCurrentBlockTimestamp": ("Multicall3",),
@@ -67,6 +68,7 @@ EVENTS = {
 def reader_functions() -> dict[str, Fn]:
     out = {name: value for name, value in vars(abis).items() if isinstance(value, Fn)}
     out.update({f"dao_setting[{k}]": fn for k, fn in abis.dao_setting.items()})
+    out.update({f"dao_optional_setting[{k}]": fn for k, fn in abis.dao_optional_setting.items()})
     return out
 
 

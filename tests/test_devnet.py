@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -364,6 +365,17 @@ def test_publisher_devnet_serves_until_interrupted():
             assert got.lower() == printed[name].lower()
         time.sleep(0.5)
         assert dev.proc.poll() is None, "keeps serving"
+
+        # The two lines it prints to use it run as pasted, in a shell without the virtualenv on PATH.
+        use = text.split("use it:\n", 1)[1].splitlines()[:2]
+        assert use[0].strip().startswith("export PUBLISHER_VALIDATOR_API_URL=") and " build --rpc-url " + url.group(1) in use[1]
+        with tempfile.TemporaryDirectory() as where:
+            shell = "\n".join(line.strip() for line in use) + " --out out"
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("PUBLISHER_", "VIRTUAL_ENV", "PYTHON"))}
+            env["PATH"] = "/usr/bin:/bin"
+            got = subprocess.run(["/bin/sh", "-c", shell], cwd=where, env=env, capture_output=True, text=True, timeout=600)
+            assert got.returncode == 0, (shell, got.stderr[-2000:])
+            assert "built " in got.stdout and (Path(where) / "out" / "status.json").exists()
         assert "stopping" in dev.interrupt()
     assert not _port_taken(port), "anvil stopped with the command"
 

@@ -274,6 +274,62 @@ def test_a_reorg_of_an_explicit_block_ends_the_run(demo, previous):
     assert tree(previous) == before
 
 
+def test_a_reorg_right_after_the_pin_that_takes_the_head_back_ends_the_run(demo, previous, tmp_path):
+    """The latest block is pinned, then the chain goes back below it (and below the live run's
+    block): the run ends naming the reorg, not the older block it could still read."""
+    rpc = RpcClient([demo.url])
+    with checkpoint(rpc):
+        snap_id = rpc.request("evm_snapshot", [])
+        back_to = int(header(rpc)["number"], 16)
+        rpc.request("evm_mine", [])
+        live = tmp_path / "live"
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", live], sources_env(demo))
+        assert got.returncode == 0, got.stderr
+        assert json.loads((live / "status.json").read_text())["block"]["number"] == back_to + 1
+        before = tree(live)
+        rpc.request("evm_mine", [])  # the block the run pins
+        state = {"done": False}
+
+        def hook(n, body):
+            if n == 2 and not state["done"]:  # request 1 pinned the head
+                state["done"] = True
+                assert rpc.request("evm_revert", [snap_id]) is True
+
+        with FlakyProxy(demo.url, on_request=hook) as proxy:
+            got = run_cli(["build", "--rpc-url", proxy.url, "--out", live], sources_env(demo))
+        assert state["done"]
+    line = failed(got)
+    assert re.fullmatch(rf"error: block {back_to + 2} was replaced during the run \(reorg: 0x[0-9a-f]{{8}}… is no longer "
+                        rf"canonical; the chain's head went back to {back_to}\): nothing was written", line), line
+    assert tree(live) == before
+
+
+def test_a_block_older_than_the_live_run_is_refused_before_anything_is_built(demo, previous):
+    """Seeding writes every staker and minipool in the demo's last block: the block before it has
+    none. Refused naming both blocks; with --force it is built, every page included."""
+    live_block = json.loads((previous / "status.json").read_text())["block"]["number"]
+    older = live_block - 1
+    before = tree(previous)
+    got = run_cli(["build", "--rpc-url", demo.url, "--block", older, "--out", previous], sources_env(demo))
+    assert failed(got) == (f"error: refusing to write {previous}: block {older} is older than the last run's "
+                           f"{live_block}; --force overrides")
+    assert tree(previous) == before
+
+    got = run_cli(["build", "--rpc-url", demo.url, "--block", older, "--out", previous, "--force"], sources_env(demo))
+    assert got.returncode == 0, got.stderr
+    status = json.loads((previous / "status.json").read_text())
+    assert status["block"]["number"] == older
+    assert json.loads((previous / "stakers.json").read_text())["count"] == 0
+    for page in ("index.html", "docs.html", "calculator.html"):
+        assert (previous / page).stat().st_size > 1000, page
+    docs = (previous / "docs.html").read_text()
+    assert f"No example response: block {older} has no staker to show." in docs
+    assert f"No example response: block {older} has no minipool to show." in docs
+    assert 'href="docs.html#stakers_address"' in (previous / "index.html").read_text()
+    got = run_cli(["check", previous])
+    assert got.returncode == 0, got.stderr
+
+
 # ---- third-party sources --------------------------------------------------------------------------
 
 # (id, {service: Fault}, expected: "ok" + a warning, or the failure's cause)

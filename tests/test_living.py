@@ -12,12 +12,16 @@ import json
 from contextlib import contextmanager
 from fractions import Fraction
 
+from eth_utils import to_checksum_address
+
+import publisher.devnet.live as live_module
 from publisher.build import build
 from publisher.chain import abis
 from publisher.collect import collect, devnet_profile
 from publisher.config import load_profile
-from publisher.devnet.live import running_live
-from publisher.devnet.scenarios import DAY
+from publisher.devnet.live import planned_end, running_live
+from publisher.devnet.scenarios import DAY, STAKING
+from publisher.devnet.seed import manual_mining
 
 WAD = 10**18
 YEAR = 365 * DAY
@@ -48,7 +52,30 @@ def check_every_staker_is_paid_its_forecast(read, dist, snap_stakers, when: int)
     return paid_some
 
 
-def test_ggp_forecast_equals_the_distribution_to_the_wei(tmp_path):
+def record_validation_ends(live, until: int) -> int:
+    """What Rialto does until a distribution at ``until``: record each validation end that falls
+    before it, in order (cycling the minipool when its duration has room and its owner's collateral
+    allows). Returns how many it recorded."""
+    op = live.op
+    cycle_len, tolerance = op.setting("MinipoolCycleDuration"), op.setting("MinipoolCycleDelayTolerance")
+    ended = 0
+    with manual_mining(live.client):
+        while True:
+            pending = sorted((planned_end(m, cycle_len), m["index"], m) for m in op.minipools() if m["status"] == STAKING)
+            pending = [p for p in pending if p[0] < until]
+            if not pending:
+                return ended
+            end, _, m = pending[0]
+            when = max(end, live.now + 1)
+            owners = {st["stakerAddr"]: st for st in op.stakers()}
+            with live.sender.one_block(when):
+                live._end(m, end, when, owners[m["owner"]], cycle_len, tolerance)
+            live.sender.check()
+            ended += 1
+
+
+def test_ggp_forecast_equals_the_distribution_to_the_wei(tmp_path, monkeypatch):
+    monkeypatch.setattr(live_module, "ZERO_REWARD_ODDS", 0)  # no slashing between build and distribution
     with live_devnet(seed=3) as (_net, live, profile):
         for _ in range(4):
             live.step()
@@ -60,6 +87,7 @@ def test_ggp_forecast_equals_the_distribution_to_the_wei(tmp_path):
         # On time: exactly one cycle of inflation intervals.
         assert params["forecast"]["cycleIntervals"] == (due - params["inflationIntervalStartTime"]) // DAY == 30
         stakers = [st["stakerAddr"] for st in live.op.stakers()]
+        assert record_validation_ends(live, due) > 5
         dist = live.distribute_at(due)
         assert check_every_staker_is_paid_its_forecast(read, dist, stakers, due) >= 10
         # The metrics headline is the same pool.
@@ -84,6 +112,58 @@ def test_overdue_ggp_forecast_equals_the_late_distribution_to_the_wei(tmp_path):
         assert (now + 1 - params["inflationIntervalStartTime"]) // DAY == intervals
         dist = live.distribute_at(now + 1)
         assert check_every_staker_is_paid_its_forecast(read, dist, stakers, now + 1) >= 10
+
+
+def test_a_staker_under_the_floor_whose_minipools_all_end_is_paid_its_forecast(tmp_path, monkeypatch):
+    """Under 10 % collateralization its effective stake is 0 today, but its only minipool's
+    validation ends before the distribution without another cycle: nothing is assigned then, the
+    contract's 10 % gate (which divides by avaxAssigned) no longer applies, and the distribution
+    pays it on min(G, 1.5·HW/P). The forecast says so, and every staker, TEGS included, is paid
+    its forecast to the wei after Rialto records every validation end that falls before it."""
+    monkeypatch.setattr(live_module, "ZERO_REWARD_ODDS", 0)  # no slashing between build and distribution
+    with live_devnet(seed=3) as (net, live, profile):
+        op = live.op
+        while not live.distributions:  # a cycle just started: a whole cycle ahead
+            live.step()
+        owner, node = to_checksum_address(b"\x5b" * 20), to_checksum_address(b"\x6c" * 20)
+        t = live.now + 60
+        price = op.call("Oracle", abis.getGGPPriceInAVAX)[0]
+        with manual_mining(live.client):
+            with live.sender.one_block(t):
+                op.stake_ggp(owner, 120 * WAD * WAD // price)  # 12 % of 1000 AVAX
+                op.create_minipool(owner, node, 14 * DAY, 1000 * WAD)  # one cycle: no second one
+            with live.sender.one_block(t + 60):
+                op.launch(node)
+            with live.sender.one_block(t + 120):
+                op.start(node, b"\x01" * 32, t + 120)
+            live.sender.check()
+        for _ in range(3):
+            live.step()
+        # GGP falls by a quarter: the staker is under the 10 % floor.
+        live.ggp_price = live.ggp_price * 3 // 4 // 10**12 * 10**12
+        with manual_mining(live.client):
+            with live.sender.one_block(live.now + 60):
+                op.set_prices(live.ggp_price, live.avax_usd)
+            live.sender.check()
+        net.scenario.prices.append((live.now, live.ggp_price, live.avax_usd))
+        live._refresh_standins()
+
+        read = publish(profile, tmp_path / "out")
+        mine = read(f"/rewards/{owner.lower()}")
+        assert mine["collateralizationRatioPct"] < 10 and mine["effectiveGGPStaked"] == 0
+        assert mine["eligibleNextDistribution"] is True
+        assert mine["effectiveGGPStakedNextDistribution"] > 0
+        assert "without another cycle" in mine["forecastNote"] and "10 % floor does not apply" in mine["forecastNote"]
+        forecast = int(mine["estimate"]["ggpPerCycleWei"])
+        assert forecast > 0
+        due = read("/rewards/params")["nextDistributionTime"]
+
+        assert record_validation_ends(live, due) > 5
+        assert op.call("Staking", abis.getCollateralizationRatio, owner) == 2**256 - 1  # nothing assigned
+        stakers = [st["stakerAddr"] for st in op.stakers()]
+        dist = live.distribute_at(due)
+        assert dist.paid[owner.lower()] == forecast
+        assert check_every_staker_is_paid_its_forecast(read, dist, stakers, due) >= 10
 
 
 def test_cycling_minipools_are_paid_the_published_rate(tmp_path):

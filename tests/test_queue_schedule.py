@@ -41,8 +41,8 @@ def snap(demo_snapshot):
     s = demo_snapshot
     vault = replace(s.ggavax, total_assets=1000 * WAD, staking_total_assets=990 * WAD, total_supply=1000 * WAD,
                     last_rewards_amt=0, last_sync=s.block.timestamp - DAY, rewards_cycle_end=s.block.timestamp - 1)
-    return replace(s, ggavax=vault, minipools=(), validators=(), minipool_cycle_duration=14 * DAY,
-                   minipool_cycle_delay_tolerance=DAY)
+    settings = replace(s.settings, minipool_cycle_duration=14 * DAY, minipool_cycle_delay_tolerance=DAY)
+    return replace(s, ggavax=vault, minipools=(), validators=(), settings=settings)
 
 
 def with_queue(s, requests):

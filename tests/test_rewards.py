@@ -120,10 +120,79 @@ def test_tegs_counts_stakers_eligible_at_next_distribution(demo_snapshot, doc):
     when, min_s = doc["nextDistributionTime"], snap.settings.rewards_eligibility_min_seconds
     counted = [s for s in snap.stakers
                if s.rewards_start_time and s.avax_validating_high_water and when - s.rewards_start_time >= min_s]
-    assert int(doc["tegs"]["wei"]) == sum(s.effective_ggp_staked for s in counted) > 0
+    # Each at its effective stake as the distribution will read it: today's, but for a staker under
+    # the 10 % floor whose minipools all end before then (the demo has one).
+    then = P.stakes_at_distribution(snap)
+    assert int(doc["tegs"]["wei"]) == sum(then[s.staker_addr].effective for s in counted) > 0
+    changed = [s for s in counted if then[s.staker_addr].effective != s.effective_ggp_staked]
+    assert changed and all(s.collateralization_ratio < TENTH and then[s.staker_addr].note for s in changed)
     assert doc["tegs"]["stakers"] == len(counted)
     # Anyone eligible now is still eligible later with the same state.
     assert {s.staker_addr for s in snap.stakers if s.eligible} <= {s.staker_addr for s in counted}
+
+
+def _under_the_floor(snap, durations, statuses=(2, 2), ends_before=6 * DAY):
+    """The demo snapshot with one more staker under the 10 % floor (7.5 % of its 2000 AVAX
+    assigned; each minipool alone would be 15 %), whose two minipools started together
+    ``ends_before + 14 days`` before the next distribution (so their 14-day validations end
+    ``ends_before`` before it), eligible then."""
+    when = P.next_distribution_time(snap)
+    price = snap.oracle.price
+    addr = to_checksum_address("0x" + "7e" * 20)
+    ggp = 150 * WAD * WAD // price
+    start = when - ends_before - 14 * DAY
+    pools = []
+    for i, (duration, status) in enumerate(zip(durations, statuses, strict=True)):
+        template = snap.minipools[0]
+        pools.append(dataclasses.replace(
+            template, index=len(snap.minipools) + i, node_id=to_checksum_address("0x" + f"{0x70 + i:02x}" * 20),
+            status=status, duration=duration, owner=addr, avax_node_op_amt=1000 * WAD, avax_node_op_initial_amt=1000 * WAD,
+            avax_liquid_staker_amt=1000 * WAD, initial_start_time=start if status == 2 else 0,
+            start_time=start if status == 2 else 0, end_time=0))
+    collat = R.collateralization_ratio(ggp, 2000 * WAD, price)
+    assert collat < TENTH
+    st = dataclasses.replace(snap.stakers[0], staker_addr=addr, avax_assigned=2000 * WAD, avax_staked=2000 * WAD,
+                             avax_validating=2000 * WAD, avax_validating_high_water=2000 * WAD, ggp_staked=ggp,
+                             rewards_start_time=start - DAY, effective_ggp_staked=0, collateralization_ratio=collat,
+                             effective_rewards_ratio=0, eligible=True)
+    return dataclasses.replace(snap, stakers=(*snap.stakers, st), minipools=(*snap.minipools, *pools)), st
+
+
+@pytest.mark.parametrize("case", ["all end", "one ends"])
+def test_under_the_floor_the_forecast_models_minipools_that_end_for_good(demo_snapshot, case):
+    """Both minipools end before the distribution with no cycle left: nothing assigned, the floor
+    does not apply. Or one ends and the other is still Prelaunch: 1000 AVAX assigned, 15 %."""
+    snap, st = _under_the_floor(demo_snapshot, (14 * DAY, 14 * DAY), statuses=(2, 2) if case == "all end" else (2, 0))
+    assert snap.settings.minipool_cycle_duration == 14 * DAY and snap.settings.minipool_cycle_delay_tolerance == DAY
+    then = P.stakes_at_distribution(snap)[st.staker_addr]
+    free = R.effective_ggp_staked(st.ggp_staked, 0, st.avax_validating_high_water, snap.oracle.price,
+                                  snap.settings.max_collateralization_ratio)
+    assert free == R.effective_ggp_staked(st.ggp_staked, 1000 * WAD, st.avax_validating_high_water, snap.oracle.price,
+                                          snap.settings.max_collateralization_ratio)  # the contract at 1000 assigned
+    assert then.effective == free > 0 and abs(free - st.ggp_staked) <= 2 * WAD  # min(G, 1.5·HW/P) = G here
+    assert ("without another cycle" if case == "all end" else "leave at most 1000 AVAX assigned") in then.note
+    base, _ = P.tegs(demo_snapshot)
+    assert P.tegs(snap) == (base + free, P.tegs(demo_snapshot)[1] + 1)
+    body = registry.resolve(dict(registry.load_all()["/rewards/{address}"].render(Context(snap)))[E.rewards_path(st.staker_addr)])
+    assert body["effectiveGGPStaked"] == 0 and body["effectiveGGPStakedNextDistributionWei"] == str(free)
+    assert body["forecastNote"] == then.note and int(body["estimate"]["ggpPerCycleWei"]) > 0
+
+
+@pytest.mark.parametrize("case", ["may cycle", "not validating", "ends after"])
+def test_under_the_floor_the_forecast_keeps_zero_when_avax_stays_assigned(demo_snapshot, case):
+    if case == "may cycle":  # 60-day minipools: another cycle fits, and 15 % per minipool allows it
+        snap, st = _under_the_floor(demo_snapshot, (60 * DAY, 60 * DAY))
+    elif case == "not validating":
+        snap, st = _under_the_floor(demo_snapshot, (14 * DAY, 14 * DAY), statuses=(1, 0))
+    else:
+        snap, st = _under_the_floor(demo_snapshot, (14 * DAY, 14 * DAY), ends_before=-DAY)
+    then = P.stakes_at_distribution(snap)[st.staker_addr]
+    assert then.effective == 0
+    assert P.tegs(snap)[0] == P.tegs(demo_snapshot)[0]
+    if case == "may cycle":  # said, with what it would earn otherwise
+        assert "starts another cycle" in then.note and "would then be" in then.note
+    else:
+        assert then.note is None
 
 
 # ---- inflation: the formula's mint equals RewardsPool ------------------------------------------
@@ -512,7 +581,7 @@ def test_nodeop_apr_for_metrics(demo_snapshot, rendered):
 
 def test_per_address_estimates_share_the_pool(rendered, demo_snapshot, params):
     bodies = {b["address"]: b for u, b in rendered.items() if u.startswith("/rewards/0x")}
-    total, eligible = 0, 0
+    total, eligible, modelled = 0, 0, 0
     for s in demo_snapshot.stakers:
         body = bodies[s.staker_addr]
         assert rendered[f"/rewards/{s.staker_addr.lower()}"] is body
@@ -520,9 +589,16 @@ def test_per_address_estimates_share_the_pool(rendered, demo_snapshot, params):
         assert body["effectiveGGPStakedWei"] == str(s.effective_ggp_staked)
         assert body["ggpRewardsWei"] == str(s.ggp_rewards)
         got = int(body["estimate"]["ggpPerCycleWei"])
+        then = int(body["effectiveGGPStakedNextDistributionWei"])
+        if body["forecastNote"] is None:
+            assert then == s.effective_ggp_staked
+        else:  # under the floor today, nothing assigned at the distribution: min(G, 1.5·HW/P)
+            assert s.collateralization_ratio < TENTH and s.effective_ggp_staked == 0
+            modelled += then == R.effective_ggp_staked(s.ggp_staked, 0, s.avax_validating_high_water,
+                                                       demo_snapshot.oracle.price, params.max_ratio) > 0
         if body["eligibleNextDistribution"]:
             assert body["ineligibleReason"] is None
-            assert got == s.effective_ggp_staked * WAD // params.tegs * params.nodeop_pool // WAD
+            assert got == then * WAD // params.tegs * params.nodeop_pool // WAD
             eligible += 1
         else:
             assert got == 0 and body["ineligibleReason"]
@@ -530,6 +606,7 @@ def test_per_address_estimates_share_the_pool(rendered, demo_snapshot, params):
     # Everyone's share of the same pool: together the pool, short only by each share's rounding.
     assert eligible == json.loads(units.dumps(rendered["/rewards/params"]))["tegs"]["stakers"]
     assert params.nodeop_pool - eligible * (params.nodeop_pool // WAD + 1) <= total <= params.nodeop_pool
+    assert modelled >= 1
 
 
 def test_validator_rate_is_the_median_of_the_validators_potential_rewards(demo_snapshot, doc):

@@ -15,6 +15,8 @@ from support.flaky_proxy import FlakyProxy
 from publisher.chain import abis, codec
 from publisher.chain.abi import Fn
 from publisher.chain.multicall import (
+    CALL_OVERHEAD_GAS,
+    CHUNK_GAS,
     Call,
     CallFailed,
     Calls,
@@ -24,7 +26,7 @@ from publisher.chain.multicall import (
     decode_results,
     one_word_results,
 )
-from publisher.chain.reader import Reader
+from publisher.chain.reader import GAS_PER_MINIPOOL, GAS_PER_STAKER, STAKER_PAGE, Reader, collection_calls
 from publisher.chain.rpc import RawParams, RpcClient, RpcError, RpcUnavailable, mask_url
 from publisher.cli import main as cli
 from publisher.collect import collect
@@ -275,6 +277,49 @@ def test_splits_while_answers_decode_on_a_thread_read_the_same(demo, rpc):
         with FlakyProxy(demo.url, **limits) as proxy:
             assert Multicall(fast_client([proxy.url]), MULTICALL3, block, batch_size=3, chunk_gas=400_000).run(calls) == want
         assert proxy.refused_calls + proxy.refused_bodies > 0
+
+
+# What mainnet's contracts take per row (getStakers reads each staker field from Storage), gas.
+MAINNET_GAS = {"getStakers": 39_000, "getMinipool": 88_000, "balanceOf": 30_000}
+
+
+def test_the_collection_round_stays_under_the_gas_cap_at_mainnet_costs():
+    """Every chunk of the staker and minipool round of a large read, costed at what mainnet's
+    contracts take, stays within the chunk budget: 10 M under the 50 M eth_call cap of public
+    nodes, so a chunk is never refused for its gas (refused chunks are halved and sent again)."""
+    a = {"Staking": "0x" + "11" * 20, "MinipoolManager": "0x" + "22" * 20, "TokenggAVAX": "0x" + "33" * 20}
+    calls = collection_calls(a, 100_000, 30_000, "0x" + "44" * 20)
+    groups = [Calls(c.target, c.fn, (c.args,), c.gas, c.contract) if isinstance(c, Call) else c for c in calls]
+    real = []  # per call, in the order _encode numbers them
+    for g in groups:
+        per_row = MAINNET_GAS[g.fn.name]
+        for args in g.args:
+            rows = min(STAKER_PAGE, 100_000 - args[0]) if g.fn.name == "getStakers" else 1
+            real.append(rows * per_row + CALL_OVERHEAD_GAS)
+    _, chunks = Multicall(RpcClient(["http://127.0.0.1:9"]), MULTICALL3, "latest")._encode(groups)
+    assert len(chunks) > 10
+    worst = max(sum(real[i] for i in chunk) for chunk in chunks)
+    assert worst <= CHUNK_GAS <= 50_000_000 - 10_000_000, worst
+
+
+def test_the_gas_estimates_cover_what_the_devnet_contracts_take(demo, rpc):
+    """Execution gas of a staker page and of one minipool, measured on our contracts (cheaper
+    than mainnet's, which keep every field in Storage): the estimates are above them."""
+    a = demo.addresses
+    count = eth_call_int(rpc, a["Staking"], abis.getStakerCount)
+
+    def execution(to: str, data: bytes) -> int:
+        total = int(rpc.request("eth_estimateGas", [{"to": to, "data": "0x" + data.hex()}, "latest"]), 16)
+        return total - 21_000 - sum(16 if b else 4 for b in data)  # the transaction's own cost
+
+    page = execution(a["Staking"], abis.getStakers.encode(0, count))
+    assert page <= GAS_PER_STAKER * count, page / count
+    one = max(execution(a["MinipoolManager"], abis.getMinipool.encode(i)) for i in range(0, 64, 9))
+    assert 40_000 < one <= GAS_PER_MINIPOOL, one
+
+
+def eth_call_int(client: RpcClient, to: str, fn: Fn) -> int:
+    return fn.decode(bytes.fromhex(client.request("eth_call", [{"to": to, "data": "0x" + fn.encode().hex()}, "latest"])[2:]))
 
 
 def test_a_single_call_too_heavy_for_the_node_fails_clearly(demo):

@@ -97,6 +97,8 @@ def expected_settings(ch: Chain) -> Settings:
         expected_avax_rewards_rate=dao("getExpectedAVAXRewardsRate"),
         claiming_contract_pct={n: dao("getClaimingContractPct", n) for n in ("ClaimNodeOp", "MultisigManager", "ClaimProtocolDAO")},
         withdraw_for_delegation_enabled=dao("getWithdrawForDelegationEnabled"),
+        minipool_cycle_duration=dao("getMinipoolCycleDuration"),
+        minipool_cycle_delay_tolerance=dao("getMinipoolCycleDelayTolerance"),
     )
 
 

@@ -56,10 +56,39 @@ def test_every_point_is_drawn_where_the_recorded_scale_puts_it():
 def test_dates_and_labels_are_on_the_axes():
     s = svg.Series("AVAX in USD", tuple((1767225600 + d * 86_400, 20 + d) for d in range(30)))
     markup = str(svg.line_chart("c2", "AVAX", [s], x_label="date (UTC)", y_label="USD per AVAX", dates=True))
-    texts = re.findall(r"<text[^>]*>([^<]*)</text>", markup)
+    texts = re.findall(r'<(?:span|div) class="(?:tick[^"]*|[xy]-title)"[^>]*>([^<]*)</', markup)
     assert "date (UTC)" in texts and "USD per AVAX" in texts
     assert "Jan 01" in texts and any(t.startswith("Jan 2") for t in texts)
     assert "<title>2026-01-01: 20 AVAX in USD</title>" in markup  # each point's tooltip: day and value
+    assert "<text" not in markup  # every label is HTML: it keeps the page's type size when the plot shrinks
+
+
+def test_each_label_sits_where_its_tick_is_drawn():
+    """Labels are HTML beside the SVG, placed in percent of the plot box: the same fraction of the
+    viewBox as the grid line or tick mark they name. Every other x label is marked ``alt``."""
+    s = svg.Series("GGP in USD", tuple((1767225600 + d * 86_400, 0.6 + d / 100) for d in range(40)))
+    fig = parse(svg.line_chart("c8", "GGP", [s], x_label="date", y_label="USD", dates=True))
+    width, height = map(float, fig.find(".//svg").get("viewBox").split()[2:])
+    grid = [float(line.get("y1")) for line in fig.iter("line") if line.get("class") == "grid"]
+    marks = [float(line.get("x1")) for line in fig.iter("line") if line.get("class") == "tick"]
+    spans = [e for e in fig.iter("span") if "tick" in e.get("class", "")]
+    ys = [e for e in spans if e.get("class") == "tick y"]
+    xs = [e for e in spans if e.get("class").startswith("tick x")]
+
+    def at(e: ET.Element, prop: str) -> float:
+        return float(re.search(rf"{prop}:([\d.]+)%", e.get("style")).group(1))
+
+    assert len(ys) == len(grid) >= 3 and len(xs) == len(marks) >= 3
+    assert [at(e, "top") for e in ys] == pytest.approx([y / height * 100 for y in grid], abs=0.001)
+    assert [at(e, "left") for e in xs] == pytest.approx([x / width * 100 for x in marks], abs=0.005)  # marks at 0.01 units
+    assert [e.get("class").endswith(" alt") for e in xs] == [i % 2 == 1 for i in range(len(xs))]
+    bars = parse(svg.bar_chart("c9", "Bars", [("Staking", 30), ("Error", 4)], value_label="minipools"))
+    rects = bars.findall(".//rect")
+    names = [e for e in bars.iter("span") if e.get("class") == "tick y name"]
+    bar_height = float(bars.find(".//svg").get("viewBox").split()[3])
+    assert [e.text for e in names] == ["Staking", "Error"]
+    assert [at(e, "top") for e in names] == pytest.approx(
+        [(float(r.get("y")) + float(r.get("height")) / 2) / bar_height * 100 for r in rects], abs=0.001)
 
 
 @pytest.mark.parametrize("value,step,text", [(0.0304, None, "0.0304"), (40739.2568, None, "40,739.3"), (20, None, "20"),
@@ -72,7 +101,7 @@ def test_numbers_are_labelled_with_the_precision_they_need(value, step, text):
 def test_screen_readers_get_a_table_of_the_same_data():
     s = svg.Series("APR", ((0, 5.5), (10, 13.25), (150, 45.75)))
     fig = parse(svg.line_chart("c3", "APR by collateralization", [s], x_label="collateralization, %", y_label="APR, %"))
-    svg_el = fig.find("svg")
+    svg_el = fig.find(".//svg")
     assert svg_el.get("role") == "img" and svg_el.get("aria-labelledby") == "c3-title"
     table = fig.find(".//table")
     assert table.find("caption").text == "APR by collateralization"

@@ -95,6 +95,10 @@ DAO_SETTINGS = (
     "MinipoolMinAVAXStakingAmt", "TargetGGAVAXReserveRate", "FeeBips", "ExpectedAVAXRewardsRate",
 )
 dao_setting = {s: Fn(f"get{s}()", "uint256") for s in DAO_SETTINGS}
+# Settings read when the ProtocolDAO has them (None otherwise): a minipool's cycle length and the
+# delay its next cycle may start after, which decide whether a validation end cycles it again.
+OPTIONAL_DAO_SETTINGS = ("MinipoolCycleDuration", "MinipoolCycleDelayTolerance")
+dao_optional_setting = {s: Fn(f"get{s}()", "uint256") for s in OPTIONAL_DAO_SETTINGS}
 getClaimingContractPct = Fn("getClaimingContractPct(string)", "uint256")
 getContractPaused = Fn("getContractPaused(string)", "bool")
 getWithdrawForDelegationEnabled = Fn("getWithdrawForDelegationEnabled()", "bool")
@@ -125,9 +129,6 @@ wq_canClaimRequest = Fn("canClaimRequest(uint256)", "bool")
 wq_getRequestsByOwner = Fn("getRequestsByOwner(address,uint256,uint256)", "uint256[]")
 wq_getMaxRequestsPerStakingDeposit = Fn("getMaxRequestsPerStakingDeposit()", "uint256")
 wq_getMinUnstakeOnBehalfOfAmt = Fn("getMinUnstakeOnBehalfOfAmt()", "uint256")
-# ProtocolDAO minipool cycle settings (for which minipools return their AVAX at their end)
-getMinipoolCycleDuration = Fn("getMinipoolCycleDuration()", "uint256")
-getMinipoolCycleDelayTolerance = Fn("getMinipoolCycleDelayTolerance()", "uint256")
 
 # Multicall3
 aggregate3 = Fn("aggregate3((address,bool,bytes)[])", "(bool,bytes)[]")

@@ -44,8 +44,11 @@ from .rpc import RpcClient, RpcError, RpcUnavailable
 log = logging.getLogger(__name__)
 
 STAKER_PAGE = 400
-GAS_PER_STAKER = 32_000
-GAS_PER_MINIPOOL = 80_000
+# Estimated gas per row, used only to size Multicall3 chunks (multicall.CHUNK_GAS, 10 M under the
+# 50 M eth_call cap of public nodes): what mainnet's contracts measure, about 39 000 per getStakers
+# row and 88 000 per getMinipool (the devnet's own contracts take about 24 000 and 67 000).
+GAS_PER_STAKER = 39_000
+GAS_PER_MINIPOOL = 88_000
 GAS_STAKER_VIEW = 40_000
 GAS_PER_REQUEST = 30_000  # requests(id): seven words of one struct
 GAS_REQUEST_VIEW = 12_000  # isFulfilledRequest(id): one set lookup
@@ -60,6 +63,12 @@ def registry_key(prefix: str, name: str) -> bytes:
 class Reorged(PublisherError):
     """The pinned block left the canonical chain while the run was reading it."""
 
+    def __init__(self, ref: BlockRef, now: BlockRef | None, head: int | None = None):
+        self.ref, self.now = ref, now
+        went_back = f"; the chain's head went back to {head}" if head is not None else ""
+        super().__init__(f"block {ref.number} was replaced during the run (reorg: {ref.hash[:10]}… is no longer "
+                         f"canonical{', now ' + now.hash[:10] + '…' if now else ''}{went_back}): nothing was written")
+
 
 def at_hash(ref: BlockRef) -> dict:
     """EIP-1898 block parameter: the node answers for exactly this block, or fails if it has been
@@ -72,8 +81,7 @@ def verify_canonical(client: RpcClient, ref: BlockRef) -> None:
     header = client.request("eth_getBlockByNumber", [hex(ref.number), False])
     now = header_ref(header, client) if header is not None else None
     if now is None or now.hash != ref.hash:
-        raise Reorged(f"block {ref.number} was replaced during the run (reorg: {ref.hash[:10]}… is no longer "
-                      f"canonical{', now ' + now.hash[:10] + '…' if now else ''}): nothing was written")
+        raise Reorged(ref, now)
 
 
 def pin_block(client: RpcClient, block: int | None, expected_chain_id: int) -> BlockRef:
@@ -115,9 +123,14 @@ class Reader:
     # can overlap the node's busiest seconds.
     on_minipools: Callable[[tuple[Minipool, ...]], None] | None = None
 
-    def read(self, block: int | None = None) -> Snapshot:
+    def read(self, block: int | None = None, *, replaced: Reorged | None = None) -> Snapshot:
+        """The snapshot at ``block`` (the head when None). ``replaced``: this read retries at the
+        head after that reorg, and refuses a head below the replaced block (the chain went back:
+        what it holds now is older than what the run had pinned)."""
         p = self.profile
         head = pin_block(self.client, block, p.chain_id)
+        if replaced is not None and head.number < replaced.ref.number:
+            raise Reorged(replaced.ref, replaced.now, head=head.number)
         self.head = head
         try:
             return self._read(head)
@@ -170,6 +183,7 @@ class Reader:
             fee_bips=s["fee_bips"] or 0,
             claiming_contract_pct={n: s[f"pct:{n}"] for n in abis.CLAIMING_CONTRACTS},
             withdraw_for_delegation_enabled=bool(s["withdraw_for_delegation_enabled"]),
+            **{_snake(k): s[_snake(k)] for k in abis.OPTIONAL_DAO_SETTINGS},
         )
         vault = Vault(
             name=s["vault_name"], symbol=s["vault_symbol"], total_assets=s["total_assets"],
@@ -217,7 +231,6 @@ class Reader:
             apy_window_days=p.apy_window_days,
             warnings=tuple(warnings),
             withdraw_queue=queue, withdraw_queue_note=queue_note, pst_avax=pst,
-            minipool_cycle_duration=s["cycle_duration"], minipool_cycle_delay_tolerance=s["cycle_tolerance"],
         )
 
     # -- rounds ---------------------------------------------------------------------------------
@@ -322,10 +335,9 @@ class Reader:
         # getFeeBips exists only on the 2025 ProtocolDAO: optional, so older blocks still read.
         calls.append(Call(a["ProtocolDAO"], abis.dao_setting["FeeBips"], contract="ProtocolDAO", optional=True))
         keys.append("fee_bips")
-        # The minipool cycle settings only refine the queue's funding forecast: optional.
-        calls += [Call(a["ProtocolDAO"], abis.getMinipoolCycleDuration, contract="ProtocolDAO", optional=True),
-                  Call(a["ProtocolDAO"], abis.getMinipoolCycleDelayTolerance, contract="ProtocolDAO", optional=True)]
-        keys += ["cycle_duration", "cycle_tolerance"]
+        for k, fn in abis.dao_optional_setting.items():
+            calls.append(Call(a["ProtocolDAO"], fn, contract="ProtocolDAO", optional=True))
+            keys.append(_snake(k))
         if queue:
             label = f"WithdrawQueue {queue}"
             required = [("wq_next", abis.wq_nextRequestId), ("wq_allocated", abis.wq_totalAllocatedFunds),
@@ -355,13 +367,8 @@ class Reader:
         return dict(zip(keys, out, strict=True))
 
     def _collections(self, a: dict[str, str], s: dict, queue: str | None = None):
-        count, pools = s["staker_count"], s["minipool_count"]
-        calls: list[Call | Calls] = [
-            Call(a["Staking"], abis.getStakers, (off, STAKER_PAGE), gas=GAS_PER_STAKER * min(STAKER_PAGE, count - off), contract="Staking")
-            for off in range(0, count, STAKER_PAGE)]
-        n_pages = len(calls)
-        calls.append(Calls(a["MinipoolManager"], abis.getMinipool, [(i,) for i in range(pools)], gas=GAS_PER_MINIPOOL, contract="MinipoolManager"))
-        calls.append(Call(s["wavax"], abis.balanceOf, (a["TokenggAVAX"],), contract="WAVAX"))
+        calls = collection_calls(a, s["staker_count"], s["minipool_count"], s["wavax"])
+        n_pages, pools = len(calls) - 2, s["minipool_count"]
         if queue:
             # Every id ever issued (closed ones read as zeros): no view lists the open ones in
             # bounded pages, and ids are few next to stakers. Chunked by gas like the rest.
@@ -407,6 +414,17 @@ class Reader:
             warnings.append(f"ggAVAX share price at block {ref.number} unavailable ({type(exc).__name__}): APY history unavailable")
             return None
         return VaultPoint(ref, value)
+
+
+def collection_calls(a: dict[str, str], count: int, pools: int, wavax: str) -> list[Call | Calls]:
+    """The round that reads every staker (pages of STAKER_PAGE rows), every minipool and the
+    vault's WAVAX balance, with the gas each is estimated to take."""
+    calls: list[Call | Calls] = [
+        Call(a["Staking"], abis.getStakers, (off, STAKER_PAGE), gas=GAS_PER_STAKER * min(STAKER_PAGE, count - off), contract="Staking")
+        for off in range(0, count, STAKER_PAGE)]
+    calls.append(Calls(a["MinipoolManager"], abis.getMinipool, [(i,) for i in range(pools)], gas=GAS_PER_MINIPOOL, contract="MinipoolManager"))
+    calls.append(Call(wavax, abis.balanceOf, (a["TokenggAVAX"],), contract="WAVAX"))
+    return calls
 
 
 def find_block_at(client: RpcClient, timestamp: int, head: BlockRef, floor: int = 0, *, fanout: int = 16, max_rounds: int = 12) -> BlockRef | None:

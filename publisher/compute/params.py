@@ -6,12 +6,14 @@ alone; the rewards function does exactly that.
 
 Two inputs are not single on-chain values and are derived here:
 
-- **TEGS** (total eligible GGP staked): the sum of on-chain ``getEffectiveGGPStaked`` over the
-  stakers ClaimNodeOp would find eligible at the *next* distribution, i.e. at
+- **TEGS** (total eligible GGP staked): the sum of ``getEffectiveGGPStaked`` as it will read at
+  the *next* distribution over the stakers ClaimNodeOp would find eligible then, i.e. at
   ``max(cycleStart + RewardsCycleSeconds, block time)`` (a late distribution happens no earlier than
   now): ``rewardsStartTime != 0``, ``distribution - rewardsStartTime >= RewardsEligibilityMinSeconds``
   and a high-water mark above 0. Stakes and high-water marks are taken as they are at the block;
-  Rialto's off-chain "investor" down-weighting is not modelled.
+  the effective stake is the on-chain one but for stakers under the 10 % floor whose minipools all
+  end before the distribution (``stakes_at_distribution``). Rialto's off-chain "investor"
+  down-weighting is not modelled.
 - **r_v** (validator reward rate): the median annualized potential reward the validator provider
   reports for the protocol's active validators; else the median annualized reward of the most
   recent finished minipools (cycling minipools overwrite theirs, so these are rare); else a
@@ -23,11 +25,13 @@ distribution is on time, more when it is overdue (then the distribution time is 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 
 from ..protocol import MinipoolStatus
 from ..snapshot import Minipool, Snapshot, Staker, Validator
 from . import rewards
+from .nodeid import node_id
 
 WAD = rewards.WAD
 YEAR = rewards.YEAR
@@ -74,12 +78,134 @@ def eligibility_reason(st: Staker, when: int, min_seconds: int) -> str | None:
     return None
 
 
-def tegs(snap: Snapshot) -> tuple[int, int]:
-    """(Σ effective GGP stake of stakers eligible at the next distribution, their count)."""
+def tegs(snap: Snapshot, stakes: dict[str, DistributionStake] | None = None) -> tuple[int, int]:
+    """(Σ effective GGP stake at the next distribution of the stakers eligible then, their count)."""
     when = next_distribution_time(snap)
     min_seconds = snap.settings.rewards_eligibility_min_seconds
+    stakes = stakes if stakes is not None else stakes_at_distribution(snap)
     eligible = [st for st in snap.stakers if eligible_at(st, when, min_seconds)]
-    return sum(st.effective_ggp_staked for st in eligible), len(eligible)
+    return sum(stakes[st.staker_addr].effective for st in eligible), len(eligible)
+
+
+# ---- effective stake at the distribution --------------------------------------------------------
+
+# Minipools whose liquid-staker AVAX is assigned to their owner (Staking.avaxAssigned).
+ASSIGNED_STATUSES = (MinipoolStatus.PRELAUNCH, MinipoolStatus.LAUNCHED, MinipoolStatus.STAKING)
+
+
+@dataclass(frozen=True)
+class DistributionStake:
+    """A staker's effective GGP stake as the next distribution will read it, with a note when the
+    forecast differs from today's on-chain value or leaves a possibility out."""
+
+    effective: int  # wei
+    note: str | None = None
+
+
+def stakes_at_distribution(snap: Snapshot) -> dict[str, DistributionStake]:
+    """Staking.getEffectiveGGPStaked of every staker as it will read at the next distribution.
+
+    Today's value, except for one case the contracts decide differently once time passes: a staker
+    under 10 % collateralization (effective stake 0 today) whose every assigned minipool ends
+    before the distribution without another cycle. Its AVAX assigned is then 0, so
+    getCollateralizationRatio answers uint max, the 10 % gate no longer applies, and the stake is
+    min(ggpStaked, MaxCollateralizationRatio x high-water mark / price) (the high-water mark only
+    changes at a distribution or a validation start). The price and stakes stay as they are, as
+    every forecast assumes, and Rialto records each validation end before it distributes.
+    """
+    when = next_distribution_time(snap)
+    pools: dict[str, list[Minipool]] = {}
+    for m in snap.minipools:
+        if m.status in ASSIGNED_STATUSES:
+            pools.setdefault(m.owner, []).append(m)
+    vals = {v.node_id: v for v in snap.validators}
+    out = {}
+    for st in snap.stakers:
+        if st.avax_assigned > 0 and st.avax_validating_high_water > 0 and st.collateralization_ratio < rewards.TENTH:
+            out[st.staker_addr] = _under_the_floor(snap, st, pools.get(st.staker_addr, []), vals, when)
+        else:
+            out[st.staker_addr] = DistributionStake(st.effective_ggp_staked)
+    return out
+
+
+def validation_end(snap: Snapshot, m: Minipool, vals: dict[str, Validator]) -> int | None:
+    """When a Staking minipool's current validation ends: the validator provider's end time, else
+    its start plus one minipool cycle (or the rest of its duration, if shorter); None if unknown."""
+    v = vals.get(node_id(m.node_id))
+    if v is not None and v.end_timestamp:
+        return v.end_timestamp
+    cycle = snap.settings.minipool_cycle_duration
+    if cycle is None or m.start_time <= 0:
+        return None
+    return m.start_time + min(cycle, max(m.initial_start_time + m.duration - m.start_time, 0))
+
+
+def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dict[str, Validator],
+                     when: int) -> DistributionStake:
+    """The staker's AVAX assigned at the distribution, and so its effective stake then, by
+    replaying Rialto's validation ends of its minipools until the distribution, in order: each end
+    unassigns the minipool's AVAX, then MinipoolManager starts another cycle when the duration has
+    room for one (MinipoolCycleDuration, MinipoolCycleDelayTolerance) unless the owner's
+    collateralization would then be under MinCollateralizationRatio (it reverts; Rialto records
+    the end alone). Another cycle assigns the minipool's own AVAX plus the stakers' share of the
+    reward again: at least avaxNodeOpAmt, at most that plus half the validator's potential reward,
+    so the replay carries the assigned AVAX as a range and says so when the range decides nothing."""
+    s = snap.settings
+    price = snap.oracle.price
+    if sum(m.avax_liquid_staker_amt for m in mine) != st.avax_assigned:
+        return DistributionStake(0, "under 10 % collateralization, and its minipools do not account for all of its "
+                                    "AVAX assigned: the forecast takes its effective stake as 0, as today")
+    ending = []
+    for m in mine:
+        end = validation_end(snap, m, vals) if m.status == MinipoolStatus.STAKING else None
+        if end is not None and end < when:  # the others stay assigned through the distribution
+            ending.append((end, m.index, m))
+    if not ending or st.ggp_staked == 0:
+        return DistributionStake(0)
+    ending.sort()
+    def ratio(assigned: int) -> int:  # Staking.getCollateralizationRatio with that much assigned
+        return rewards.collateralization_ratio(st.ggp_staked, assigned, price)
+
+    cycle, tolerance = s.minipool_cycle_duration, s.minipool_cycle_delay_tolerance
+    free = rewards.effective_ggp_staked(st.ggp_staked, 0, st.avax_validating_high_water, price, s.max_collateralization_ratio)
+    otherwise = (f"Without it the floor may not apply at the distribution, and the effective stake would then be "
+                 f"{rewards.whole_tokens(free)} GGP")
+    low = high = st.avax_assigned  # AVAX assigned, as a range
+    for end, _, m in ending:
+        low -= m.avax_liquid_staker_amt
+        high -= m.avax_liquid_staker_amt
+        if cycle is not None and tolerance is not None and end + cycle > m.initial_start_time + m.duration + tolerance:
+            continue  # no cycle left: it ends for good
+        least = low + m.avax_node_op_amt
+        if ratio(least) < s.min_collateralization_ratio:
+            continue  # another cycle would be refused
+        v = vals.get(node_id(m.node_id))
+        most = high + m.avax_node_op_amt + (v.validation_reward * 10**9 // 2 if v else 0)
+        if cycle is None or tolerance is None or v is None or ratio(most) < s.min_collateralization_ratio:
+            return DistributionStake(0, (
+                f"under 10 % collateralization today; whether {node_id(m.node_id)} starts another cycle when its "
+                f"validation ends (at {end}, before the distribution) depends on its reward: the forecast assumes "
+                f"it does, keeping the stake under the 10 % floor (effective stake 0). {otherwise}"))
+        low, high = least, most  # it cycles
+    if ratio(high) < rewards.TENTH:
+        if ratio(low) < rewards.TENTH:
+            return DistributionStake(0)  # under the floor at the distribution too
+        return DistributionStake(0, (
+            f"under 10 % collateralization today; after the validation ends before the distribution, its "
+            f"collateralization then depends on the rewards its cycling minipools compound: the forecast keeps "
+            f"the stake under the 10 % floor (effective stake 0). {otherwise}"))
+    last = ending[-1][0]
+    if high == 0:
+        return DistributionStake(free, (
+            f"under 10 % collateralization today, but its minipools' validations all end before the distribution "
+            f"(the last at {last}) without another cycle: with no AVAX assigned then, "
+            f"Staking.getCollateralizationRatio is uint max, the 10 % floor does not apply, and its effective stake "
+            f"is min(ggpStaked, MaxCollateralizationRatio x high-water mark / price) = {rewards.whole_tokens(free)} GGP"))
+    return DistributionStake(free, (
+        f"under 10 % collateralization today, but validations ending before the distribution (the last at {last}) "
+        f"leave at most {rewards.whole_tokens(high)} AVAX assigned then, {rewards.pct(ratio(high)):.4f} % or "
+        f"more: above the 10 % floor, its effective stake is min(ggpStaked, MaxCollateralizationRatio x high-water "
+        f"mark / price) = {rewards.whole_tokens(free)} GGP"))
 
 
 def rate_sample(m: Minipool) -> int | None:
@@ -131,10 +257,11 @@ def pct_to_wad(pct: float) -> int:
     return int(Decimal(repr(float(pct))) * 10**16)
 
 
-def rewards_params(snapshot: Snapshot, default_rate_pct: float = DEFAULT_RATE_PCT) -> dict:
+def rewards_params(snapshot: Snapshot, default_rate_pct: float = DEFAULT_RATE_PCT,
+                   stakes: dict[str, DistributionStake] | None = None) -> dict:
     s = snapshot
     st = s.settings
-    total, count = tegs(s)
+    total, count = tegs(s, stakes)
     rate, source, samples = validator_rate(s, default_rate_pct)
     feed = None
     if s.feed is not None and s.feed.answer > 0:
@@ -175,9 +302,11 @@ def rewards_params(snapshot: Snapshot, default_rate_pct: float = DEFAULT_RATE_PC
         "tegs": {
             "wei": str(total),
             "stakers": count,
-            "rule": "sum of Staking.getEffectiveGGPStaked over stakers eligible at nextDistributionTime: "
-                    "rewardsStartTime != 0, nextDistributionTime - rewardsStartTime >= "
-                    "rewardsEligibilityMinSeconds, avaxValidatingHighWater > 0",
+            "rule": "sum of Staking.getEffectiveGGPStaked as it will read at nextDistributionTime over stakers "
+                    "eligible then: rewardsStartTime != 0, nextDistributionTime - rewardsStartTime >= "
+                    "rewardsEligibilityMinSeconds, avaxValidatingHighWater > 0. Today's value, except for a staker "
+                    "under 10 % collateralization whose minipools all end before then without another cycle: with "
+                    "no AVAX assigned the 10 % floor does not apply (see /rewards/{address})",
         },
         "validatorRate": {
             "wad": str(rate),

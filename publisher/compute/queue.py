@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from ..protocol import MinipoolStatus
 from ..snapshot import Minipool, Snapshot, Staker, UnstakeRequest
-from .nodeid import node_id
+from .params import validation_end
 
 MIN_EXPIRATION_DELAY = 3 * 86_400
 WAD = 10**18  # the queue's constant floor for a requester's expiration delay
@@ -108,7 +108,7 @@ def streamed(snap: Snapshot, t: int) -> int:
 
 def expected_returns(snap: Snapshot) -> tuple[tuple[Return, ...], int]:
     """(the returns the schedule counts, by time; the AVAX out in minipools it cannot date)."""
-    ends = {v.node_id: v.end_timestamp for v in snap.validators}
+    vals = {v.node_id: v for v in snap.validators}
 
 
     now = snap.block.timestamp
@@ -120,7 +120,7 @@ def expected_returns(snap: Snapshot) -> tuple[tuple[Return, ...], int]:
             unscheduled += m.avax_liquid_staker_amt
         if m.status != MinipoolStatus.STAKING or not m.avax_liquid_staker_amt:
             continue
-        end = ends.get(node_id(m.node_id)) or m.end_time
+        end = validation_end(snap, m, vals)
         if not end:
             unscheduled += m.avax_liquid_staker_amt
             continue
@@ -136,7 +136,7 @@ def _cycles_again(snap: Snapshot, m: Minipool, end: int, owner: Staker | None) -
     another cycle, and its owner's GGP still covers the minimum collateralization once the pool's
     own AVAX is matched again (the contract refuses the restake otherwise). The rewards the period
     adds to the restaked AVAX are not known in advance and are left out."""
-    cycle, tolerance = snap.minipool_cycle_duration, snap.minipool_cycle_delay_tolerance
+    cycle, tolerance = snap.settings.minipool_cycle_duration, snap.settings.minipool_cycle_delay_tolerance
     if not cycle or end + cycle > m.initial_start_time + m.duration + (tolerance or 0):
         return False
     if owner is None:

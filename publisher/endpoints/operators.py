@@ -10,7 +10,7 @@ from . import schema as S
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
 from .registry import Deferred, Param, Rows, endpoint, listing
-from .rewards import ADDRESS_REWARDS, rewards_inputs, staker_rewards
+from .rewards import ADDRESS_REWARDS, distribution_stakes, rewards_inputs, staker_rewards
 from .units import tokens
 
 TOKENS = S.NON_NEGATIVE
@@ -110,9 +110,11 @@ def stakers(ctx: Context):
 def staker(ctx: Context):
     pools = ctx.cached(staker_minipools)
     shared = ctx.cached(rewards_inputs)
+    then = ctx.cached(distribution_stakes)
     for st in ctx.snap.stakers:
         mine = pools.get(st.staker_addr, [])
-        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, mine, shared), partial(_staker_body, ctx, st, mine))
+        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, mine, shared, then[st.staker_addr]),
+                                                                  partial(_staker_body, ctx, st, mine))
 
 
 def _staker_body(ctx: Context, st, mine: list) -> dict:

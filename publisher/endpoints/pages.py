@@ -40,6 +40,7 @@ CALCULATOR_EXAMPLE = {"ggpStaked": "10000", "avaxStaked": "1000"}
 APR_CHART_AVAX = ("1000", "4000", "10000")  # AVAX sizes drawn on the APR chart
 APY_WINDOW_DAYS = 30  # as /metrics/apy
 QUEUE_CHART_DAYS = 30  # how far ahead the withdrawal-queue chart looks
+ENTITY_NOUNS = {"address": "staker", "nodeID": "minipool"}  # what a path parameter's example is taken from
 
 
 @functools.cache
@@ -48,6 +49,7 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("publisher", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["code"] = code_spans
+    env.filters["path"] = path_code
     env.filters["num"] = svg.number
     env.filters["utc"] = lambda ts, fmt="%Y-%m-%d %H:%M UTC": time.strftime(fmt, time.gmtime(ts))
     return env
@@ -56,6 +58,13 @@ def _env() -> jinja2.Environment:
 def code_spans(text: str) -> markupsafe.Markup:
     """Escape the text, then show its `backticked` spans as code (the docs' only markup)."""
     return markupsafe.Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(markupsafe.escape(text))))
+
+
+def path_code(path: str) -> markupsafe.Markup:
+    """An endpoint's path as code that a narrow screen breaks only after a slash (the page's CSS
+    keeps the segments whole)."""
+    return markupsafe.Markup('<code class="path">{}</code>').format(
+        markupsafe.Markup("/<wbr>").join(markupsafe.escape(part) for part in str(path).split("/")))
 
 
 def describe(schema: dict) -> str:
@@ -128,6 +137,11 @@ def _example(ctx: Context, path: str, params: list[dict]):
         if path in ("/docs", "/openapi.json") or ep.final:
             # The document itself, and /status (rendered after the pages, as it digests them): linked.
             return {"url": path, "json": None}
+        missing = [p["name"] for p in params if p["in"] == "path" and not p.get("example")]
+        if missing:
+            # Nothing of that kind exists at this block (no staker or minipool yet): no example.
+            things = " or ".join(ENTITY_NOUNS.get(m, f"{{{m}}}") for m in missing)
+            return {"url": None, "json": None, "missing": f"block {ctx.snap.block.number} has no {things} to show"}
         url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
         if "{" in path:
             assert ep.render is not None
@@ -234,10 +248,14 @@ def _endpoint_links(ctx: Context) -> list[dict]:
     for path, item in ctx.cached(document)["paths"].items():
         op = item["get"]
         params = op.get("parameters", [])
-        url = path.format(**{p["name"]: p.get("example", "") for p in params if p["in"] == "path"})
         query = "&".join(f"{p['name']}={p['example']}" for p in params if p["in"] == "query" and "example" in p)
+        if all(p.get("example") for p in params if p["in"] == "path"):
+            url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
+            link = url.lstrip("/") + (f"?{query}" if query else "")
+        else:  # no entity of that kind at this block: the reference says so
+            link = f"docs.html#{op['operationId']}"
         rows.append({"tag": op["tags"][0] if op["tags"] else "", "path": path, "summary": op["summary"],
-                     "link": url.lstrip("/") + (f"?{query}" if query else ""), "anchor": op["operationId"]})
+                     "link": link, "anchor": op["operationId"]})
     return sorted(rows, key=lambda r: (r["tag"], r["path"]))
 
 

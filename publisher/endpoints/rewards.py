@@ -188,6 +188,13 @@ ADDRESS_REWARDS = S.obj({
     "rewardsStartTime": S.described(S.TIMESTAMP, "when the staker's first minipool started, unix seconds (0: none yet)"),
     "eligibleNow": S.described(S.BOOLEAN, "whether the staker would be paid at a distribution now"),
     "eligibleNextDistribution": S.described(S.BOOLEAN, "eligible at nextDistributionTime with today's state"),
+    "effectiveGGPStakedNextDistribution": S.described(TOKENS, "GGP the next distribution is forecast to count for this "
+                                                              "staker (the estimate's stake): effectiveGGPStaked, except "
+                                                              "under 10 % collateralization when every minipool ends "
+                                                              "before the distribution (see forecastNote)"),
+    "effectiveGGPStakedNextDistributionWei": S.described(S.WEI, "effectiveGGPStakedNextDistribution in wei"),
+    "forecastNote": S.described(S.nullable(S.STRING), "what the forecast for this staker models beyond today's state, "
+                                                      "or leaves out, in words (null when nothing)"),
     "ineligibleReason": S.described(S.nullable(S.STRING), "why the staker would not be paid next time, in words (null when eligible)"),
     "nextDistributionTime": S.described(S.TIMESTAMP, "when the next distribution can happen, unix seconds"),
     "ggpPriceTimestamp": S.described(S.TIMESTAMP, "when the Oracle GGP price used was set, unix seconds"),
@@ -198,7 +205,12 @@ ADDRESS_REWARDS = S.obj({
 
 
 def rewards_params(ctx: Context) -> dict:
-    return P.rewards_params(ctx.snap, ctx.validator_default_rate_pct)
+    return P.rewards_params(ctx.snap, ctx.validator_default_rate_pct, ctx.cached(distribution_stakes))
+
+
+def distribution_stakes(ctx: Context) -> dict[str, P.DistributionStake]:
+    """Every staker's effective stake as the next distribution will read it."""
+    return P.stakes_at_distribution(ctx.snap)
 
 
 def parsed_params(ctx: Context) -> R.Params:
@@ -250,6 +262,7 @@ def staker_rewards(ctx: Context, st: Staker) -> dict:
     when = P.next_distribution_time(s)
     min_seconds = s.settings.rewards_eligibility_min_seconds
     eligible_next = P.eligible_at(st, when, min_seconds)
+    then = ctx.cached(distribution_stakes)[st.staker_addr]
     return {
         "address": st.staker_addr,
         "ggpStaked": R.tokens(st.ggp_staked), "ggpStakedWei": str(st.ggp_staked),
@@ -264,11 +277,14 @@ def staker_rewards(ctx: Context, st: Staker) -> dict:
         "eligibleNow": st.eligible,
         "eligibleNextDistribution": eligible_next,
         "ineligibleReason": P.eligibility_reason(st, when, min_seconds),
+        "effectiveGGPStakedNextDistribution": R.tokens(then.effective),
+        "effectiveGGPStakedNextDistributionWei": str(then.effective),
+        "forecastNote": then.note,
         "nextDistributionTime": when,
         "ggpPriceTimestamp": s.oracle.timestamp,
         "estimate": R.operator_estimate(
             p, ggp_staked=st.ggp_staked, avax_staked=st.avax_staked, avax_validating=st.avax_validating,
-            effective_ggp_staked=st.effective_ggp_staked, eligible_next=eligible_next,
+            effective_ggp_staked=then.effective, eligible_next=eligible_next,
         ),
     }
 
@@ -359,5 +375,6 @@ function_endpoint(
 )
 def address_rewards(ctx: Context):
     shared = ctx.cached(rewards_inputs)
+    then = ctx.cached(distribution_stakes)
     for st in ctx.snap.stakers:
-        yield rewards_path(st.staker_addr), Deferred((st, shared), partial(staker_rewards, ctx, st))
+        yield rewards_path(st.staker_addr), Deferred((st, shared, then[st.staker_addr]), partial(staker_rewards, ctx, st))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..endpoints.registry import file_for
-from ..errors import PublisherError
+from ..errors import PublisherError, every_cause
 from ..pipeline import read_record
 from ..validate import compare_previous, load_dir, network_profile, strict_loads, validate
 from .plan import (
@@ -112,8 +112,7 @@ class Local:
         if not self.trusted:
             problems = validate(self.cache, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
             if problems:
-                more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-                raise PublisherError(f"refusing to publish {directory}: {problems[0]}{more}")
+                raise PublisherError(f"refusing to publish {directory}: {every_cause(problems)}")
         return profile
 
 
@@ -138,8 +137,7 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
     if not force:
         problems = _guards(_live_guarded(sink, prefix, live_status, live_shards, all_items, local), local, status, profile)
         if problems:
-            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-            raise PublisherError(f"refusing to publish to {target}: {problems[0]}{more}; --force overrides")
+            raise PublisherError(f"refusing to publish to {target}: {every_cause(problems)}; --force overrides")
 
     now = int(time.time())
     reconcile = verify or live_root is None or now - live_root.reconciled_at >= RECONCILE_SECONDS
