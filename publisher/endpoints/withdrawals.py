@@ -131,7 +131,7 @@ def _queue_state(ctx: Context) -> Q.Schedule:
 def withdrawals(ctx: Context):
     s = ctx.snap
     inputs = (s.withdraw_queue, s.withdraw_queue_note, s.pst_avax, s.ggavax, s.minipools, s.validators,
-              s.minipool_cycle_duration, s.minipool_cycle_delay_tolerance, s.block.timestamp)
+              s.settings, s.stakers, s.oracle, s.block.timestamp)
     yield "/withdrawals", Deferred(inputs, partial(withdrawals_body, ctx), partial(withdrawals_body, ctx))
 
 
