@@ -145,9 +145,9 @@ def _targets(points: Sequence[PricePoint], prior: PriorHistory | None) -> list[i
         return list(range(len(points)))
     before = {p.date: p for p in prior.points}
     newest = prior.points[-1].date if prior.points else None
-    # A history written before the block of each share price was recorded holds what runs saw:
-    # its empty days are filled once, and its newest point (the last run's reading) is redone.
-    legacy = all(p.ggavax_block is None for p in prior.points)
+    # A history written before the vault's state was kept with it holds the share prices runs
+    # saw: its empty days are filled once, and its newest point (the last run's reading) redone.
+    legacy = prior.vault is None
     out = []
     for i, p in enumerate(points):
         old = before.get(p.date)
