@@ -14,6 +14,7 @@ import pytest
 from support.chain import header
 from support.flaky_proxy import FlakyProxy
 
+from publisher.build import build
 from publisher.chain import abis
 from publisher.chain.reader import find_blocks_at, header_ref
 from publisher.chain.rpc import RpcClient
@@ -25,7 +26,7 @@ from publisher.devnet.operator import Operator
 from publisher.devnet.seed import Sender, deposit_from_staking, manual_mining
 from publisher.runs import read_and_build
 from publisher.sources import history, shareprice
-from publisher.validate import compare_accumulated
+from publisher.validate import compare_accumulated, load_dir, validate
 
 WAD = 10**18
 DAY = 86_400
@@ -296,3 +297,27 @@ def test_a_history_from_before_the_share_price_blocks_is_completed_once(demo, rp
     changed = json.loads(new)
     changed["points"][3]["ggavaxAssetsPerShareWei"] = "1000000000000000002"
     assert compare_accumulated({"/prices/history": old}, {"/prices/history": json.dumps(changed).encode()})
+
+
+def test_the_guards_keep_each_share_price_inside_its_day(demo_snapshot, demo_profile, tmp_path):
+    files = load_dir(build(demo_snapshot, demo_profile, tmp_path / "out").out_dir)
+    assert validate(files) == []
+    doc = json.loads(files["/prices/history"])
+
+    def problems(edit) -> list[str]:
+        bad = json.loads(json.dumps(doc))
+        edit(bad["points"])
+        return [p for p in validate({**files, "/prices/history": json.dumps(bad).encode()}) if p.startswith("/prices/history")]
+
+    def late(points):  # a block of the next day
+        points[5].update(ggavaxBlock=points[6]["ggavaxBlock"], ggavaxTime=points[6]["ggavaxTime"])
+
+    def future(points):  # after the file's own block
+        points[-1]["ggavaxBlock"] = doc["meta"]["block"]["number"] + 1
+
+    def empty(points):  # a block without a value
+        points[2].update(ggavaxExchangeRate=None, ggavaxAssetsPerShareWei=None)
+
+    assert "the share price of" in problems(late)[0] and "outside its day" in problems(late)[0]
+    assert "after the file's block" in problems(future)[0]
+    assert "no positive share price" in problems(empty)[0]
