@@ -130,8 +130,8 @@ def fill(client: RpcClient, snap: Snapshot, points: Sequence[PricePoint], prior:
         filled.by_source[source] = filled.by_source.get(source, 0) + 1
     filled.missing = sum(1 for i in past if i not in values)
     if filled.missing:
-        notes.append(f"ggAVAX share price unknown for {filled.missing} of {len(todo)} days (no archive state at their "
-                     "blocks, and no known vault state the events could be walked from)")
+        notes.append(f"ggAVAX share price unknown for {filled.missing} of {len(todo)} days, left as they were (no "
+                     "archive state at their blocks, and the vault's events could not rebuild them)")
     for note in notes:
         log.warning(note)
     warnings += notes
