@@ -4,16 +4,20 @@ Run: python benchmarks/bench_mainnet.py [--scenario mainnet-size] [--runs 3] [--
 
 Starts ``publisher devnet --as mainnet`` in process (the contracts at the shipped profile's
 addresses, chain id 43114) and runs the real CLI, ``publisher build --network mainnet``, against
-it: first with an empty out/ (the price history built from scratch), then again on the same out/
-(the history resumed, as every scheduled run after the first). Each is run directly against the
-local node and stand-ins, and through a proxy that adds ``--latency`` seconds to every HTTP
-request, standing for a public RPC and the Glacier/CoinGecko round trips. Prints the CLI's own
-request counts and the wall time, and with ``--json`` writes them for docs/performance.md; asserts
-nothing.
+it: first with an empty out/ (the price history, with each day's ggAVAX share price, built from
+scratch), then again on the same out/ (the history resumed, as every scheduled run after the
+first). Each is run directly against the local node and stand-ins, and through a proxy that adds
+``--latency`` seconds to every HTTP request, standing for a public RPC and the Glacier/CoinGecko
+round trips; and on a node with every block's state (archive: the share prices are read) and on
+one that keeps only its latest states (pruned: they are rebuilt from the vault's events). Prints
+the CLI's own request counts and the wall time, and with ``--json`` writes them for
+docs/performance.md; asserts nothing.
 
 The rehearsal chain is a few hundred blocks long, so it cannot show the first run's log scan on
 mainnet: that figure is computed from the profile (history_days, history_log_span) and mainnet's
-block rate, and printed as computed.
+block rate, and printed as computed. So is the search for each day's last block, measured with
+the real search on a synthetic chain of mainnet's length (block times of 1 to 5 s, 2 s on
+average) held in memory.
 """
 from __future__ import annotations
 
@@ -32,11 +36,42 @@ from urllib.parse import urlsplit
 import record
 import requests
 
+from publisher.chain.reader import find_blocks_at
+from publisher.chain.rpc import Counters
 from publisher.config import load_profile
 from publisher.devnet import running
+from publisher.snapshot import BlockRef
 from publisher.sources.history import RANGES_PER_BATCH
+from publisher.sources.shareprice import CALLS_PER_BATCH
 
 MAINNET_BLOCK_SECONDS = 2.0  # C-Chain's recent average block time, rounded up (fewer blocks: fewer requests)
+KEEP_STATES = 64  # the pruned rehearsal's node: state of its latest blocks only
+
+
+class SyntheticChain:
+    """Headers of a chain held in memory, answering eth_getBlockByNumber batches as a node would
+    (the only requests find_blocks_at sends), with the client's counters."""
+
+    def __init__(self, days: int, seed: int = 1):
+        import random
+
+        rng = random.Random(seed)
+        self.times = [1_700_000_000]
+        while self.times[-1] < self.times[0] + days * 86_400:
+            self.times.append(self.times[-1] + rng.choice((1, 1, 2, 2, 2, 2, 3, 3, 4, 5)) - (rng.random() < 0.1))
+        self.counters = Counters()
+
+    def head(self) -> BlockRef:
+        return BlockRef(len(self.times) - 1, "0x", self.times[-1])
+
+    def describe(self) -> str:
+        return "synthetic chain"
+
+    def batch(self, calls, raise_errors: bool = True) -> list:
+        self.counters.http_requests += 1
+        self.counters.rpc_calls += len(calls)
+        return [{"number": p[0], "hash": "0x" + p[0][2:].rjust(64, "0"), "timestamp": hex(self.times[int(p[0], 16)])}
+                for _, p in calls]
 
 
 class DelayProxy:
@@ -125,9 +160,18 @@ def main() -> None:
     args = ap.parse_args()
     loads = record.Loads()
     loads.sample()
-    rows = []
-    with running(args.scenario, as_network="mainnet") as net:
-        print(f"rehearsal '{args.scenario}' as mainnet ready in {net.seconds:.1f}s (load {os.getloadavg()[0]:.1f})")
+    rows: list[dict] = []
+    for node, keep in (("archive", None), ("pruned", KEEP_STATES)):
+        rehearse(args, node, keep, rows, loads)
+    computed()
+    if args.json_path:
+        record.write(args.json_path, {"scenario": args.scenario, "latency_ms": round(args.latency * 1000), "rows": rows}, loads.seen)
+
+
+def rehearse(args, node: str, keep: int | None, rows: list[dict], loads) -> None:
+    with running(args.scenario, as_network="mainnet", keep_states=keep) as net:
+        print(f"rehearsal '{args.scenario}' as mainnet on a{'n' if node == 'archive' else ''} {node} node ready in "
+              f"{net.seconds:.1f}s (load {os.getloadavg()[0]:.1f})")
         for delay in (0.0, args.latency):
             proxies = []
             rpc, services = net.url, dict(net.services)
@@ -148,19 +192,38 @@ def main() -> None:
                     times.append(seconds)
                     got = figures(stdout)
                     loads.sample()
-                print(f"latency {delay * 1000:.0f} ms, {kind}: {min(times):.2f}-{max(times):.2f} s wall (CLI process) | {line(got)}")
-                rows.append({"latency_ms": round(delay * 1000), "run": kind.split()[0], "runs": args.runs,
+                print(f"{node} node, latency {delay * 1000:.0f} ms, {kind}: {min(times):.2f}-{max(times):.2f} s wall (CLI process) | {line(got)}")
+                rows.append({"node": node, "latency_ms": round(delay * 1000), "run": kind.split()[0], "runs": args.runs,
                              "wall_min": min(times), "wall_max": max(times), **got})
             for p in proxies:
                 p.close()
+
+
+def computed() -> None:
     p = load_profile("mainnet")
-    blocks = p.history_days * 86_400 / MAINNET_BLOCK_SECONDS
+    days = p.history_days
+    blocks = days * 86_400 / MAINNET_BLOCK_SECONDS
     ranges = blocks / p.history_log_span
-    print(f"computed: a first mainnet run scans {p.history_days} days ≈ {blocks / 1e6:.1f} M blocks in {p.history_log_span}-block "
+    print(f"computed: a first mainnet run scans {days} days ≈ {blocks / 1e6:.1f} M blocks in {p.history_log_span}-block "
           f"ranges = {ranges:,.0f} ranges, {ranges / RANGES_PER_BATCH:,.0f} eth_getLogs batches ({2 * ranges:,.0f} calls); "
           f"a later run at the {p.cadence_seconds} s cadence scans ≈ {p.cadence_seconds / MAINNET_BLOCK_SECONDS:.0f} blocks: one batch")
-    if args.json_path:
-        record.write(args.json_path, {"scenario": args.scenario, "latency_ms": round(args.latency * 1000), "rows": rows}, loads.seen)
+    chain = SyntheticChain(days + 1)
+    head = chain.head()
+    ends = [chain.times[0] + (d + 1) * 86_400 - 1 for d in range(days)]
+    t0 = time.monotonic()
+    find_blocks_at(chain, ends, head)  # type: ignore[arg-type]  # answers the requests it sends
+    c = chain.counters
+    print(f"measured on a synthetic {days}-day chain of {len(chain.times) / 1e6:.1f} M blocks: the last block of each of "
+          f"{days} days in {c.http_requests} header batches, {c.rpc_calls:,} headers ({c.rpc_calls / days:.1f} per day, "
+          f"{time.monotonic() - t0:.1f} s of search); then with archive state {days} eth_calls in "
+          f"{-(-days // CALLS_PER_BATCH)} batches, without it the vault's events over the same ranges as the prices: "
+          f"{ranges / RANGES_PER_BATCH:,.0f} more eth_getLogs batches ({3 * ranges:,.0f} calls) plus one header per reward sync")
+    chain.counters = Counters()
+    later = [ends[-1] - 3 * 3600, ends[-1]]  # the day left running and the new one
+    find_blocks_at(chain, later, head, hints=(head.number - p.cadence_seconds // 2,))  # type: ignore[arg-type]
+    print(f"a later run reads no header while the day runs (its share price is the run's own); the first run of a day finds "
+          f"the last block of the day before in {chain.counters.http_requests} header batches, {chain.counters.rpc_calls} "
+          f"headers, starting from the previous run's block")
 
 
 if __name__ == "__main__":

@@ -296,6 +296,8 @@ def mainnet(r: dict) -> str:
     for x in r["rows"]:
         run = "first, price history from scratch" if x["run"] == "first" else "later, history resumed"
         where = "local" if not x["latency_ms"] else f"+{x['latency_ms']} ms per request"
+        if x.get("node"):
+            where = f"{x['node']} node, {where}"
         calls = f"{num(x['rpc_calls'])}, of which {num(x['eth_calls'])} `eth_call`" if x.get("eth_calls") else num(x["rpc_calls"])
         rows.append([f"{run}, {where}", f"{num(x['rpc_http_requests'])} ({calls})", num(x["api_requests"]),
                      size(x["rpc_bytes"], ".1f"), f"{secs(x['read_seconds'])} s", f"{secs(x['build_seconds'])} s"])

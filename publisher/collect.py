@@ -17,7 +17,7 @@ from .config import Profile, load_profile
 from .errors import PublisherError
 from .progress import Progress
 from .snapshot import Minipool, Snapshot
-from .sources import history, prices, validators
+from .sources import history, prices, shareprice, validators
 from .sources.http import HttpCounters
 
 
@@ -150,24 +150,34 @@ class _EarlyValidators:
 
 def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history.PriorHistory | None,
              warnings: list[str], progress: Progress | None):
-    """Daily prices, resumed from ``prior`` when it is this chain's. A fresh history reaches back
-    ``history_days`` at most, and a failure keeps what the previous run had: the history is
-    secondary, so it never stops the other endpoints from publishing."""
+    """Daily prices and each day's ggAVAX share price, resumed from ``prior`` when it is this
+    chain's. A fresh history reaches back ``history_days`` at most, and a failure keeps what the
+    previous run had: the history is secondary, so it never stops the other endpoints from
+    publishing."""
     prior = history.verified(client, prior, snap, warnings)
     start = profile.history_from_block
     if prior is None and snap.feed is not None:
         floor = find_block_at(client, snap.block.timestamp - profile.history_days * DAY, snap.block, start)
         start = max(start, floor.number if floor else 0)
+    span = profile.history_log_span
     if progress:
         first = max(start, prior.cursor + 1 if prior else 0)
-        progress.start("price history", max(0, snap.block.number - first) // max(1, profile.history_log_span) + 1)
+        progress.start("price history", max(0, snap.block.number - first) // max(1, span) + 1)
     try:
-        points = history.build_for(client, snap, start=start, span=profile.history_log_span,
-                                   prior=prior, warnings=warnings, on_range=progress.advance if progress else None)
-        return history.with_share_price(points, snap)
+        got = history.build_for(client, snap, start=start, span=span, prior=prior, warnings=warnings,
+                                on_range=progress.advance if progress else None)
     except PublisherError as exc:
         warnings.append(f"price history not updated ({exc}): publishing the previous run's points")
         return prior.points if prior else ()
+    finally:
+        if progress:
+            progress.finish()
+    if progress:
+        progress.start("ggAVAX share price", max(0, snap.block.number - start) // max(1, span) + 1)
+    try:
+        # A rebuilt history (the prior unusable) has every share price to compute again.
+        return shareprice.fill(client, snap, got.points, prior if got.resumed else None, floor=start, span=span,
+                               warnings=warnings, on_range=progress.advance if progress else None).points
     finally:
         if progress:
             progress.finish()

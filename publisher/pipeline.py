@@ -369,7 +369,7 @@ def _carry(writer: TreeWriter, path: str, live: Path, old: list, verify: bool = 
 # of the long lists only these fields of each row are kept (the bodies are tens of megabytes at
 # 100 000 stakers). path -> {list field: row fields kept}.
 INVARIANT_READS: dict[str, dict[str, tuple[str, ...]]] = {
-    "/prices": {}, "/metrics": {}, "/metrics/apy": {}, "/ggAvax": {}, "/withdrawals": {},
+    "/prices": {}, "/metrics": {}, "/metrics/apy": {}, "/ggAvax": {}, "/prices/history": {}, "/withdrawals": {},
     "/stakers": {"stakers": ("stakerAddr", "ggpStaked", "effectiveGGPStaked")}, "/minipools": {"minipools": ()},
 }
 

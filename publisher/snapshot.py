@@ -211,10 +211,15 @@ class PricePoint:
     avax_usd: int  # feed answer, feed decimals
     block: int  # last block of the day that the point reflects
     timestamp: int
-    # ggAVAX convertToAssets(1e18) as a run saw it that day, and when: the APY's fallback when the
-    # node cannot read state 30 days back (no archive). Events cannot rebuild it, runs record it.
+    # ggAVAX convertToAssets(1e18) at the day's last block (the pinned block while the day is
+    # still running), that block's time and number, and how it was obtained (sources/shareprice.py):
+    # "archive" (read at that block), "events" (rebuilt from the vault's events), "run" (the run's
+    # pinned block). The APY's window when the node cannot read state 30 days back. Histories
+    # written before the block was recorded hold the share price a run saw that day, block None.
     ggavax_assets_per_share: int | None = None
     ggavax_time: int | None = None
+    ggavax_block: int | None = None
+    ggavax_source: str | None = None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -166,6 +167,8 @@ def invariants(b: dict, feed_max_age: int | None = None, oracle_max_age: int | N
         missing = [r["stakerAddr"] for r in rows if f"/stakers/{r['stakerAddr'].lower()}" not in b]
         if missing and any(p.startswith("/stakers/") for p in b):
             out.append(f"/stakers: {len(missing)} stakers have no /stakers/{{address}} file")
+    if b.get("/prices/history"):
+        out += _history_problems(b["/prices/history"])
     if minipools:
         counts = minipools["countsByStatus"]
         if sum(counts.values()) != minipools["count"] or minipools["count"] != len(minipools["minipools"]):
@@ -242,9 +245,10 @@ def compare_previous(old: Mapping[str, bytes], new: Mapping[str, bytes], *, max_
     return out + compare_accumulated(old, new)
 
 
-# Files that accumulate across runs: path -> (list field, key field of an entry). Their entries are
-# recorded once and cannot be read again later (share prices a run saw), so a run may add entries
-# and advance the newest one, never drop or rewrite older ones.
+# Files that accumulate across runs: path -> (list field, key field of an entry). A run may add
+# entries and advance the newest one (today's point, a later block); an older entry may gain what
+# it lacked (a field it did not have, a null filled: a day's share price rebuilt once), never
+# lose or change a value it had.
 ACCUMULATED = {"/prices/history": ("points", "date")}
 
 
@@ -273,10 +277,34 @@ def compare_accumulated(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> l
             out.append(f"{path} would drop {len(missing)} entries recorded by earlier runs (first {missing[0]})")
             continue
         # The newest entry of the last run may still advance (today's point, a later block);
-        # every older one is final.
-        changed = [e[key] for e in before[:-1] if after_by_key[e[key]] != e]
+        # every value an older one holds is final.
+        changed = [e[key] for e in before[:-1] if _rewrites(e, after_by_key[e[key]])]
         if changed:
             out.append(f"{path} would rewrite {len(changed)} entries recorded by earlier runs (first {changed[0]})")
+    return out
+
+
+def _rewrites(old: dict, new: dict) -> bool:
+    """Whether ``new`` loses or changes a (non-null) value of ``old``."""
+    return not isinstance(new, dict) or any(v is not None and (k not in new or new[k] != v) for k, v in old.items())
+
+
+def _history_problems(body: dict) -> list[str]:
+    """A daily share price is of a block at or before the file's and no later than its day's end,
+    and the days' blocks follow each other."""
+    out, last = [], -1
+    top = body["meta"]["block"]["number"]
+    for p in body["points"]:
+        block = p.get("ggavaxBlock")
+        if block is None:
+            continue
+        day_end = int(datetime.strptime(p["date"], "%Y-%m-%d").replace(tzinfo=UTC).timestamp()) + 86_399
+        if p.get("ggavaxExchangeRate") is None or not p["ggavaxExchangeRate"] > 0:
+            out.append(f"/prices/history: {p['date']} has a share-price block but no positive share price")
+        elif block > top or block < last or p["ggavaxTime"] > day_end:
+            out.append(f"/prices/history: the share price of {p['date']} is of block {block}, outside its day "
+                       f"(or after the file's block {top}, or before the previous day's)")
+        last = block
     return out
 
 

@@ -256,15 +256,17 @@ def test_apy_falls_back_to_the_recorded_share_price_history(demo_snapshot, demo_
 
     s = demo_snapshot
     window_start = s.block.timestamp - 31 * 86400
-    history = list(s.price_history)
-    # Runs recorded the share price on two days; the archive read at the window start failed.
+    history = [dataclasses.replace(p, ggavax_assets_per_share=None, ggavax_time=None, ggavax_block=None, ggavax_source=None)
+               for p in s.price_history]
+    # A share price on two days only (as runs recorded before the history had every day's);
+    # the archive read at the window start failed.
     history[0] = dataclasses.replace(history[0], ggavax_assets_per_share=s.apy_base.assets_per_share, ggavax_time=window_start)
     history[-5] = dataclasses.replace(history[-5], ggavax_assets_per_share=s.ggavax.assets_per_share, ggavax_time=s.block.timestamp - 5 * 86400)
     no_archive = dataclasses.replace(s, apy_base=None, price_history=tuple(history))
     got = ggavax_apy(no_archive)
     x_now, x_then = s.ggavax.assets_per_share, s.apy_base.assets_per_share
     assert got.after_fees_pct == pytest.approx(((x_now / x_then) ** (365 / 31) - 1) * 100, rel=1e-12)
-    assert got.from_block is None and got.method == "history" and "recorded in the price history" in got.note
+    assert got.from_block is None and got.method == "history" and "from the price history" in got.note
     # Only 8 days recorded: the oldest point at least 7 days back, with its shorter window.
     eight = s.block.timestamp - 8 * 86400
     history[-8] = dataclasses.replace(history[-8], ggavax_assets_per_share=x_then + (x_now - x_then) // 4, ggavax_time=eight)
@@ -285,7 +287,12 @@ def test_apy_falls_back_to_the_recorded_share_price_history(demo_snapshot, demo_
     assert none.after_fees_pct is None and none.gross_pct is None and none.method is None and "no ggAVAX reward stream" in none.note
 
 
-def test_build_publishes_the_recorded_share_price(built, demo_snapshot):
-    last = body(built, "prices/history.json")["points"][-1]
-    assert int(last["ggavaxAssetsPerShareWei"]) == demo_snapshot.ggavax.assets_per_share
-    assert last["ggavaxTime"] == demo_snapshot.block.timestamp
+def test_build_publishes_the_share_price_of_every_day_and_the_vault_state(built, demo_snapshot):
+    from publisher.sources.history import VaultState, state_fields
+
+    doc = body(built, "prices/history.json")
+    assert [(int(p["ggavaxAssetsPerShareWei"]), p["ggavaxTime"], p["ggavaxBlock"], p["ggavaxSource"]) for p in doc["points"]] == \
+        [(p.ggavax_assets_per_share, p.ggavax_time, p.ggavax_block, p.ggavax_source) for p in demo_snapshot.price_history]
+    assert all(p["ggavaxExchangeRate"] == int(p["ggavaxAssetsPerShareWei"]) / 10**18 for p in doc["points"])
+    assert doc["ggavaxState"] == state_fields(VaultState.of(demo_snapshot))
+    assert VaultState.of(demo_snapshot).assets_per_share(demo_snapshot.block.timestamp) == demo_snapshot.ggavax.assets_per_share

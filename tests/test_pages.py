@@ -157,6 +157,26 @@ def test_the_dashboard_shows_the_published_figures_and_links_them(out):
         assert (out / (href + ".json")).is_file(), href
 
 
+def chart_points(page: str, chart_id: str) -> list[tuple[float, float]]:
+    """(data-x, data-y) of every point a dashboard chart plots."""
+    m = re.search(rf'<figure[^>]*id="{chart_id}".*?</figure>', page, re.S)
+    assert m, chart_id
+    return [(float(x), float(y)) for x, y in re.findall(r'<circle[^>]*data-x="([^"]+)" data-y="([^"]+)"', m.group(0))]
+
+
+def test_a_first_build_draws_the_share_price_and_its_trailing_apy(out):
+    """The share price of every day comes from the chain, so the trailing APY has data at once."""
+    page = (out / "index.html").read_text()
+    history = pub(out, "prices/history.json")["points"]
+    share = [(p["ggavaxTime"], p["ggavaxExchangeRate"]) for p in history if p["ggavaxExchangeRate"] is not None]
+    assert len(share) == len(history) >= 7
+    assert chart_points(page, "chart-share") == [(float(t), x) for t, x in share]
+    apy = trailing_apy(share)
+    assert len(apy) >= 7 and all(0 < v < 100 for _, v in apy)
+    assert chart_points(page, "chart-apy") == [(float(t), v) for t, v in apy]
+    assert "the trailing APY needs" not in page
+
+
 def test_the_trailing_apy_compounds_the_share_price_over_the_window():
     day = 86_400
     share = [(d * day, 1 + 0.0005 * d) for d in range(0, 61)]

@@ -314,14 +314,10 @@ def test_incremental_history_reads_only_new_blocks(demo, chain):
 
 
 def events_only(points):
-    """The history as events define it: without the share prices that runs record on top."""
-    return tuple(dataclasses.replace(p, ggavax_assets_per_share=None, ggavax_time=None) for p in points)
-
-
-def test_collected_history_records_the_share_price_on_its_last_point(demo_snapshot):
-    *earlier, last = demo_snapshot.price_history
-    assert all(p.ggavax_assets_per_share is None for p in earlier)
-    assert (last.ggavax_assets_per_share, last.ggavax_time) == (demo_snapshot.ggavax.assets_per_share, demo_snapshot.block.timestamp)
+    """The history as the price events define it: without the share prices added on top
+    (sources/shareprice.py, tested in test_shareprice.py)."""
+    return tuple(dataclasses.replace(p, ggavax_assets_per_share=None, ggavax_time=None, ggavax_block=None,
+                                     ggavax_source=None) for p in points)
 
 
 def test_history_resumes_from_a_saved_snapshot(demo, chain, demo_snapshot):

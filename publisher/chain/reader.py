@@ -6,7 +6,10 @@ block. Every value of the run comes from the same block.
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -483,6 +486,75 @@ def _queue(address: str, s: dict, raw, vault: str, warnings: list[str]) -> Withd
         fulfilled_count=s["wq_fulfilled"], max_requests_per_deposit=s["wq_max_per_deposit"],
         min_on_behalf=s["wq_min_on_behalf"], shares_held=s["wq_shares"], requests=tuple(open_),
     )
+
+
+def find_blocks_at(client: RpcClient, timestamps: Sequence[int], head: BlockRef, floor: int = 0, *,
+                   hints: Sequence[int] = (), fanout: int = 8, batch_size: int = 200,
+                   max_rounds: int = 64) -> list[BlockRef | None]:
+    """For each timestamp, the last block with time <= it (None when even block ``floor`` is
+    later), all searched together: each round one batch of header requests (split at
+    ``batch_size``), every answer narrowing every search.
+
+    Each search probes where the block should be by interpolating its bracket's times, with a
+    margin of a few square roots of the distance (block times vary), and the bracket's middle
+    whenever the last round did not halve it; a bracket of at most ``fanout`` blocks is read
+    whole. ``hints``: blocks worth reading in the first round (known to lie near the answers).
+    A day's end on a chain of 2-second blocks takes about 13 headers in 6 rounds."""
+    known: dict[int, BlockRef] = {head.number: head}
+    found: dict[int, BlockRef | None] = {t: head for t in timestamps if t >= head.timestamp}
+    searching = sorted({t for t in timestamps if t < head.timestamp})
+    probes = {floor, *(h for h in hints if floor < h < head.number)} if searching and floor < head.number else set()
+    widths: dict[int, int] = {}
+    for _ in range(max_rounds):
+        known.update(headers(client, sorted(probes), batch_size))
+        probes = set()
+        numbers = sorted(known)
+        times = [known[n].timestamp for n in numbers]
+        if any(b < a for a, b in itertools.pairwise(times)):
+            raise PublisherError(f"{client.describe()} returned block times that go backwards")
+        left = []
+        for t in searching:
+            i = bisect.bisect_right(times, t)  # the first known block later than t
+            if i == 0:
+                found[t] = None  # the floor itself is later
+                continue
+            lo, hi = known[numbers[i - 1]], known[numbers[i]]
+            n = hi.number - lo.number
+            if n == 1:
+                found[t] = lo
+                continue
+            left.append(t)
+            if n - 1 <= fanout:
+                probes.update(range(lo.number + 1, hi.number))
+                continue
+            guess = lo.number + (t - lo.timestamp) * n // (hi.timestamp - lo.timestamp)
+            guess = min(max(guess, lo.number + 1), hi.number - 2)
+            margin = max(1, int(2 * math.sqrt(max(1, min(guess - lo.number, hi.number - guess)))))
+            candidates = [guess - margin, guess, guess + 1, guess + margin + 1]
+            if 2 * n > widths.get(t, 2 * n + 1):
+                candidates.append((lo.number + hi.number) // 2)
+            widths[t] = n
+            probes.update(c for c in candidates if lo.number < c < hi.number)
+        searching = left
+        if not searching:
+            return [found[t] for t in timestamps]
+    raise PublisherError(f"finding the blocks of {len(searching)} times did not converge in {max_rounds} rounds")
+
+
+def headers(client: RpcClient, numbers: Sequence[int], batch_size: int = 200) -> dict[int, BlockRef]:
+    """Block number -> its header's reference, in batches of ``batch_size`` requests."""
+    into: dict[int, BlockRef] = {}
+    for k in range(0, len(numbers), batch_size):
+        part = numbers[k : k + batch_size]
+        answers = client.batch([("eth_getBlockByNumber", [hex(n), False]) for n in part])
+        for n, h in zip(part, answers, strict=True):
+            if h is None:
+                raise PublisherError(f"{client.describe()} has no block {n}")
+            ref = header_ref(h, client)
+            if ref.number != n:
+                raise PublisherError(f"{client.describe()} answered block {ref.number} for block {n}")
+            into[n] = ref
+    return into
 
 
 def _snake(name: str) -> str:

@@ -3,7 +3,8 @@ reward stream's APR.
 
 The share price X = convertToAssets(1e18) is compared with an earlier reading, in this order:
 1. ``archive``: X read at the block nearest ``now − window`` (needs an archive node);
-2. ``history``: a share price earlier runs recorded in /prices/history, the latest at least a
+2. ``history``: a daily share price of /prices/history (each day's last block, read from archive
+   state or rebuilt from the vault's events, so a first build has it too), the latest at least a
    window old, else the oldest one at least ``MIN_HISTORY_DAYS`` old;
 3. ``stream``: the current reward stream, lastRewardsAmt over totalReleasedAssets across the
    stream's length (lastSync to rewardsCycleEnd), compounded. Rewards enter ggAVAX net of the fee,
@@ -75,18 +76,19 @@ def _archive(snap: Snapshot):
 
 
 def _history(snap: Snapshot):
-    """The recorded share price that is the latest at least a window old, else the oldest at least
-    MIN_HISTORY_DAYS old (a shorter window than asked, stated in the response)."""
+    """The history's share price that is the latest at least a window old, else the oldest at
+    least MIN_HISTORY_DAYS old (a shorter window than asked, stated in the response)."""
     now = snap.block.timestamp
-    recorded = [(p.ggavax_time, p.ggavax_assets_per_share) for p in snap.price_history
+    recorded = [(p.ggavax_time, p.ggavax_assets_per_share, p.ggavax_block) for p in snap.price_history
                 if p.ggavax_assets_per_share and p.ggavax_time is not None and p.ggavax_time < now]
     full = [r for r in recorded if r[0] <= now - snap.apy_window_days * 86_400]
     short = [r for r in recorded if r[0] <= now - MIN_HISTORY_DAYS * 86_400]
     if full:
-        at, share_price = max(full)
+        at, share_price, block = max(full, key=lambda r: r[0])
     elif short:
-        at, share_price = min(short)
+        at, share_price, block = min(short, key=lambda r: r[0])
     else:
         return None
-    return (share_price, at, None, "history",
-            f"recorded in the price history at {at} and read at block {snap.block.number}")
+    where = f"at block {block} ({at})" if block is not None else f"at {at}"
+    return (share_price, at, block, "history",
+            f"from the price history's daily share price {where} and read at block {snap.block.number}")

@@ -28,12 +28,14 @@ class Devnet:
 
 @contextmanager
 def running(scenario: str = "demo", port: int | None = None, *, as_network: str | None = None,
-            stakers: int | None = None, minipools: int | None = None) -> Iterator[Devnet]:
+            stakers: int | None = None, minipools: int | None = None, keep_states: int | None = None) -> Iterator[Devnet]:
     """Start anvil, deploy, seed ``scenario`` (resized to ``stakers``/``minipools`` when given, see
     scenarios.resolve), start the stand-ins; stop everything on exit.
 
     ``as_network`` ("mainnet", "fuji") rehearses that network: its chain id, the contracts at its
-    shipped profile's addresses, the stand-ins answering at its request paths (rehearsal.py)."""
+    shipped profile's addresses, the stand-ins answering at its request paths (rehearsal.py).
+    ``keep_states``: a node that keeps the state of only that many latest blocks, as a pruned
+    (non-archive) node does; the chain is the same."""
     from .seed import deploy, seed
 
     t0 = time.monotonic()
@@ -45,7 +47,7 @@ def running(scenario: str = "demo", port: int | None = None, *, as_network: str 
         profile = load_profile(as_network)
     chain_id = profile.chain_id if profile else CHAIN_ID
     network = profile.validator_network if profile else NETWORK
-    with Anvil(port, chain_id=chain_id) as node, Standins(sc, network=network) as standins:
+    with Anvil(port, chain_id=chain_id, keep_states=keep_states) as node, Standins(sc, network=network) as standins:
         client = RpcClient([node.url], max_attempts=2)
         if profile:
             from . import rehearsal

@@ -89,10 +89,14 @@ def _port_taken(port: int) -> bool:
 class Anvil:
     """``with Anvil() as node: node.url`` — a fresh, deterministic chain for the block's lifetime."""
 
-    def __init__(self, port: int | None = None, *, chain_id: int = CHAIN_ID, genesis_time: int = GENESIS_TIME):
+    def __init__(self, port: int | None = None, *, chain_id: int = CHAIN_ID, genesis_time: int = GENESIS_TIME,
+                 keep_states: int | None = None):
         self.port = port or free_port()
         self.chain_id = chain_id
         self.genesis_time = genesis_time
+        # A node without archive state: only the last ``keep_states`` blocks' states are kept
+        # (headers and logs of every block still are), as on a pruned node.
+        self.keep_states = keep_states
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -110,6 +114,8 @@ class Anvil:
             "--hardfork", "cancun", "--disable-code-size-limit", "--no-request-size-limit",
             "--order", "fifo", "--quiet",
         ]
+        if self.keep_states is not None:
+            cmd += ["--prune-history", str(self.keep_states)]
         try:
             # Only from the main thread: the death signal follows the starting thread, not the process.
             tie = _PRCTL is not None and threading.current_thread() is threading.main_thread()

@@ -125,19 +125,35 @@ POINT = S.obj({
     "avaxUsdAnswer": S.described(S.WEI, "the feed's answer (feed decimals)"),
     "block": S.described(S.INTEGER, "block of the day's last price update"),
     "timestamp": S.described(S.TIMESTAMP, "time of that block, unix seconds"),
-    "ggavaxExchangeRate": S.described(S.nullable(S.NON_NEGATIVE), "AVAX per ggAVAX as a run saw it that day (null when no run did)"),
+    "ggavaxExchangeRate": S.described(S.nullable(S.NON_NEGATIVE), "AVAX per ggAVAX (convertToAssets(1e18) / 1e18) at the day's last "
+                                      "block, the build's block while the day runs (null when the chain could not tell)"),
     "ggavaxAssetsPerShareWei": S.described(S.nullable(S.WEI), "the same share price in wei, exact"),
-    "ggavaxTime": S.described(S.nullable(S.TIMESTAMP), "when that share price was read, unix seconds"),
+    "ggavaxTime": S.described(S.nullable(S.TIMESTAMP), "time of the block of that share price, unix seconds"),
+    "ggavaxBlock": S.described(S.nullable(S.INTEGER), "block of that share price (null: recorded before blocks were, or none)"),
+    "ggavaxSource": S.described(S.nullable({"enum": ["archive", "events", "run"]}),
+                                "archive: read from the node's state at that block; events: rebuilt from the vault's events "
+                                "and a known state; run: read at a build's block; null: no share price, or one recorded "
+                                "before sources were"),
 })
+STATE = S.obj({
+    "totalReleasedAssetsWei": S.described(S.WEI, "TokenggAVAX totalReleasedAssets(), wei"),
+    "lastRewardsAmtWei": S.described(S.WEI, "lastRewardsAmt(), wei"),
+    "lastSync": S.described(S.TIMESTAMP, "lastSync(), unix seconds"),
+    "rewardsCycleEnd": S.described(S.TIMESTAMP, "rewardsCycleEnd(), unix seconds"),
+    "totalSupplyWei": S.described(S.WEI, "totalSupply(), wei"),
+}, description="the ggAVAX vault's share-price state at meta.block, exact: a later build extends the share "
+               "prices from it with the vault's events when the node keeps no old state")
 
 
 @endpoint(
     "/prices/history", tag=TAG, summary="Daily price history",
     description="One point per UTC day: the last Oracle GGP/AVAX price and AVAX/USD feed answer of that "
-                "day, rebuilt from the contracts' events. A fresh publisher reproduces it; later runs only "
-                "add new days.",
+                "day, rebuilt from the contracts' events, and the ggAVAX share price at the day's last block, "
+                "read from archive state or rebuilt from the vault's events. A fresh publisher reproduces it; "
+                "later runs only add new days (and complete the day that was still running).",
     schema=S.obj({
         "points": S.described(S.array(POINT), "one per UTC day, oldest first"),
+        "ggavaxState": S.nullable(STATE),
         "meta": S.META,
     }),
 )
@@ -151,4 +167,5 @@ def price_history(ctx: Context):
         points.append({**history.exact_fields(p), "ggpInAvax": float(ggp_avax),
                        "ggpInUSD": float(ggp_avax * avax_usd), "avaxInUSD": float(avax_usd),
                        "ggavaxExchangeRate": None if share is None else tokens(share)})
-    yield "/prices/history", {"points": points, "meta": meta(ctx)}
+    state = history.state_fields(history.VaultState.of(ctx.snap)) if points else None
+    yield "/prices/history", {"points": points, "ggavaxState": state, "meta": meta(ctx)}

@@ -300,7 +300,7 @@ def _dashboard(ctx: Context) -> dict:
         **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params, "queue": queue,
         "counts": counts, "pool_count": pools["count"], "block": block, "charts": charts, "apy_window_days": APY_WINDOW_DAYS,
         "endpoints": _endpoint_links(ctx),
-        "history_days": len(history), "share_points": len(hs["share"].points),
+        "history_days": len(history), "share_points": len(hs["share"].points), "apy_points": len(hs["apy"].points),
     }
 
 

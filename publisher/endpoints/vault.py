@@ -154,8 +154,8 @@ def metrics(ctx: Context):
     description="ggAVAX APY from the share price (convertToAssets(1e18)) over the configured window: "
                 "`total_apy_after_fees` is what holders earned, `total_apy` grosses it up by the protocol fee. "
                 "`stream_apr` is the current reward stream annualized. `method` names the earlier share price "
-                "used (`archive` state at the window start, `history` recorded by earlier runs, at least 7 "
-                "days back, or the current reward `stream`), `window_days` the span, `note` the formula; "
+                "used (`archive` state at the window start, the daily share price of /prices/history (`history`), "
+                "at least 7 days back, or the current reward `stream`), `window_days` the span, `note` the formula; "
                 "null figures come with the reason in `note`.",
     schema=S.obj({
         "total_apy": S.described(S.nullable(S.PERCENT), "APY before the protocol fee, percent; read by DeltaPrime"),
@@ -166,7 +166,7 @@ def metrics(ctx: Context):
         "to_block": S.described(S.INTEGER, "block of the current share price"),
         "stream_apr": S.described(S.PERCENT, "the current reward stream annualized, percent"),
         "method": S.described(S.nullable({"enum": ["archive", "history", "stream"]}),
-                              "archive: share prices read from the node's state a window apart; history: share prices this API recorded; stream: the current reward stream compounded; null: no APY"),
+                              "archive: share prices read from the node's state a window apart; history: the daily share price of /prices/history; stream: the current reward stream compounded; null: no APY"),
         "note": S.described(S.STRING, "how the APY was computed, or why it is null, in words"),
         "meta": S.META,
     }),

@@ -10,6 +10,10 @@ as too large is halved.
 The history is a fold over the logs in chain order, so a run can resume from a previous result and
 its cursor block: the previous points hold the fold's state, and only logs after the cursor are
 read. Resuming and rebuilding from scratch give the same points.
+
+This module also owns the published file's exact fields (``exact_fields``, ``state_fields``,
+``load_published``): the points, each day's ggAVAX share price (sources/shareprice.py) and the
+vault's state at the cursor block, from which a later run extends the share prices.
 """
 from __future__ import annotations
 
@@ -45,6 +49,38 @@ _phase_id = Fn("phaseId()", "uint16")
 _phase_aggregators = Fn("phaseAggregators(uint16)", "address")
 
 
+WAD = 10**18
+
+
+@dataclass(frozen=True)
+class VaultState:
+    """The TokenggAVAX storage its share price is computed from, exact."""
+
+    total_released_assets: int
+    last_rewards_amt: int
+    last_sync: int
+    rewards_cycle_end: int
+    total_supply: int
+
+    def total_assets(self, now: int) -> int:
+        """totalAssets() in a block of time ``now``: the released assets plus the part of the last
+        rewards streamed since the sync (all of it from the cycle's end), rounded down."""
+        if now >= self.rewards_cycle_end:
+            return self.total_released_assets + self.last_rewards_amt
+        streamed = self.last_rewards_amt * (now - self.last_sync) // (self.rewards_cycle_end - self.last_sync)
+        return self.total_released_assets + streamed
+
+    def assets_per_share(self, now: int) -> int:
+        """convertToAssets(1e18) in a block of time ``now`` (1e18 while there are no shares)."""
+        supply = self.total_supply
+        return WAD if supply == 0 else WAD * self.total_assets(now) // supply
+
+    @classmethod
+    def of(cls, snap: Snapshot) -> VaultState:
+        v = snap.ggavax
+        return cls(v.total_released_assets, v.last_rewards_amt, v.last_sync, v.rewards_cycle_end, v.total_supply)
+
+
 @dataclass(frozen=True)
 class PriorHistory:
     points: tuple[PricePoint, ...]
@@ -54,6 +90,7 @@ class PriorHistory:
     network: str | None = None
     chain_id: int | None = None
     cursor_hash: str | None = None
+    vault: VaultState | None = None  # ggAVAX at the cursor block, when the history says
 
 
 @dataclass
@@ -61,6 +98,7 @@ class HistoryResult:
     points: tuple[PricePoint, ...]
     ranges: list[tuple[int, int]] = field(default_factory=list)  # block ranges read, inclusive
     warnings: list[str] = field(default_factory=list)
+    resumed: bool = False  # the points extend the prior's (False: rebuilt from ``start``)
 
 
 def build(client: RpcClient, *, oracle: str, feeds: Sequence[str], head: int, start: int = 0,
@@ -69,6 +107,7 @@ def build(client: RpcClient, *, oracle: str, feeds: Sequence[str], head: int, st
     """Daily points for blocks ``start..head``, resuming from ``prior`` when it is usable."""
     warnings: list[str] = []
     state = _Fold()
+    resumed = False
     if prior is not None and prior.points:
         problem = _check_prior(prior, head)
         if problem:
@@ -76,19 +115,20 @@ def build(client: RpcClient, *, oracle: str, feeds: Sequence[str], head: int, st
         else:
             state = _Fold.resume(prior.points)
             start = max(start, prior.cursor + 1)
+            resumed = True
     ranges: list[tuple[int, int]] = []
     for logs in _logs(client, oracle, list(feeds), start, head, span, ranges, on_range):
         for entry in logs:
             state.apply(entry)
-    return HistoryResult(state.points(), ranges, warnings)
+    return HistoryResult(state.points(), ranges, warnings, resumed)
 
 
 def build_for(client: RpcClient, snap: Snapshot, *, start: int, span: int, prior: PriorHistory | None,
-              warnings: list[str], on_range: Callable[[int], None] | None = None) -> tuple[PricePoint, ...]:
+              warnings: list[str], on_range: Callable[[int], None] | None = None) -> HistoryResult:
     """The snapshot's history (none without a feed), with a warning when it does not end at the
     pinned prices."""
     if snap.feed is None:
-        return ()
+        return HistoryResult(())
     feeds = feed_event_sources(client, snap.feed.address, snap.block.number)
     got = build(client, oracle=snap.addresses["Oracle"], feeds=feeds, head=snap.block.number,
                 start=start, prior=prior, span=span, on_range=on_range)
@@ -99,7 +139,7 @@ def build_for(client: RpcClient, snap: Snapshot, *, start: int, span: int, prior
     for w in got.warnings:
         log.warning(w)
     warnings += got.warnings
-    return got.points
+    return got
 
 
 def feed_event_sources(client: RpcClient, feed: str, block: int) -> list[str]:
@@ -160,9 +200,8 @@ class _Fold:
             return
         day = datetime.fromtimestamp(self.clock, UTC).strftime("%Y-%m-%d")
         point = PricePoint(day, self.price, self.answer, e.block, self.clock)
-        if day in self.days:  # keep the share price a run recorded for this day
-            old = self.days[day]
-            point = replace(point, ggavax_assets_per_share=old.ggavax_assets_per_share, ggavax_time=old.ggavax_time)
+        if day in self.days:  # keep the share price recorded for this day
+            point = replace(point, **share_fields(self.days[day]))
         self.days[day] = point
 
     def points(self) -> tuple[PricePoint, ...]:
@@ -198,7 +237,7 @@ def _check_prior(prior: PriorHistory, head: int) -> str | None:
         return "dates are not strictly increasing"
     if prior.cursor > head:
         return f"its cursor {prior.cursor} is after block {head}"
-    if max(p.block for p in prior.points) > prior.cursor:
+    if max(max(p.block, p.ggavax_block or 0) for p in prior.points) > prior.cursor:
         return "a point is after its cursor"
     return None
 
@@ -206,34 +245,49 @@ def _check_prior(prior: PriorHistory, head: int) -> str | None:
 # -- reading logs -----------------------------------------------------------------------------------
 
 
-def _logs(client: RpcClient, oracle: str, feeds: list[str], start: int, head: int, span: int,
-          ranges: list[tuple[int, int]], on_range) -> Iterator[list[_Log]]:
-    """Decoded logs in chain order, one list per block range, ranges in ascending order."""
+@dataclass(frozen=True)
+class LogFilter:
+    """One eth_getLogs filter of a scan: emitting contract(s) and topics, from ``start`` on."""
+
+    address: str | list[str]
+    topics: list
+    start: int = 0
+
+
+def scan(client: RpcClient, filters: Sequence[LogFilter], start: int, head: int, span: int,
+         ranges: list[tuple[int, int]], on_range: Callable[[int], None] | None = None, *,
+         what: str = "price history") -> Iterator[tuple[int, int, list[list]]]:
+    """(first block, last block, raw logs of each filter) per block range from ``start`` to
+    ``head``, ranges in ascending order. Several ranges go in one JSON-RPC batch, every filter of a
+    range in it, errors returned per item; a range the node refuses as too large is halved. A filter is asked only for the blocks from its own start."""
     span = max(1, span)
     todo = [(a, min(a + span - 1, head)) for a in range(start, head + 1, span)]
     requests = 0
     while todo:
         batch, todo = todo[:RANGES_PER_BATCH], todo[RANGES_PER_BATCH:]
-        calls = []
+        calls, asked = [], []
         for a, b in batch:
-            window = {"fromBlock": hex(a), "toBlock": hex(b)}
-            # Two filters per range: a batch is never a single call, so errors come back per item.
-            calls.append(("eth_getLogs", [{**window, "address": oracle, "topics": [TOPIC_ORACLE]}]))
-            calls.append(("eth_getLogs", [{**window, "address": feeds, "topics": [TOPIC_ANSWER]}]))
+            mine = [k for k, f in enumerate(filters) if f.start <= b]
+            asked.append(mine)
+            for k in mine:
+                f = filters[k]
+                window = {"fromBlock": hex(max(a, f.start)), "toBlock": hex(b)}
+                calls.append(("eth_getLogs", [{**window, "address": f.address, "topics": f.topics}]))
         requests += 1
         if requests > MAX_REQUESTS:
-            raise PublisherError(f"price history needs more than {MAX_REQUESTS} eth_getLogs batches: raise the log span or the start block")
+            raise PublisherError(f"{what} needs more than {MAX_REQUESTS} eth_getLogs batches: raise the log span or the start block")
         out = client.batch(calls, raise_errors=False)
         split: list[tuple[int, int]] = []
-        for k, (a, b) in enumerate(batch):
-            got = out[2 * k : 2 * k + 2]
+        at = 0
+        for (a, b), mine in zip(batch, asked, strict=True):
+            got, at = out[at : at + len(mine)], at + len(mine)
             errors = [g for g in got if isinstance(g, RpcError)]
             if errors:
                 if a < b and any(_TOO_MUCH.search(e.rpc_message) for e in errors):
                     mid = (a + b) // 2
                     split += [(a, mid), (mid + 1, b)]
                     continue
-                raise PublisherError(f"price history: eth_getLogs for blocks {a}..{b} failed: {one_line(errors[0].rpc_message)}")
+                raise PublisherError(f"{what}: eth_getLogs for blocks {a}..{b} failed: {one_line(errors[0].rpc_message)}")
             if split:
                 # Keep chain order: a later range waits until the halves before it are read.
                 split.append((a, b))
@@ -241,9 +295,22 @@ def _logs(client: RpcClient, oracle: str, feeds: list[str], start: int, head: in
             ranges.append((a, b))
             if on_range:
                 on_range(1)
-            both = _decode(got[0], oracle, "oracle", a, b) + _decode(got[1], feeds, "answer", a, b)
-            yield sorted(both, key=lambda e: (e.block, e.index))
+            logs: list[list] = [[] for _ in filters]
+            for k, raw in zip(mine, got, strict=True):
+                if not isinstance(raw, list):
+                    raise PublisherError(f"{what}: eth_getLogs for blocks {a}..{b} returned no list")
+                logs[k] = raw
+            yield a, b, logs
         todo = split + todo
+
+
+def _logs(client: RpcClient, oracle: str, feeds: list[str], start: int, head: int, span: int,
+          ranges: list[tuple[int, int]], on_range) -> Iterator[list[_Log]]:
+    """Decoded logs in chain order, one list per block range, ranges in ascending order."""
+    filters = [LogFilter(oracle, [TOPIC_ORACLE]), LogFilter(feeds, [TOPIC_ANSWER])]
+    for a, b, (oracle_logs, answer_logs) in scan(client, filters, start, head, span, ranges, on_range):
+        both = _decode(oracle_logs, oracle, "oracle", a, b) + _decode(answer_logs, feeds, "answer", a, b)
+        yield sorted(both, key=lambda e: (e.block, e.index))
 
 
 def _decode(raw, sources, kind: str, a: int, b: int) -> list[_Log]:
@@ -274,40 +341,52 @@ def _decode(raw, sources, kind: str, a: int, b: int) -> list[_Log]:
 # -- previous history -------------------------------------------------------------------------------
 
 
+def share_fields(p: PricePoint) -> dict:
+    """A point's share-price fields, as ``replace`` takes them."""
+    return {"ggavax_assets_per_share": p.ggavax_assets_per_share, "ggavax_time": p.ggavax_time,
+            "ggavax_block": p.ggavax_block, "ggavax_source": p.ggavax_source}
+
+
 def exact_fields(p: PricePoint) -> dict:
     """The exact values a published history point carries so a later run can resume from it."""
     share = p.ggavax_assets_per_share
     return {"date": p.date, "ggpInAvaxWei": str(p.ggp_in_avax), "avaxUsdAnswer": str(p.avax_usd),
             "block": p.block, "timestamp": p.timestamp,
-            "ggavaxAssetsPerShareWei": None if share is None else str(share), "ggavaxTime": p.ggavax_time}
+            "ggavaxAssetsPerShareWei": None if share is None else str(share), "ggavaxTime": p.ggavax_time,
+            "ggavaxBlock": p.ggavax_block, "ggavaxSource": p.ggavax_source}
 
 
-def with_share_price(points: tuple[PricePoint, ...], snap: Snapshot) -> tuple[PricePoint, ...]:
-    """Record the run's ggAVAX share price (and its time) on the latest point. Each point thus
-    keeps the last share price seen before the next price day: enough for a 30-day window."""
-    if not points or points[-1].block > snap.block.number:
-        return points
-    last = replace(points[-1], ggavax_assets_per_share=snap.ggavax.assets_per_share, ggavax_time=snap.block.timestamp)
-    return (*points[:-1], last)
+def state_fields(v: VaultState) -> dict:
+    """The vault's state as the published history carries it (at its ``meta.block``)."""
+    return {"totalReleasedAssetsWei": str(v.total_released_assets), "lastRewardsAmtWei": str(v.last_rewards_amt),
+            "lastSync": v.last_sync, "rewardsCycleEnd": v.rewards_cycle_end, "totalSupplyWei": str(v.total_supply)}
 
 
 def from_snapshot(snap: Snapshot) -> PriorHistory | None:
     if not snap.price_history:
         return None
-    return PriorHistory(snap.price_history, snap.block.number, snap.network, snap.chain_id, snap.block.hash)
+    return PriorHistory(snap.price_history, snap.block.number, snap.network, snap.chain_id, snap.block.hash,
+                        VaultState.of(snap))
 
 
 def load_published(path: str | Path) -> PriorHistory | None:
-    """The history in a published ``prices/history.json``: ``{"points": [...], "meta": {"block":
-    {"number": …}}}`` whose points carry ``exact_fields``. None when the file is absent or
+    """The history in a published ``prices/history.json``: ``{"points": [...], "ggavaxState": {...},
+    "meta": {"block": {"number": …}}}`` whose points carry ``exact_fields`` and whose state
+    ``state_fields`` (a file without the state, or without the share-price block of its points,
+    was written by an earlier version: it resumes all the same). None when the file is absent or
     unusable, which costs only a full rebuild."""
     try:
         data = json.loads(Path(path).read_text())
         points = tuple(
             PricePoint(str(i["date"]), int(i["ggpInAvaxWei"]), int(i["avaxUsdAnswer"]), int(i["block"]), int(i["timestamp"]),
-                       _optional_int(i.get("ggavaxAssetsPerShareWei")), _optional_int(i.get("ggavaxTime")))
+                       _optional_int(i.get("ggavaxAssetsPerShareWei")), _optional_int(i.get("ggavaxTime")),
+                       _optional_int(i.get("ggavaxBlock")), _optional_str(i.get("ggavaxSource")))
             for i in data["points"]
         )
+        state = data.get("ggavaxState")
+        vault = None if state is None else VaultState(
+            int(state["totalReleasedAssetsWei"]), int(state["lastRewardsAmtWei"]), int(state["lastSync"]),
+            int(state["rewardsCycleEnd"]), int(state["totalSupplyWei"]))
         meta = data.get("meta", {})
         cursor, cursor_hash = meta.get("block", {}).get("number"), meta.get("block", {}).get("hash")
         network, chain_id = meta.get("network"), meta.get("chainId")
@@ -321,8 +400,14 @@ def load_published(path: str | Path) -> PriorHistory | None:
     if not isinstance(cursor, int) or cursor < max(p.block for p in points):
         log.warning("cannot resume price history from %s (no usable cursor): rebuilding it", path)
         return None
-    return PriorHistory(points, cursor, network, chain_id, cursor_hash)
+    return PriorHistory(points, cursor, network, chain_id, cursor_hash, vault)
 
 
 def _optional_int(value) -> int | None:
     return None if value is None else int(value)
+
+
+def _optional_str(value) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value

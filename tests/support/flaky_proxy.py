@@ -38,6 +38,8 @@ import requests
 # ``always`` applies one fault to every request after the scripted ones, and ``only`` restricts
 # faults to requests that contain that JSON-RPC method (e.g. "eth_call": everything else passes).
 # ``on_request(n, body)`` runs before request n (1-based) is handled, e.g. to reorg the upstream.
+# ``edit_logs(logs)`` rewrites every eth_getLogs answer that passes untouched (a node that loses or
+# alters logs).
 FAULTS = (429, 500, 502, 503, 504, "hang", "reset", "garbage", "busy", "busy items", "too wide",
           "drip", "slow", "random", "nested", "huge", "truncated", "chain 1")
 
@@ -45,7 +47,7 @@ FAULTS = (429, 500, 502, 503, 504, "hang", "reset", "garbage", "busy", "busy ite
 class FlakyProxy:
     def __init__(self, upstream: str, faults=(), *, hang_seconds: float = 2.0,
                  max_body: int | None = None, max_call_data: int | None = None, always=None,
-                 only: str | None = None, drip_seconds: float = 0.5, on_request=None):
+                 only: str | None = None, drip_seconds: float = 0.5, on_request=None, edit_logs=None):
         for f in (*faults, always):
             if f is not None and f not in FAULTS:
                 raise ValueError(f"unknown fault {f!r}")
@@ -55,6 +57,7 @@ class FlakyProxy:
         self.only = only
         self.drip_seconds = drip_seconds
         self.on_request = on_request
+        self.edit_logs = edit_logs
         self.hang_seconds = hang_seconds
         self.max_body = max_body
         self.max_call_data = max_call_data
@@ -108,6 +111,15 @@ class FlakyProxy:
     def _forward(self, body: bytes) -> tuple[int, bytes]:
         resp = self._upstream.post(self.upstream, data=body, headers={"Content-Type": "application/json"}, timeout=120)
         return resp.status_code, resp.content
+
+    def _edit_logs(self, body: bytes, raw: bytes) -> bytes:
+        sent = json.loads(body)
+        methods = {i.get("id"): i.get("method") for i in (sent if isinstance(sent, list) else [sent])}
+        got = json.loads(raw)
+        for item in got if isinstance(got, list) else [got]:
+            if methods.get(item.get("id")) == "eth_getLogs" and isinstance(item.get("result"), list):
+                item["result"] = self.edit_logs(item["result"])
+        return json.dumps(got).encode()
 
     def _rewrite(self, body: bytes, raw: bytes, fault: str) -> bytes:
         import os
@@ -266,6 +278,8 @@ class FlakyProxy:
                     status, raw = proxy._refuse_big_calls(body)
                 else:
                     status, raw = proxy._forward(body)
+                if proxy.edit_logs is not None and status == 200 and b'"eth_getLogs"' in body:
+                    raw = proxy._edit_logs(body, raw)
                 self._send(status, raw)
 
         return Handler
