@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from . import sources
 from .chain.reader import DAY, Reader, Reorged, find_block_at, verify_canonical
 from .chain.rpc import Counters, RpcClient
+from .compute.prices import stale_oracle
 from .config import Profile, load_profile
 from .errors import PublisherError
 from .progress import Progress
@@ -94,6 +95,9 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
     warnings = list(snap.warnings)
 
     price_check = None
+    stale = stale_oracle(snap, profile.oracle_max_age)
+    if stale:
+        warnings.append(f"GGP price is stale: {stale} (published with stale: true)")
     if snap.feed is None:
         warnings.append("no AVAX/USD feed configured: USD prices and price history unavailable")
     else:
@@ -101,7 +105,7 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
         api = sources.price_api(profile, http)
         if api is not None:
             bounds = {"avax": profile.price_divergence_pct, "ggp": profile.ggp_divergence_pct}
-            price_check = prices.cross_check(api, snap, bounds, warnings)
+            price_check = prices.cross_check(api, snap, bounds, warnings, ggp_stale=stale is not None)
 
     vals = early.result(warnings)
 

@@ -65,7 +65,7 @@ class Built:
 def context(snap: Snapshot, profile: Profile) -> Context:
     return Context(snap, flags=profile.flags, generated_at=generated_at(),
                    cadence_seconds=profile.cadence_seconds, version=__version__,
-                   validator_default_rate_pct=profile.validator_default_rate_pct)
+                   validator_default_rate_pct=profile.validator_default_rate_pct, oracle_max_age=profile.oracle_max_age)
 
 
 def bodies(ctx: Context, entities: bool | None = None) -> Iterator[tuple[Endpoint, str, object]]:
@@ -184,7 +184,7 @@ def code_digest() -> str:
 def run_key(snap: Snapshot, profile: Profile) -> str:
     """What every file of a run depends on besides its own inputs."""
     return sha256(dumps([code_digest(), snap.network, snap.chain_id, dict(sorted(profile.flags.items())),
-                         profile.cadence_seconds, profile.validator_default_rate_pct]))
+                         profile.cadence_seconds, profile.validator_default_rate_pct, profile.oracle_max_age]))
 
 
 # ---- the trees behind out/ ----------------------------------------------------------------------

@@ -140,10 +140,14 @@ def invariants(b: dict, feed_max_age: int | None = None, oracle_max_age: int | N
         age = now - prices["feed"]["updatedAt"]
         if feed_max_age is not None and age > feed_max_age:
             out.append(f"/prices: AVAX/USD feed round is {age}s old at the build block (max {feed_max_age}s)")
-        # GGP/USD multiplies the two prices: a stale oracle price would pass as a fresh USD quote.
+        # Age alone is a label, not a refusal: an Oracle price older than the bound is published,
+        # but only labelled so (GGP/USD multiplies it by a fresh feed, and would pass as fresh).
         age = now - prices["oracle"]["timestamp"]
-        if oracle_max_age is not None and age > oracle_max_age:
-            out.append(f"/prices: the Oracle GGP price is {age}s old at the build block (max {oracle_max_age}s)")
+        if oracle_max_age is not None and (age > oracle_max_age) != prices.get("stale"):
+            out.append(f"/prices: the Oracle GGP price is {age}s old at the build block (bound {oracle_max_age}s) "
+                       f"but is labelled stale: {prices.get('stale')}")
+        if metrics and metrics.get("ggp_price_stale") != prices.get("stale"):
+            out.append("/metrics: ggp_price_stale differs from /prices stale")
     for path, keys in (("/metrics", ("ggavax_apy",)), ("/metrics/apy", ("total_apy", "total_apy_after_fees"))):
         for k in keys:
             v = (b.get(path) or {}).get(k)

@@ -244,11 +244,23 @@ def test_history_from_another_chain_is_not_resumed(demo, demo_profile, tmp_path)
     assert points and points[0]["date"] != "2020-01-01" and all(p["ggpInAvax"] < 1 for p in points)
 
 
-def test_stale_oracle_price_is_refused(demo_snapshot, demo_profile, tmp_path):
-    old = dataclasses.replace(demo_snapshot.oracle, timestamp=demo_snapshot.block.timestamp - demo_profile.oracle_max_age - 1)
-    with pytest.raises(PublisherError, match=r"Oracle GGP price is .* old"):
-        build(dataclasses.replace(demo_snapshot, oracle=old), demo_profile, tmp_path / "out")
-    assert not (tmp_path / "out").exists()
+def test_a_stale_oracle_price_is_published_labelled_and_an_unlabelled_one_refused(demo_snapshot, demo_profile, tmp_path):
+    age = demo_profile.oracle_max_age + 3 * 86400
+    old = dataclasses.replace(demo_snapshot.oracle, timestamp=demo_snapshot.block.timestamp - age)
+    out = tmp_path / "out"
+    build(dataclasses.replace(demo_snapshot, oracle=old), demo_profile, out)
+    prices, metrics = body(out, "prices.json"), body(out, "metrics.json")
+    assert prices["stale"] is True and prices["ggpPriceAgeDays"] == age // 86400 and "days ago" in prices["staleReason"]
+    assert metrics["ggp_price_stale"] is True and metrics["ggp_price_stale_reason"] == prices["staleReason"]
+    assert "The GGP price is stale" in (out / "index.html").read_text()
+    # The same file with its label removed is refused: a stale price never passes as a fresh one.
+    files = load_dir(out)
+    files["/prices"] = json.dumps({**prices, "stale": False, "staleReason": None}).encode()
+    problems = validate(files, oracle_max_age=demo_profile.oracle_max_age)
+    assert any("labelled stale: False" in p for p in problems), problems
+    fresh = tmp_path / "fresh"
+    build(demo_snapshot, demo_profile, fresh)
+    assert body(fresh, "prices.json")["stale"] is False and body(fresh, "prices.json")["staleReason"] is None
 
 
 def test_apy_falls_back_to_the_recorded_share_price_history(demo_snapshot, demo_profile):

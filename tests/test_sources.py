@@ -270,6 +270,25 @@ def test_small_divergence_passes_the_cross_check(profile, services):
     assert check.status == "ok" and "AVAX/USD within 3.00%" in check.note
 
 
+def test_a_stale_ggp_price_may_drift_from_the_market_and_says_so(profile, services, demo_snapshot):
+    """A stale Oracle price is published labelled, so its drift from the market is a warning; the
+    same drift on a fresh price, and any AVAX/USD drift, still stops the run."""
+    from publisher import sources
+    from publisher.sources.http import HttpCounters
+
+    api = sources.price_api(profile, HttpCounters())
+    halved = dataclasses.replace(demo_snapshot, oracle=dataclasses.replace(demo_snapshot.oracle, price=demo_snapshot.oracle.price // 2))
+    warnings: list[str] = []
+    check = prices.cross_check(api, halved, {"avax": 5, "ggp": 25}, warnings, ggp_stale=True)
+    assert check.status == "ok" and "not applied: the Oracle price is stale" in check.note
+    assert any(w.startswith("price cross-check: GGP/USD 100.00% from the market's") for w in warnings)
+    with pytest.raises(PublisherError, match=r"GGP/USD .* diverges 100\.00%"):
+        prices.cross_check(api, halved, {"avax": 5, "ggp": 25}, [], ggp_stale=False)
+    services.prices.fault = Fault(divergence_pct=10)
+    with pytest.raises(PublisherError, match=r"AVAX/USD .* diverges"):
+        prices.cross_check(api, halved, {"avax": 5, "ggp": 25}, [], ggp_stale=True)
+
+
 def test_price_api_down_is_a_warning(profile, services):
     services.prices.fault = Fault(status=503)
     snap = collect(profile).snapshot

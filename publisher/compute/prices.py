@@ -11,6 +11,17 @@ from ..snapshot import DexReserves, Snapshot
 WAD = 10**18
 
 
+def stale_oracle(snap: Snapshot, max_age: int) -> str | None:
+    """Why the Oracle's GGP price is stale at the block (older than ``max_age`` seconds), or None.
+    Age alone is a label, not a refusal: a protocol that stopped updating its price still has
+    that price on chain, and every value derived from it says so."""
+    age = snap.block.timestamp - snap.oracle.timestamp
+    if age <= max_age:
+        return None
+    return (f"the Oracle's GGP price was last set {age // 86_400} days ago (at {snap.oracle.timestamp}; values older "
+            f"than {max_age // 86_400} days are stale): GGP prices and values derived from them are that price")
+
+
 def usd_prices(snap: Snapshot) -> dict[str, Fraction] | None:
     """AVAX/USD from the feed and GGP/USD = oracle GGP/AVAX x AVAX/USD; None without a feed."""
     if snap.feed is None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..compute.nodeid import node_id, tx_id
-from ..compute.prices import usd_prices
+from ..compute.prices import stale_oracle, usd_prices
 from ..compute.rewards import UINT256_MAX
 from ..errors import PublisherError
 from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
@@ -31,6 +31,11 @@ def usd(ctx: Context) -> dict:
     if values is None:
         raise PublisherError("no AVAX/USD feed in the snapshot: configure avax_usd_feed for this network")
     return values
+
+
+def oracle_staleness(ctx: Context) -> str | None:
+    """Why the Oracle's GGP price is stale at this block (None when it is not)."""
+    return stale_oracle(ctx.snap, ctx.oracle_max_age)
 
 
 def staker_minipools(ctx: Context) -> dict[str, list[Minipool]]:

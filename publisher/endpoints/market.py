@@ -6,7 +6,7 @@ from fractions import Fraction
 from ..compute.prices import dex_quote, dex_state
 from ..sources import history
 from . import schema as S
-from .common import meta, usd
+from .common import meta, oracle_staleness, usd
 from .context import Context
 from .registry import endpoint
 from .units import WAD, tokens
@@ -18,11 +18,17 @@ TAG = "Prices"
     "/prices", tag=TAG, summary="GGP and AVAX prices",
     description="GGP/AVAX from the protocol's on-chain Oracle, AVAX/USD from the Chainlink feed read at "
                 "the same block, and GGP/USD as their product. `crossCheck` reports the optional "
-                "comparison with an HTTP price API.",
+                "comparison with an HTTP price API. An Oracle price older than the network's bound (7 days on "
+                "mainnet) is still published, labelled: `stale` is true and `staleReason` says since when; "
+                "`ggpInAvax` and `ggpInUSD` are then that old price (the AVAX/USD feed has its own, stricter "
+                "age bound: a stale feed is refused, never published).",
     schema=S.obj({
         "ggpInAvax": S.described(S.NON_NEGATIVE, "AVAX per GGP, the protocol Oracle's price"),
         "ggpInUSD": S.described(S.NON_NEGATIVE, "USD per GGP (ggpInAvax x avaxInUSD); read by the DeltaPrime UI and the community calculator"),
         "avaxInUSD": S.described(S.NON_NEGATIVE, "USD per AVAX from the Chainlink AVAX/USD feed; read by the DeltaPrime UI and the community calculator"),
+        "stale": S.described(S.BOOLEAN, "true when the Oracle's GGP price is older than the network's bound: ggpInAvax and ggpInUSD are that old price"),
+        "staleReason": S.described(S.nullable(S.STRING), "why the GGP price is stale, in words (null when it is not)"),
+        "ggpPriceAgeDays": S.described({"type": "integer", "minimum": 0}, "whole days since the Oracle's GGP price was set, at the block (oracle.timestamp has the second)"),
         "oracle": S.obj({
             "price": S.described(S.WEI, "AVAX per GGP in wei (1e18 = 1 AVAX), exact"),
             "timestamp": S.described(S.TIMESTAMP, "when the Oracle price was last set, unix seconds"),
@@ -45,13 +51,15 @@ TAG = "Prices"
     }),
 )
 def prices(ctx: Context):
-    s, u = ctx.snap, ctx.cached(usd)
+    s, u, stale = ctx.snap, ctx.cached(usd), ctx.cached(oracle_staleness)
     assert s.feed is not None and u is not None  # the build refuses a snapshot without a feed
     check = s.price_check
     yield "/prices", {
         "ggpInAvax": float(u["ggp_in_avax"]),
         "ggpInUSD": float(u["ggp_usd"]),
         "avaxInUSD": float(u["avax_usd"]),
+        "stale": stale is not None, "staleReason": stale,
+        "ggpPriceAgeDays": (s.block.timestamp - s.oracle.timestamp) // 86_400,
         "oracle": {"price": str(s.oracle.price), "timestamp": s.oracle.timestamp},
         "feed": {"address": s.feed.address, "roundId": str(s.feed.round_id), "answer": str(s.feed.answer),
                  "decimals": s.feed.decimals, "updatedAt": s.feed.updated_at},

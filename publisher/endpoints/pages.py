@@ -242,6 +242,20 @@ def queue_series(ctx: Context, days: int = QUEUE_CHART_DAYS) -> list[svg.Series]
             svg.Series("pending demand", ((now, demand / R.WAD), (end, demand / R.WAD)))]
 
 
+def _banners(prices: dict, params: dict, ggavax: dict, queue: dict | None) -> list[tuple[str, str]]:
+    """(text, endpoint) of what a reader must know before trusting a figure: stale or stopped inputs."""
+    out = []
+    if prices.get("stale"):
+        out.append((f"The GGP price is stale: {prices['staleReason']}.", "prices"))
+    if params.get("distributionExpected") is False:
+        out.append((f"No GGP rewards distribution is expected: {params.get('noDistributionReason')}.", "rewards/params"))
+    if ggavax.get("depositsPaused"):
+        out.append(("Deposits into ggAVAX are paused.", "ggAvax"))
+    if queue and queue.get("status") == "ok" and queue["parameters"]["paused"]:
+        out.append(("New withdrawal requests are paused; funding, claims and cancels go on.", "withdrawals"))
+    return out
+
+
 def _endpoint_links(ctx: Context) -> list[dict]:
     """Every documented endpoint with a link that resolves (path parameters filled with their examples)."""
     rows = []
@@ -298,6 +312,7 @@ def _dashboard(ctx: Context) -> dict:
                           "withdrawals"))
     return {
         **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params, "queue": queue,
+        "banners": _banners(prices, params, ggavax, queue),
         "counts": counts, "pool_count": pools["count"], "block": block, "charts": charts, "apy_window_days": APY_WINDOW_DAYS,
         "endpoints": _endpoint_links(ctx),
         "history_days": len(history), "share_points": len(hs["share"].points), "apy_points": len(hs["apy"].points),

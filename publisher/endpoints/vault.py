@@ -6,7 +6,7 @@ from fractions import Fraction
 from ..compute.apy import ggavax_apy
 from ..protocol import ACTIVE_STATUSES, STATUS_LABELS, MinipoolStatus
 from . import schema as S
-from .common import meta, status_counts, usd
+from .common import meta, oracle_staleness, status_counts, usd
 from .context import Context
 from .registry import endpoint
 from .rewards import metrics_fields
@@ -105,6 +105,8 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "desc
         "ggavax_exchange_rate": S.described(S.NON_NEGATIVE, "AVAX per ggAVAX"),
         "ggp_price_in_avax": S.described(S.NON_NEGATIVE, "AVAX per GGP (protocol Oracle)"),
         "ggp_price_usd": S.described(S.NON_NEGATIVE, "USD per GGP"),
+        "ggp_price_stale": S.described(S.BOOLEAN, "true when the Oracle's GGP price is older than the network's bound: ggp_price_in_avax, ggp_price_usd and the GGP part of tvl_avax/tvl_usd are that old price"),
+        "ggp_price_stale_reason": S.described(S.nullable(S.STRING), "why, in words (null when the price is not stale)"),
         "avax_price_usd": S.described(S.NON_NEGATIVE, "USD per AVAX (Chainlink feed)"),
         "total_ggp_staked": S.described(S.NON_NEGATIVE, "GGP staked by all node operators, whole tokens"),
         "effective_ggp_staked": S.described(S.NON_NEGATIVE, "GGP that counts for rewards (collateralization capped), whole tokens"),
@@ -128,12 +130,14 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "desc
 )
 def metrics(ctx: Context):
     s, u, a = ctx.snap, ctx.cached(usd), ctx.cached(apy)
+    stale = ctx.cached(oracle_staleness)
     counts = {f"minipools_{name.lower()}": n for name, n in status_counts(s.minipools).items()}
     tvl = ctx.cached(tvl_avax)
     body = {
         "ggavax_apy": a.after_fees_pct, "ggavax_apy_note": a.note, "total_assets": tokens(s.ggavax.total_assets),
         "ggavax_total_supply": tokens(s.ggavax.total_supply), "ggavax_exchange_rate": tokens(s.ggavax.assets_per_share),
         "ggp_price_in_avax": float(u["ggp_in_avax"]), "ggp_price_usd": float(u["ggp_usd"]), "avax_price_usd": float(u["avax_usd"]),
+        "ggp_price_stale": stale is not None, "ggp_price_stale_reason": stale,
         "total_ggp_staked": tokens(s.total_ggp_stake),
         "effective_ggp_staked": tokens(sum(st.effective_ggp_staked for st in s.stakers)),
         "staker_count": s.staker_count, "minipool_count": s.minipool_count, **counts,

@@ -36,13 +36,16 @@ def validate_feed(feed: FeedRound, block: BlockRef, max_age: int) -> None:
         raise PublisherError(f"{where}: round {feed.round_id} is {age}s old at block {block.number} (max {max_age}s)")
 
 
-def cross_check(http: HttpClient, snap: Snapshot, bounds: dict[str, float], warnings: list[str]) -> PriceCheck:
+def cross_check(http: HttpClient, snap: Snapshot, bounds: dict[str, float], warnings: list[str], *,
+                ggp_stale: bool = False) -> PriceCheck:
     """Compare the feed-derived USD prices with the price API.
 
     A divergence beyond ``bounds[asset]`` (percent; keys "avax" and "ggp") stops the run. GGP gets
     its own, wider bound: the Oracle publishes a TWAP of a thinly traded token, which a spot quote
     can leave behind on a volatile day. The API is only a second opinion, so when it is down or
-    answers in an unexpected shape the run continues with a warning.
+    answers in an unexpected shape the run continues with a warning. A stale Oracle price
+    (``ggp_stale``) is expected to drift from the market: its divergence is a warning, not a
+    refusal (the price is published labelled stale).
     """
     ours = usd_prices(snap)
     assert ours is not None  # called only with a feed
@@ -60,6 +63,11 @@ def cross_check(http: HttpClient, snap: Snapshot, bounds: dict[str, float], warn
             raise PublisherError(f"{label} from the chain is not positive")
         bound_pct = bounds[key]
         diff = abs(Fraction(quoted[key]) - mine) / mine * 100
+        if diff > Fraction(str(bound_pct)) and key == "ggp" and ggp_stale:
+            notes.append(f"{label} {float(diff):.2f}% from the market's (bound {bound_pct}%, not applied: the Oracle price is stale)")
+            warnings.append(f"price cross-check: {notes[-1]}")
+            log.warning(warnings[-1])
+            continue
         if diff > Fraction(str(bound_pct)):
             raise PublisherError(
                 f"{source}: {label} {quoted[key]} diverges {float(diff):.2f}% from the chain's "
