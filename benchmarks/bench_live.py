@@ -2,7 +2,7 @@
 forecast scored against what the protocol then paid.
 
 The demo chain runs forward one protocol day per step (publisher/devnet/live.py: prices move,
-deposits and redemptions, minipools created/launched/cycled/ended/canceled/errored, GGP cycles
+deposits and withdraw-queue requests, minipools created/launched/cycled/ended/canceled/errored, GGP cycles
 distributed on time or late). Every ``--every`` days the publisher builds into one ``out/``
 (recording its share-price history as a deployment does). When a GGP distribution runs, every
 build made since the previous one is scored: the node-operator pool forecast and each staker's

@@ -200,3 +200,59 @@ def test_same_seed_same_chain():
                           [(d.time, d.tegs, sorted(d.paid.items())) for d in live.distributions]))
     assert heads[0] == heads[1]
     assert heads[0][2] and heads[0][3]  # the run paid AVAX and distributed GGP
+
+
+def test_the_depositor_funds_the_line_in_the_block_a_minipool_ends():
+    """The queue lives: the first ends fund the line the scenario left waiting, each funding is
+    in the block of a validation end mined at that end's own time (or of an errored pool's
+    return), and no funding leaves a request the vault could still cover at the line's front."""
+    from eth_abi import decode
+    from eth_utils import keccak
+    from support.chain import eth_call, eth_calls, header
+    from support.queue import all_pending, check_views_agree, is_fulfilled, is_pending, liquidity, requests_
+
+    from publisher.chain.abi import event_topic
+    from publisher.devnet import operator as O
+
+    with running_live(seed=6) as (net, live):
+        waiting = sorted(r.id for r in net.scenario.queue.requests if r.fate == "pending")
+        covered = waiting[: net.scenario.queue.covered]
+        for _ in range(14):
+            live.step()
+        a, client = net.addresses, live.client
+        q = a["WithdrawQueue"]
+        assert len(live.fundings) >= 10
+        first_block = live.fundings[0].block
+        assert [f.request_id for f in live.fundings if f.block == first_block][: len(covered)] == covered
+        assert [f.request_id for f in live.fundings] == sorted(f.request_id for f in live.fundings)  # in line order
+        ends = {keccak(text=sig)[:4]: sig for sig in (O.record_end.signature, O.record_end_cycle.signature)}
+        at_end = 0
+        for block in sorted({f.block for f in live.fundings}):
+            funded = [f for f in live.fundings if f.block == block]
+            ts = int(header(client, block)["timestamp"], 16)
+            assert all(f.time == ts for f in funded)
+            for f in funded:
+                assert eth_call(client, q, is_pending, f.request_id, block=block - 1)
+                assert eth_call(client, q, is_fulfilled, f.request_id, block=block)
+            # The validation ends in this block are reported with this block's time as their end.
+            txs = client.request("eth_getBlockByNumber", [hex(block), True])["transactions"]
+            end_times = [decode(["address", "uint256", "uint256"], bytes.fromhex(tx["input"][10:]))[1]
+                         for tx in txs if tx["to"] and tx["to"].lower() == a["MinipoolManager"].lower()
+                         and bytes.fromhex(tx["input"][2:10]) in ends]
+            assert all(t == ts for t in end_times)
+            at_end += bool(end_times)
+            # Served as far as the liquidity goes: the line's front is beyond it, or the line is empty.
+            pending = eth_call(client, q, all_pending, block=block)
+            if pending:
+                front = eth_call(client, q, requests_, min(pending), block=block)
+                assets, held = eth_calls(client, [(a["TokenggAVAX"], O.abis.convertToAssets, (front[1],)),
+                                                  (a["WAVAX"], O.abis.balanceOf, (a["TokenggAVAX"],))], block)
+                assert front[2] > liquidity(client, a, block) or assets > held
+        assert at_end >= len({f.block for f in live.fundings}) - 2  # the rest: errored pools' AVAX back
+        # The holders' side happened too, and the queue was paused once (days 5 to 7).
+        for event in ("UnstakeClaimed(uint256,address,uint256)", "RequestCancelled(uint256,address,uint256)",
+                      "ExpiredSharesReturned(uint256,address,uint256)", "ContractPaused(address)", "ContractUnpaused(address)"):
+            found = client.request("eth_getLogs", [{"address": q, "fromBlock": hex(first_block), "toBlock": "latest",
+                                                    "topics": [event_topic(event)]}])
+            assert found, event
+        check_views_agree(client, a)

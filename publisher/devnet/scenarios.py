@@ -56,14 +56,15 @@ class Shape:
 
     def resized(self, stakers: int, minipools: int | None = None) -> Shape:
         """The same scenario at another size: minipools (unless given), the status mix and the
-        queue in proportion (the queue at least the demo's), the history window unchanged."""
+        queue in proportion (the queue at least the demo's and at most twice its own), the
+        history window unchanged."""
         if minipools is None:
             minipools = stakers * self.minipools // self.stakers
         if stakers < 2 or minipools < 0:
             raise ValueError(f"a scenario needs at least 2 stakers and no negative minipools, not {stakers} and {minipools}")
         whole = sum(self.status_mix)
-        requests = max(40, self.queue_open * stakers // self.stakers)
-        requesters = max(25, self.queue_requesters * stakers // self.stakers)
+        requests = min(max(40, self.queue_open * stakers // self.stakers), 2 * self.queue_open)
+        requesters = min(max(25, self.queue_requesters * stakers // self.stakers), 2 * self.queue_requesters)
         return Shape(stakers, minipools, self.days, tuple(n * minipools // whole for n in self.status_mix), requests, requesters)
 
 
