@@ -4,9 +4,7 @@ the block at which the queue really funds the request.
 After a few days of business (deposits, requests, claims, cancels, launches, syncs), a build
 forecasts the line. The chain then moves on with only what falls due (validation ends at their
 times, the depositor serving the line as AVAX returns): the schedule's assumptions hold, and every
-estimate must be exact. A second run lets the day's business go on, which breaks the assumptions
-(new deposits and launches move the liquidity); its errors are measured, not asserted, by
-benchmarks/bench_queue_live.py.
+estimate must be exact.
 """
 from __future__ import annotations
 
