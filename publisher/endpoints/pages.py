@@ -39,6 +39,9 @@ CALCULATOR_EXAMPLE = {"ggpStaked": "10000", "avaxStaked": "1000"}
 APR_CHART_AVAX = ("1000", "4000", "10000")  # AVAX sizes drawn on the APR chart
 APY_WINDOW_DAYS = 30  # as /metrics/apy
 ENTITY_NOUNS = {"address": "staker", "nodeID": "minipool"}  # what a path parameter's example is taken from
+# A data block further than this from the build's wall clock is on a clock of its own (a devnet's
+# fixed genesis): the dashboard then says so instead of counting a misleading age.
+OWN_CLOCK_SECONDS = 86_400
 
 
 @functools.cache
@@ -263,8 +266,10 @@ def _dashboard(ctx: Context) -> dict:
         (svg.bar_chart("chart-minipools", "Minipools by status", [(n, counts[n]) for n in STATUS_LABELS],
                        value_label="minipools", label_header="status"), "minipools"),
     ]
+    skew = ctx.generated_at - block["timestamp"]
+    clock = {"own": abs(skew) > OWN_CLOCK_SECONDS, "days": round(abs(skew) / 86_400), "behind": skew > 0}
     return {
-        **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params,
+        **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params, "clock": clock,
         "counts": counts, "pool_count": pools["count"], "block": block, "charts": charts, "apy_window_days": APY_WINDOW_DAYS,
         "endpoints": _endpoint_links(ctx),
         "history_days": len(history), "share_points": len(hs["share"].points),
