@@ -62,6 +62,9 @@ class Reorged(PublisherError):
         self.ref, self.now = ref, now
         super().__init__(f"{self.what()}: nothing was written")
 
+    def __reduce__(self):  # pickled as what it is made from (its message is derived)
+        return (Reorged, (self.ref, self.now))
+
     def what(self) -> str:
         return (f"block {self.ref.number} was replaced during the run (reorg: {self.ref.hash[:10]}… is no longer "
                 f"canonical{', now ' + self.now.hash[:10] + '…' if self.now else ''})")
