@@ -28,6 +28,7 @@ class Collected:
     counters: Counters
     seconds: float
     http: HttpCounters = field(default_factory=HttpCounters)  # requests to third-party APIs
+    replaced: Reorged | None = None  # the reorg that made the run read the new head instead
 
 
 @contextmanager
@@ -64,31 +65,28 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
     read only the blocks after the previous run.
 
     Every chain read addresses the pinned block by hash and the run ends by checking that the
-    block is still canonical. A reorg of the latest block is retried once at the new head; a
-    second reorg, one under an explicit ``block``, or one that takes the head below the pinned
-    block (the chain went back) ends the run.
+    block is still canonical. A reorg of the latest block is retried once at the new head (and
+    ``Collected.replaced`` says so); a second reorg, or one under an explicit ``block``, ends the run.
     """
     client = RpcClient(list(profile.rpc_urls))
     http = HttpCounters()
     t0 = time.monotonic()
-    replaced: Reorged | None = None
-    for tries_left in (1, 0):
-        try:
-            return _collect(client, http, t0, profile, block, progress, history_prior, replaced)
-        except Reorged as exc:
-            if block is not None or not tries_left:
-                raise
-            replaced = exc
-    raise AssertionError("unreachable")
+    try:
+        return _collect(client, http, t0, profile, block, progress, history_prior)
+    except Reorged as exc:
+        if block is not None:
+            raise
+        replaced = exc
+    # Once more at the new head; a second reorg ends the run.
+    return dataclasses.replace(_collect(client, http, t0, profile, block, progress, history_prior), replaced=replaced)
 
 
 def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile, block: int | None,
-             progress: Progress | None, history_prior: history.PriorHistory | None,
-             replaced: Reorged | None = None) -> Collected:
+             progress: Progress | None, history_prior: history.PriorHistory | None) -> Collected:
     from .build import check_snapshot
 
     early = _EarlyValidators(sources.glacier(profile, http), sources.pchain(profile, http))
-    snap = Reader(client, profile, progress, on_minipools=early.start).read(block, replaced=replaced)
+    snap = Reader(client, profile, progress, on_minipools=early.start).read(block)
     # The chain's own invariants first: nothing may derive from values that break them (a zero
     # oracle price would otherwise reach the price cross-check's division).
     check_snapshot(snap)

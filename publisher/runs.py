@@ -9,9 +9,11 @@ from pathlib import Path
 
 from .collect import Collected, collect
 from .config import Profile
+from .errors import PublisherError
 from .pipeline import Built, build
 from .progress import Progress
 from .sources import history
+from .validate import older_block, strict_loads
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,25 @@ def read_and_build(profile: Profile, out: str | Path, block: int | None = None, 
     t0 = time.monotonic()
     prior = history.load_published(history_from or Path(out) / "prices" / "history.json")
     got = collect(profile, block, progress, history_prior=prior)
+    if got.replaced is not None and not force:
+        _new_head_not_older(got, Path(out))
     t1 = time.monotonic()
     built = build(got.snapshot, profile, out, force=force, full=full)
     return Run(got, built, seconds={"read": t1 - t0, "build": time.monotonic() - t1})
+
+
+def _new_head_not_older(got: Collected, out: Path) -> None:
+    """After a reorg the run read the new head: one older than the live run's block is refused
+    naming the reorg, its cause (build's own guard would name only the older block)."""
+    snap = got.snapshot
+    try:
+        status = (out / "status.json").read_bytes()
+    except OSError:
+        return
+    if older_block(status, snap.network, snap.chain_id, snap.block.number) and got.replaced is not None:
+        live = strict_loads(status)["block"]["number"]
+        raise PublisherError(f"{got.replaced.what()}, and the new head, block {snap.block.number}, is older than the "
+                             f"last run's {live}: nothing was written")
 
 
 def read_build_publish(profile: Profile, out: str | Path, target: Target, *, history_from: Path | None = None) -> Run:

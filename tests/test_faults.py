@@ -275,8 +275,9 @@ def test_a_reorg_of_an_explicit_block_ends_the_run(demo, previous):
 
 
 def test_a_reorg_right_after_the_pin_that_takes_the_head_back_ends_the_run(demo, previous, tmp_path):
-    """The latest block is pinned, then the chain goes back below it (and below the live run's
-    block): the run ends naming the reorg, not the older block it could still read."""
+    """The latest block is pinned, then the chain goes back below it and below the live run's
+    block: the run, which retries at the new head, ends naming the reorg as the cause of reading
+    an older block. (A new head at or after the live run's block is built: see above.)"""
     rpc = RpcClient([demo.url])
     with checkpoint(rpc):
         snap_id = rpc.request("evm_snapshot", [])
@@ -300,7 +301,8 @@ def test_a_reorg_right_after_the_pin_that_takes_the_head_back_ends_the_run(demo,
         assert state["done"]
     line = failed(got)
     assert re.fullmatch(rf"error: block {back_to + 2} was replaced during the run \(reorg: 0x[0-9a-f]{{8}}… is no longer "
-                        rf"canonical; the chain's head went back to {back_to}\): nothing was written", line), line
+                        rf"canonical\), and the new head, block {back_to}, is older than the last run's {back_to + 1}: "
+                        rf"nothing was written", line), line
     assert tree(live) == before
 
 

@@ -177,6 +177,31 @@ def test_a_first_build_draws_the_share_price_and_its_trailing_apy(out):
     assert "the trailing APY needs" not in page
 
 
+def test_the_dashboard_counts_the_data_age_only_on_the_build_clock(demo_snapshot):
+    """A data block near the build's wall-clock time: the page counts its age (script). One far
+    from it (the demo's devnet starts at a fixed genesis): the page says the dates are on the
+    network's own clock, and counts nothing."""
+    from publisher.endpoints.context import Context
+    from publisher.endpoints.pages import index
+
+    block = demo_snapshot.block.timestamp
+
+    def dashboard(generated_at: int) -> str:
+        return dict(index(Context(demo_snapshot, generated_at=generated_at)))["/"]
+
+    near = dashboard(block + 300)
+    assert f'<span id="age" data-ts="{block}">' in near and "own clock" not in visible_text(near)
+    far = dashboard(block + 254 * 86_400 + 3_000)
+    text = " ".join(visible_text(far).split())
+    assert 'id="age"' not in far and "ago" not in text
+    assert "on this network's own clock: about 254 days before the time this page was built" in text
+    assert "the next distribution's included, are on it too" in text
+    assert "on the network's clock" in card(far, "fig-distribution")[1]
+    assert "the network's own clock" in card(far, "fig-block")[1]
+    ahead = " ".join(visible_text(dashboard(block - 3 * 86_400)).split())
+    assert "about 3 days after the time this page was built" in ahead
+
+
 def test_the_trailing_apy_compounds_the_share_price_over_the_window():
     day = 86_400
     share = [(d * day, 1 + 0.0005 * d) for d in range(0, 61)]

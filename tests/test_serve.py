@@ -86,6 +86,8 @@ def test_pages_link_every_endpoint_and_every_link_resolves(site):
     import re
     from urllib.parse import urljoin
 
+    from publisher.endpoints.pages import path_code
+
     base, _ = site
     index = requests.get(base + "/")
     assert index.status_code == 200 and index.headers["Content-Type"].startswith("text/html")
@@ -95,8 +97,10 @@ def test_pages_link_every_endpoint_and_every_link_resolves(site):
     assert calculator.status_code == 200 and 'action="rewards/byStake"' in calculator.text
     doc = requests.get(base + "/openapi.json").json()
     for path, item in doc["paths"].items():  # the reference's table of contents names every endpoint
-        assert f'<a href="#{item["get"]["operationId"]}"><code>{path}</code></a>' in reference.text, path
-        assert f"><code>{path}</code></a>" in index.text, path  # and the dashboard lists it, linked
+        code = str(path_code(path))  # <code class="path">, breakable after each slash
+        assert code.replace("<wbr>", "").endswith(f">{path}</code>")
+        assert f'<a href="#{item["get"]["operationId"]}">{code}</a>' in reference.text, path
+        assert f">{code}</a>" in index.text, path  # and the dashboard lists it, linked
     links = {link for link in re.findall(r'href="([^"#]+)"', index.text + reference.text + calculator.text)
              if not link.startswith("data:")}
     assert len(links) > 15

@@ -66,11 +66,16 @@ def registry_key(prefix: str, name: str) -> bytes:
 class Reorged(PublisherError):
     """The pinned block left the canonical chain while the run was reading it."""
 
-    def __init__(self, ref: BlockRef, now: BlockRef | None, head: int | None = None):
+    def __init__(self, ref: BlockRef, now: BlockRef | None):
         self.ref, self.now = ref, now
-        went_back = f"; the chain's head went back to {head}" if head is not None else ""
-        super().__init__(f"block {ref.number} was replaced during the run (reorg: {ref.hash[:10]}… is no longer "
-                         f"canonical{', now ' + now.hash[:10] + '…' if now else ''}{went_back}): nothing was written")
+        super().__init__(f"{self.what()}: nothing was written")
+
+    def __reduce__(self):  # pickled as what it is made from (its message is derived)
+        return (Reorged, (self.ref, self.now))
+
+    def what(self) -> str:
+        return (f"block {self.ref.number} was replaced during the run (reorg: {self.ref.hash[:10]}… is no longer "
+                f"canonical{', now ' + self.now.hash[:10] + '…' if self.now else ''})")
 
 
 def at_hash(ref: BlockRef) -> dict:
@@ -126,14 +131,9 @@ class Reader:
     # can overlap the node's busiest seconds.
     on_minipools: Callable[[tuple[Minipool, ...]], None] | None = None
 
-    def read(self, block: int | None = None, *, replaced: Reorged | None = None) -> Snapshot:
-        """The snapshot at ``block`` (the head when None). ``replaced``: this read retries at the
-        head after that reorg, and refuses a head below the replaced block (the chain went back:
-        what it holds now is older than what the run had pinned)."""
+    def read(self, block: int | None = None) -> Snapshot:
         p = self.profile
         head = pin_block(self.client, block, p.chain_id)
-        if replaced is not None and head.number < replaced.ref.number:
-            raise Reorged(replaced.ref, replaced.now, head=head.number)
         self.head = head
         try:
             return self._read(head)

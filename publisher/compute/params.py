@@ -11,9 +11,9 @@ Two inputs are not single on-chain values and are derived here:
   ``max(cycleStart + RewardsCycleSeconds, block time)`` (a late distribution happens no earlier than
   now): ``rewardsStartTime != 0``, ``distribution - rewardsStartTime >= RewardsEligibilityMinSeconds``
   and a high-water mark above 0. Stakes and high-water marks are taken as they are at the block;
-  the effective stake is the on-chain one but for stakers under the 10 % floor whose minipools all
-  end before the distribution (``stakes_at_distribution``). Rialto's off-chain "investor"
-  down-weighting is not modelled.
+  the effective stake is the on-chain one but for stakers under the 10 % floor whose minipools'
+  validation ends before the distribution lift them over it (``stakes_at_distribution``).
+  Rialto's off-chain "investor" down-weighting is not modelled.
 - **r_v** (validator reward rate): the median annualized potential reward the validator provider
   reports for the protocol's active validators; else the median annualized reward of the most
   recent finished minipools (cycling minipools overwrite theirs, so these are rare); else a
@@ -106,12 +106,13 @@ def stakes_at_distribution(snap: Snapshot) -> dict[str, DistributionStake]:
     """Staking.getEffectiveGGPStaked of every staker as it will read at the next distribution.
 
     Today's value, except for one case the contracts decide differently once time passes: a staker
-    under 10 % collateralization (effective stake 0 today) whose every assigned minipool ends
-    before the distribution without another cycle. Its AVAX assigned is then 0, so
-    getCollateralizationRatio answers uint max, the 10 % gate no longer applies, and the stake is
-    min(ggpStaked, MaxCollateralizationRatio x high-water mark / price) (the high-water mark only
-    changes at a distribution or a validation start). The price and stakes stay as they are, as
-    every forecast assumes, and Rialto records each validation end before it distributes.
+    under 10 % collateralization (effective stake 0 today) whose minipools' validation ends before
+    the distribution unassign enough AVAX to lift it to 10 % or more (all of it: then
+    getCollateralizationRatio answers uint max). The 10 % gate, which divides by avaxAssigned, then
+    lets the stake count: min(ggpStaked, MaxCollateralizationRatio x high-water mark / price) (the
+    high-water mark only changes at a distribution or a validation start). The price and stakes
+    stay as they are, as every forecast assumes, and Rialto records each validation end before it
+    distributes.
     """
     when = next_distribution_time(snap)
     pools: dict[str, list[Minipool]] = {}
@@ -163,6 +164,7 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
     if not ending or st.ggp_staked == 0:
         return DistributionStake(0)
     ending.sort()
+
     def ratio(assigned: int) -> int:  # Staking.getCollateralizationRatio with that much assigned
         return rewards.collateralization_ratio(st.ggp_staked, assigned, price)
 
@@ -305,8 +307,9 @@ def rewards_params(snapshot: Snapshot, default_rate_pct: float = DEFAULT_RATE_PC
             "rule": "sum of Staking.getEffectiveGGPStaked as it will read at nextDistributionTime over stakers "
                     "eligible then: rewardsStartTime != 0, nextDistributionTime - rewardsStartTime >= "
                     "rewardsEligibilityMinSeconds, avaxValidatingHighWater > 0. Today's value, except for a staker "
-                    "under 10 % collateralization whose minipools all end before then without another cycle: with "
-                    "no AVAX assigned the 10 % floor does not apply (see /rewards/{address})",
+                    "under 10 % collateralization whose minipools' validations ending before then unassign enough "
+                    "AVAX (all of it, or enough for 10 %) that the 10 % floor no longer holds its stake back "
+                    "(see forecastNote in /rewards/{address})",
         },
         "validatorRate": {
             "wad": str(rate),

@@ -41,6 +41,9 @@ APR_CHART_AVAX = ("1000", "4000", "10000")  # AVAX sizes drawn on the APR chart
 APY_WINDOW_DAYS = 30  # as /metrics/apy
 QUEUE_CHART_DAYS = 30  # how far ahead the withdrawal-queue chart looks
 ENTITY_NOUNS = {"address": "staker", "nodeID": "minipool"}  # what a path parameter's example is taken from
+# A data block further than this from the build's wall clock is on a clock of its own (a devnet's
+# fixed genesis): the dashboard then says so instead of counting a misleading age.
+OWN_CLOCK_SECONDS = 86_400
 
 
 @functools.cache
@@ -310,8 +313,10 @@ def _dashboard(ctx: Context) -> dict:
         charts.insert(5, (svg.line_chart("chart-queue", f"Withdrawal queue: pending demand and AVAX available, next {QUEUE_CHART_DAYS} days",
                                          queue_series(ctx), x_label="date (UTC)", y_label="AVAX", dates=True, y_zero=True),
                           "withdrawals"))
+    skew = ctx.generated_at - block["timestamp"]
+    clock = {"own": abs(skew) > OWN_CLOCK_SECONDS, "days": round(abs(skew) / 86_400), "behind": skew > 0}
     return {
-        **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params, "queue": queue,
+        **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params, "clock": clock, "queue": queue,
         "banners": _banners(prices, params, ggavax, queue),
         "counts": counts, "pool_count": pools["count"], "block": block, "charts": charts, "apy_window_days": APY_WINDOW_DAYS,
         "endpoints": _endpoint_links(ctx),

@@ -190,8 +190,9 @@ ADDRESS_REWARDS = S.obj({
     "eligibleNextDistribution": S.described(S.BOOLEAN, "eligible at nextDistributionTime with today's state"),
     "effectiveGGPStakedNextDistribution": S.described(TOKENS, "GGP the next distribution is forecast to count for this "
                                                               "staker (the estimate's stake): effectiveGGPStaked, except "
-                                                              "under 10 % collateralization when every minipool ends "
-                                                              "before the distribution (see forecastNote)"),
+                                                              "under 10 % collateralization when validations ending "
+                                                              "before the distribution lift it over the floor (see "
+                                                              "forecastNote)"),
     "effectiveGGPStakedNextDistributionWei": S.described(S.WEI, "effectiveGGPStakedNextDistribution in wei"),
     "forecastNote": S.described(S.nullable(S.STRING), "what the forecast for this staker models beyond today's state, "
                                                       "or leaves out, in words (null when nothing)"),
