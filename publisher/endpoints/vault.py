@@ -96,7 +96,8 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "desc
     description="Headline numbers in snake_case, as yield aggregators read them. `ggavax_apy` is the ggAVAX "
                 "APY after fees in percent (null with `ggavax_apy_note` when the share-price history is "
                 "unavailable); `total_assets` is ggAVAX totalAssets in AVAX; `tvl_avax` adds the operators' "
-                "AVAX in staking minipools and staked GGP at the oracle price.",
+                "AVAX in staking minipools and staked GGP at the oracle price. `next_distribution_expected` says "
+                "whether a GGP distribution to node operators is coming at all, with `no_distribution_reason`.",
     schema=S.obj({
         "ggavax_apy": S.described(S.nullable(S.PERCENT), "ggAVAX APY after fees, percent (null when the share-price history is too short); read by the Balancer backend (divides by 100) and DefiLlama (as percent)"),
         "ggavax_apy_note": S.described(S.STRING, "how ggavax_apy was computed, or why it is null"),
@@ -120,10 +121,13 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "desc
         "ggp_total_supply": S.described(S.NON_NEGATIVE, "GGP in existence, whole tokens"),
         "ggp_max_supply": S.described(S.NON_NEGATIVE, "GGP that can ever exist, whole tokens"),
         "meta": S.META,
-        "next_cycle_nodeop_ggp": S.described(S.NON_NEGATIVE, "GGP the next distribution gives node operators, whole tokens"),
+        "next_cycle_nodeop_ggp": S.described(S.NON_NEGATIVE, "GGP the next distribution gives node operators, whole tokens (0 when no distribution is expected)"),
+        "next_distribution_expected": S.described(S.BOOLEAN, "whether a GGP distribution to node operators is expected at all (/rewards/params distributionExpected): false when RewardsPool or ClaimNodeOp is paused or the rewards cycle ended more than one whole cycle ago with none since"),
+        "no_distribution_reason": S.described(S.nullable(S.STRING), "why no distribution is expected, in words (null when one is)"),
         "last_cycle_nodeop_ggp": S.described(S.NON_NEGATIVE, "GGP the last distribution gave node operators, whole tokens"),
-        "nodeop_apr_min": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 10 % collateralization, percent"),
-        "nodeop_apr_max": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 150 % collateralization, percent"),
+        "nodeop_apr_min": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 10 % collateralization, percent (see nodeop_apr_note)"),
+        "nodeop_apr_max": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 150 % collateralization, percent (see nodeop_apr_note)"),
+        "nodeop_apr_note": S.described(S.nullable(S.STRING), "why nodeop_apr_min/max are not the full formula, in words: the AVAX rewards alone while no distribution is expected, 0 while MinipoolManager is paused (no minipool can be created); null otherwise"),
     }),
 )
 def metrics(ctx: Context):
