@@ -94,13 +94,13 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "desc
 @endpoint(
     "/metrics", tag="Metrics", summary="Protocol metrics",
     description="Headline numbers in snake_case, as yield aggregators read them. `ggavax_apy` is the ggAVAX "
-                "APY after fees in percent (null with `ggavax_apy_note` when the share-price history is "
-                "unavailable); `total_assets` is ggAVAX totalAssets in AVAX; `tvl_avax` adds the operators' "
+                "APY after fees in percent, what the share price did (0 once nothing streams: see "
+                "`ggavax_apy_note`); `total_assets` is ggAVAX totalAssets in AVAX; `tvl_avax` adds the operators' "
                 "AVAX in staking minipools and staked GGP at the oracle price. `next_distribution_expected` says "
                 "whether a GGP distribution to node operators is coming at all, with `no_distribution_reason`.",
     schema=S.obj({
-        "ggavax_apy": S.described(S.nullable(S.PERCENT), "ggAVAX APY after fees, percent (null when the share-price history is too short); read by the Balancer backend (divides by 100) and DefiLlama (as percent)"),
-        "ggavax_apy_note": S.described(S.STRING, "how ggavax_apy was computed, or why it is null"),
+        "ggavax_apy": S.described(S.nullable(S.PERCENT), "ggAVAX APY after fees, percent: the share price's growth over the window, annualized (0 once nothing has streamed over the window); null only when the share price is known at no earlier time and a stream starts at this block; read by the Balancer backend (divides by 100) and DefiLlama (as percent)"),
+        "ggavax_apy_note": S.described(S.STRING, "how ggavax_apy was computed, whether the reward stream has ended, or why it is null"),
         "total_assets": S.described(AVAX, "ggAVAX totalAssets in whole AVAX; read by DefiLlama for TVL"),
         "ggavax_total_supply": S.described(S.NON_NEGATIVE, "ggAVAX in circulation, whole tokens"),
         "ggavax_exchange_rate": S.described(S.NON_NEGATIVE, "AVAX per ggAVAX"),
@@ -157,21 +157,24 @@ def metrics(ctx: Context):
     "/metrics/apy", tag="Metrics", summary="ggAVAX APY",
     description="ggAVAX APY from the share price (convertToAssets(1e18)) over the configured window: "
                 "`total_apy_after_fees` is what holders earned, `total_apy` grosses it up by the protocol fee. "
-                "`stream_apr` is the current reward stream annualized. `method` names the earlier share price "
-                "used (`archive` state at the window start, the daily share price of /prices/history (`history`), "
-                "at least 7 days back, or the current reward `stream`), `window_days` the span, `note` the formula; "
-                "null figures come with the reason in `note`.",
+                "`stream_apr` is the current reward stream annualized (0 when none runs, `stream_active` false). "
+                "`method` names the earlier share price used (`archive` state at the window start, the daily share "
+                "price of /prices/history (`history`), at least 7 days back, or the current reward `stream`; when "
+                "nothing streams, never the stream: the history of any age, else `flat`, the time since which the "
+                "share price has stood still), `window_days` the span, `note` the formula and, once the stream has "
+                "ended, that the APY falls to 0; null figures come with the reason in `note`.",
     schema=S.obj({
-        "total_apy": S.described(S.nullable(S.PERCENT), "APY before the protocol fee, percent; read by DeltaPrime"),
-        "total_apy_after_fees": S.described(S.nullable(S.PERCENT), "APY ggAVAX holders earned, percent; read by the Balancer yield worker (x 100 to basis points)"),
+        "total_apy": S.described(S.nullable(S.PERCENT), "APY before the protocol fee, percent (null only when the share price is known at no earlier time); read by DeltaPrime"),
+        "total_apy_after_fees": S.described(S.nullable(S.PERCENT), "APY ggAVAX holders earned, percent (null only when the share price is known at no earlier time); read by the Balancer yield worker (x 100 to basis points)"),
         "fee_pct": S.described(S.PERCENT, "protocol fee on liquid-staking rewards, percent"),
         "window_days": S.described(S.nullable(S.NON_NEGATIVE), "days between the two share prices compared"),
         "from_block": S.described(S.nullable(S.INTEGER), "block of the earlier share price (null when none is available)"),
         "to_block": S.described(S.INTEGER, "block of the current share price"),
-        "stream_apr": S.described(S.PERCENT, "the current reward stream annualized, percent"),
-        "method": S.described(S.nullable({"enum": ["archive", "history", "stream"]}),
-                              "archive: share prices read from the node's state a window apart; history: the daily share price of /prices/history; stream: the current reward stream compounded; null: no APY"),
-        "note": S.described(S.STRING, "how the APY was computed, or why it is null, in words"),
+        "stream_apr": S.described(S.PERCENT, "the current reward stream annualized, percent; 0 when no stream with rewards runs"),
+        "stream_active": S.described(S.BOOLEAN, "whether a ggAVAX reward stream with rewards runs at this block; false once the stream has ended with no sync since (or streams 0): nothing accrues and the share price stands still"),
+        "method": S.described(S.nullable({"enum": ["archive", "history", "stream", "flat"]}),
+                              "archive: share prices read from the node's state a window apart; history: the daily share price of /prices/history; stream: the current reward stream compounded (only while it runs); flat: nothing has streamed since the stream ended (or since a sync that streams 0), so the share price stood still and the APY is 0; null: no APY"),
+        "note": S.described(S.STRING, "how the APY was computed, whether the reward stream has ended, or why it is null, in words"),
         "meta": S.META,
     }),
 )
@@ -181,5 +184,6 @@ def metrics_apy(ctx: Context):
         "total_apy": a.gross_pct, "total_apy_after_fees": a.after_fees_pct, "fee_pct": s.settings.fee_bips / 100,
         "window_days": a.window_seconds / 86_400 if a.window_seconds else None,
         "from_block": a.from_block, "to_block": s.block.number, "stream_apr": a.stream_apr_pct,
+        "stream_active": a.stream_active,
         "method": a.method, "note": a.note, "meta": meta(ctx),
     }
