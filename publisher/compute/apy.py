@@ -57,7 +57,7 @@ def idle_since(snap: Snapshot) -> tuple[int, str] | None:
     a stream with rewards runs. A sync always starts a stream ending after it, so a block at or past
     rewardsCycleEnd has seen no sync since that end."""
     v = snap.ggavax
-    if stream_active(snap):
+    if stream_active(snap) or v.rewards_cycle_end <= 0:  # streaming, or never synced: since when is unknown
         return None
     pending = max(0, v.liquid_avax + v.staking_total_assets - v.total_released_assets - v.last_rewards_amt)
     waiting = (f" {pending / 10**18:.6f} AVAX received since waits for a sync, which would start a new stream."

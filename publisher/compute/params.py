@@ -22,6 +22,9 @@ Two inputs are not single on-chain values and are derived here:
 The next cycle's mint compounds the supply once per inflation interval elapsed from
 ``InflationIntervalStartTime`` to the distribution time, as ``startRewardsCycle`` does: 30 when the
 distribution is on time, more when it is overdue (then the distribution time is the build's block).
+No distribution is expected at all while RewardsPool or ClaimNodeOp is paused, or once the cycle
+is overdue by more than one whole rewards cycle (``overdue_bound``): the params then say why
+(``distributionExpected``, ``noDistributionReason``) and the formula mints nothing.
 """
 from __future__ import annotations
 
