@@ -293,10 +293,21 @@ def test_apy_falls_back_to_the_recorded_share_price_history(demo_snapshot, demo_
     assert stream.method == "stream" and stream.window_seconds == span
     assert stream.after_fees_pct == pytest.approx(((1 + v.last_rewards_amt / v.total_released_assets) ** (365 * 86400 / span) - 1) * 100, rel=1e-12)
     assert 0 < stream.after_fees_pct < stream.gross_pct < 100
-    # No history and no stream at all: null with a reason, never a made-up number.
+    # A stream of 0 runs: nothing accrues, so never the stream; the history's share price of any age
+    # (5 days back here, the same as now) with its window stated.
     dead = dataclasses.replace(short, ggavax=dataclasses.replace(v, last_rewards_amt=0))
-    none = ggavax_apy(dead)
-    assert none.after_fees_pct is None and none.gross_pct is None and none.method is None and "no ggAVAX reward stream" in none.note
+    idle = ggavax_apy(dead)
+    assert (idle.method, idle.window_seconds, idle.after_fees_pct, idle.stream_apr_pct) == ("history", 5 * 86400, 0, 0)
+    assert idle.stream_active is False and "streams 0 AVAX" in idle.note
+    # No history either: the share price has stood still since the sync that started the stream of 0.
+    bare = dataclasses.replace(dead, price_history=())
+    flat = ggavax_apy(bare)
+    assert flat.method == "flat" and flat.after_fees_pct == flat.gross_pct == 0
+    assert flat.window_seconds == s.block.timestamp - v.last_sync and flat.from_block is None
+    # That sync at this very block: no earlier time the share price is known at, so null with the
+    # reason, never a made-up number.
+    none = ggavax_apy(dataclasses.replace(bare, ggavax=dataclasses.replace(bare.ggavax, last_sync=s.block.timestamp)))
+    assert none.after_fees_pct is None and none.gross_pct is None and none.method is None and "no earlier time" in none.note
 
 
 def test_build_publishes_the_share_price_of_every_day_and_the_vault_state(built, demo_snapshot):

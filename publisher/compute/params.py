@@ -22,6 +22,9 @@ Two inputs are not single on-chain values and are derived here:
 The next cycle's mint compounds the supply once per inflation interval elapsed from
 ``InflationIntervalStartTime`` to the distribution time, as ``startRewardsCycle`` does: 30 when the
 distribution is on time, more when it is overdue (then the distribution time is the build's block).
+No distribution is expected at all while RewardsPool or ClaimNodeOp is paused, or once the cycle
+is overdue by more than one whole rewards cycle (``overdue_bound``): the params then say why
+(``distributionExpected``, ``noDistributionReason``) and the formula mints nothing.
 """
 from __future__ import annotations
 
@@ -45,8 +48,40 @@ def cycle_end_time(snap: Snapshot) -> int:
 
 
 def next_distribution_time(snap: Snapshot) -> int:
-    """When the next node-operator distribution is due: the cycle end, or now if it is overdue."""
-    return max(cycle_end_time(snap), snap.block.timestamp)
+    """When the next node-operator distribution is due: the cycle end, or now if it is overdue.
+    While no distribution is expected at all (``no_distribution_reason``), the cycle end: the time
+    the missing distribution was due, which stays put while the chain stands still."""
+    end = cycle_end_time(snap)
+    if no_distribution_reason(snap) is not None:
+        return end
+    return max(end, snap.block.timestamp)
+
+
+def overdue_bound(snap: Snapshot) -> int:
+    """How late a distribution may be and still be forecast as coming: one whole rewards cycle.
+
+    Rialto runs distributions late by hours or days (the living devnet draws up to 3.5 days), and
+    such a distribution then mints for the extra inflation intervals, which the forecast follows.
+    A distribution a whole cycle late means a cycle passed with none at all: by then the one after
+    it would have been due too, and no operational delay explains it. Counted in the protocol's
+    own RewardsCycleSeconds, so every network gets the same rule."""
+    return snap.settings.rewards_cycle_seconds
+
+
+def no_distribution_reason(snap: Snapshot) -> str | None:
+    """Why no GGP distribution to node operators is expected, in words; None when one is."""
+    reasons = []
+    if snap.paused.get("RewardsPool"):
+        reasons.append("RewardsPool is paused: the protocol has stopped starting rewards cycles, so no GGP is minted "
+                       "for a next one")
+    if snap.paused.get("ClaimNodeOp"):
+        reasons.append("ClaimNodeOp is paused: the protocol has stopped its node-operator rewards")
+    end, bound = cycle_end_time(snap), overdue_bound(snap)
+    if snap.block.timestamp > end + bound:
+        reasons.append(f"the rewards cycle ended at {end} and no new cycle has started within one whole rewards cycle "
+                       f"({bound} s, RewardsCycleSeconds) after it: a distribution this late is not one running "
+                       "late, the protocol has stopped distributing")
+    return "; ".join(reasons) if reasons else None
 
 
 def overdue_reason(snap: Snapshot) -> str | None:
@@ -54,11 +89,14 @@ def overdue_reason(snap: Snapshot) -> str | None:
     end, now = cycle_end_time(snap), snap.block.timestamp
     if now <= end:
         return None
-    paused = " RewardsPool is paused." if snap.paused.get("RewardsPool") else ""
+    if no_distribution_reason(snap) is not None:
+        # No forecast follows the time any more: words that do not change with every block.
+        return (f"the rewards cycle ended at {end} and startRewardsCycle has not run since; no distribution is "
+                "expected (see noDistributionReason)")
     return (f"the rewards cycle ended at {end}, {now - end} s before this block, and startRewardsCycle has not "
             f"run: the forecast assumes it runs now, minting for every inflation interval since "
             f"inflationIntervalStartTime, and grows by one interval each {snap.settings.inflation_interval_seconds} s "
-            f"it waits.{paused}")
+            f"it waits.")
 
 
 def eligible_at(st: Staker, when: int, min_seconds: int) -> bool:
@@ -290,6 +328,10 @@ def rewards_params(snapshot: Snapshot, default_rate_pct: float = DEFAULT_RATE_PC
         "nextDistributionTime": next_distribution_time(s),
         "overdue": overdue_reason(s) is not None,
         "overdueReason": overdue_reason(s),
+        "distributionExpected": no_distribution_reason(s) is None,
+        "noDistributionReason": no_distribution_reason(s),
+        "overdueBoundSeconds": overdue_bound(s),
+        "paused": {name: bool(flag) for name, flag in s.paused.items()},
         "claimNodeOpPctWad": str(st.claiming_contract_pct.get("ClaimNodeOp", 0)),
         "minCollateralizationRatioWad": str(st.min_collateralization_ratio),
         "maxCollateralizationRatioWad": str(st.max_collateralization_ratio),

@@ -118,6 +118,7 @@ class Params:
         "cycle_mint",
         "cycle_seconds",
         "cycle_start",
+        "distribution_expected",
         "doc",
         "eligibility_min_seconds",
         "ggp_max_supply",
@@ -133,8 +134,10 @@ class Params:
         "min_assignment",
         "min_ratio",
         "min_staking_amt",
+        "minipool_creation_paused",
         "network",
         "next_distribution",
+        "no_distribution_reason",
         "nodeop_pct",
         "nodeop_pool",
         "price",
@@ -184,6 +187,9 @@ class Params:
     avax_rate_num: int
     avax_cycle_den: int
     usd_den: int
+    distribution_expected: bool
+    no_distribution_reason: str | None
+    minipool_creation_paused: bool
 
     def stamp(self) -> dict:
         """Where the params come from: the same shape as every endpoint's ``meta``."""
@@ -274,9 +280,19 @@ def parse_params(doc) -> Params:
     p.validator_rate = _uint(rate, "wad", hi=WAD)
     p.validator_rate_source = _str(rate, "source")
     p.inflation_start = _int(doc, "inflationIntervalStartTime")
-    p.intervals = inflation_intervals(p.inflation_start, p.next_distribution, p.inflation_interval_seconds)
-    if p.intervals > MAX_INTERVALS:
-        raise ParamsError("inflation intervals to nextDistributionTime are implausibly many")
+    # Optional: params published before these fields expect a distribution and know of no pause.
+    expected, why, paused = doc.get("distributionExpected", True), doc.get("noDistributionReason"), doc.get("paused", {})
+    if not isinstance(expected, bool) or not isinstance(why, (str, type(None))) or not isinstance(paused, dict):
+        raise ParamsError("params fields distributionExpected, noDistributionReason, paused: wrong type")
+    p.distribution_expected = expected
+    p.no_distribution_reason = None if expected else (why or "no distribution is expected")[:2000]
+    p.minipool_creation_paused = paused.get("MinipoolManager") is True
+    if p.distribution_expected:
+        p.intervals = inflation_intervals(p.inflation_start, p.next_distribution, p.inflation_interval_seconds)
+        if p.intervals > MAX_INTERVALS:
+            raise ParamsError("inflation intervals to nextDistributionTime are implausibly many")
+    else:
+        p.intervals = 0  # no cycle starts: nothing is minted
     p.cycle_mint = cycle_mint(p.ggp_supply, p.ggp_max_supply, p.inflation_rate, p.intervals)
     p.nodeop_pool = mul_wad(p.nodeop_pct, p.cycle_mint)
     p.meta = {"network": p.network, "chainId": p.chain_id, "block": p.block}
@@ -284,9 +300,13 @@ def parse_params(doc) -> Params:
     p.avax_rate_num = p.validator_rate * (WAD + p.commission)
     p.avax_cycle_den = WAD2 * YEAR
     p.usd_den = WAD2 * 10**p.avax_usd_decimals
+    if p.distribution_expected:
+        timing = (f"the distribution runs at nextDistributionTime ({p.next_distribution}), minting for the "
+                  f"{p.intervals} inflation intervals elapsed since inflationIntervalStartTime ({p.inflation_start})")
+    else:
+        timing = f"no GGP distribution is expected ({p.no_distribution_reason}), so every GGP reward is 0"
     p.assumptions = [
-        f"the distribution runs at nextDistributionTime ({p.next_distribution}), minting for the "
-        f"{p.intervals} inflation intervals elapsed since inflationIntervalStartTime ({p.inflation_start})",
+        timing,
         "the Oracle GGP price, every stake and the total eligible GGP stake stay as they are at the params block until then",
         "every eligible staker shares one pool pro rata: no investor weighting (the protocol operator's "
         "off-chain down-weighting of listed addresses is not modelled)",
@@ -311,14 +331,16 @@ def estimate(params, ggp_staked_wei: int, avax_staked_wei: int) -> dict:
     of its own AVAX, matched 1:1 by liquid stakers (L = A, and HW = L once its minipools validate).
 
     The operator joins the eligible pool: share = G_eff / (TEGS + G_eff). Inputs the protocol would
-    reject still get an answer, with ``warnings`` saying what the protocol would do.
+    reject still get an answer, with ``warnings`` saying what the protocol would do (and why no
+    rewards come: no distribution expected, MinipoolManager paused).
     """
     p = parse_params(params)
     g, a = _amount(ggp_staked_wei, "ggp_staked_wei"), _amount(avax_staked_wei, "avax_staked_wei")
     collat = collateralization_ratio(g, a, p.price)
     g_eff = effective_ggp_staked(g, a, a, p.price, p.max_ratio)
     share, ggp_cycle = share_of_pool(g_eff, p.tegs + g_eff, p.nodeop_pool)
-    out = _returns(p, g, a, a, ggp_cycle)
+    # MinipoolManager paused: no minipool can be created, nothing validates, nothing is earned.
+    out = _returns(p, g, a, 0, 0) if p.minipool_creation_paused else _returns(p, g, a, a, ggp_cycle)
     out["collateralizationRatioPct"] = None if a == 0 else pct(collat)
     out["collateralizationRatioWad"] = None if a == 0 else str(collat)
     out["effectiveGGPStaked"] = tokens(g_eff)
@@ -358,7 +380,9 @@ def _returns(p: Params, g: int, capital_avax: int, earning_avax: int, ggp_cycle:
     avax_value = avax_cycle * WAD
     # APR over the capital at stake (own AVAX + GGP valued in AVAX), per year, in percent.
     apr_den = (capital_avax * WAD + g * p.price) * p.cycle_seconds
-    out = {
+    out: dict = {
+        "distributionExpected": p.distribution_expected,
+        "noDistributionReason": p.no_distribution_reason,
         "ggpPerCycle": tokens(ggp_cycle),
         "ggpPerCycleWei": str(ggp_cycle),
         "ggpPerYear": tokens(ggp_year),
@@ -420,12 +444,19 @@ def _warnings(p: Params, g: int, a: int, collat: int, g_eff: int) -> list[dict]:
             warn("stake_above_cap", f"collateralization {_dec(collat, 16, 4)} % is above MaxCollateralizationRatio "
                                     f"{_dec(p.max_ratio, 16, 4)} %: the {_dec(g - g_eff)} GGP beyond the cap "
                                     "earns no GGP rewards")
+    if p.minipool_creation_paused:
+        warn("minipool_creation_paused", "MinipoolManager is paused: no minipool can be created now, so a new "
+                                         "operator validates nothing and earns no AVAX or GGP rewards; every reward "
+                                         "figure is 0")
     left = p.next_distribution - p.block["timestamp"]
-    if left < p.eligibility_min_seconds:
+    if not p.distribution_expected:
+        warn("no_distribution_expected", f"no GGP distribution to node operators is expected "
+                                         f"({p.no_distribution_reason}), so GGP rewards are 0")
+    elif left < p.eligibility_min_seconds:
         warn("misses_next_distribution", f"the next distribution is {left} s after the params block, less than "
                                          f"RewardsEligibilityMinSeconds ({p.eligibility_min_seconds} s): a minipool "
                                          "created now is not eligible for it, so the first GGP arrives one cycle later")
-    if p.nodeop_pool == 0:
+    if p.nodeop_pool == 0 and p.distribution_expected:
         warn("no_nodeop_rewards", "the next cycle mints no GGP for node operators (supply cap reached or "
                                   "inflation off)")
     if p.avax_usd is None:

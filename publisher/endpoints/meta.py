@@ -4,16 +4,25 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
+from ..compute.params import no_distribution_reason
 from . import schema as S
 from .common import meta
 from .context import Context
 from .registry import endpoint
 
-# Chain-derived flags: name -> (description, function of the snapshot)
+# Chain-derived flags: name -> what makes it true. Each is computed from the snapshot below; a flag
+# the profile also names (liquidStaking, minipoolCreation, rewardsEstimator) is on only when the
+# profile allows it and the chain does.
 CHAIN_FLAGS = {
-    "liquidStakingDeposits": "ggAVAX deposits open (TokenggAVAX not paused)",
-    "minipoolCreation": "profile allows it and MinipoolManager is not paused",
-    "rewardsDistribution": "RewardsPool and ClaimNodeOp not paused",
+    "liquidStakingDeposits": "the profile's liquidStaking and TokenggAVAX not paused (ggAVAX deposits open; "
+                             "withdrawals go through the withdrawal queue, see /withdrawals)",
+    "minipoolCreation": "the profile allows it and MinipoolManager is not paused",
+    "rewardsDistribution": "a GGP distribution to node operators is expected: RewardsPool and ClaimNodeOp not paused "
+                           "and the rewards cycle not overdue by more than a whole cycle (/rewards/params "
+                           "distributionExpected)",
+    "rewardsEstimator": "the profile allows it and a GGP distribution is expected (off, the estimator still answers, "
+                        "with every GGP figure 0 and the reason)",
+    "ggpStaking": "Staking not paused: GGP can be staked and withdrawn",
     "delegation": "ProtocolDAO WithdrawForDelegationEnabled",
 }
 
@@ -21,9 +30,12 @@ CHAIN_FLAGS = {
 def feature_flags(ctx: Context) -> dict[str, bool]:
     s, p = ctx.snap, ctx.snap.paused
     flags = dict(ctx.flags)
+    expected = no_distribution_reason(s) is None
     flags["liquidStakingDeposits"] = flags.get("liquidStaking", True) and not p.get("TokenggAVAX", False)
     flags["minipoolCreation"] = flags.get("minipoolCreation", True) and not p.get("MinipoolManager", False)
-    flags["rewardsDistribution"] = not (p.get("RewardsPool", False) or p.get("ClaimNodeOp", False))
+    flags["rewardsDistribution"] = expected
+    flags["rewardsEstimator"] = flags.get("rewardsEstimator", True) and expected
+    flags["ggpStaking"] = not p.get("Staking", False)
     flags["delegation"] = s.settings.withdraw_for_delegation_enabled
     return flags
 

@@ -42,8 +42,15 @@ USD = S.nullable(S.obj({
 }, description="rewards in USD at the feed's AVAX/USD; null without a feed"))
 APR = {"type": "number", "minimum": 0}
 
+EXPECTED = S.described(S.BOOLEAN, "whether a GGP distribution to node operators is expected at all; false when "
+                                  "RewardsPool or ClaimNodeOp is paused or the rewards cycle ended more than one whole "
+                                  "cycle ago with none since (see /rewards/params): every GGP figure is then 0")
+NO_DISTRIBUTION = S.described(S.nullable(S.STRING), "why no GGP distribution is expected, in words (null when one is)")
+
 RETURNS = {
-    "ggpPerCycle": S.described(TOKENS, "GGP rewards per reward cycle, whole GGP"),
+    "distributionExpected": EXPECTED,
+    "noDistributionReason": NO_DISTRIBUTION,
+    "ggpPerCycle": S.described(TOKENS, "GGP rewards per reward cycle, whole GGP (0 when no distribution is expected)"),
     "ggpPerCycleWei": S.described(S.WEI, "ggpPerCycle in wei, exact"),
     "ggpPerYear": S.described(TOKENS, "ggpPerCycle x 365 days / cycleSeconds"),
     "ggpPerYearWei": S.described(S.WEI, "ggpPerYear in wei, exact"),
@@ -54,12 +61,13 @@ RETURNS = {
     "avaxPerYearWei": S.described(S.WEI, "avaxPerYear in wei, exact"),
     "aprPct": S.described(APR, "(GGP x price + AVAX) per cycle over (AVAX + GGP x price) at stake, "
                                "x 365 days / cycleSeconds, in percent"),
-    "ggpAprPct": S.described(APR, "the GGP part of aprPct"),
+    "ggpAprPct": S.described(APR, "the GGP part of aprPct (0 when no distribution is expected)"),
     "avaxAprPct": S.described(APR, "the AVAX part of aprPct"),
     "validatorRatePct": S.described(S.PERCENT, "the yearly validation reward rate used, percent"),
     "validatorRateSource": {"enum": ["validators", "minipools", "default"], "description": "validators: the validator provider's potential rewards of active minipools; minipools: measured from finished minipools; default: the configured rate"},
     "cycleSeconds": S.described(COUNT, "length of a reward cycle in seconds"),
-    "nextDistributionTime": S.described(S.TIMESTAMP, "when the next GGP distribution can happen, unix seconds"),
+    "nextDistributionTime": S.described(S.TIMESTAMP, "when the next GGP distribution can happen, unix seconds; when "
+                                                      "none is expected, when the missing one was due"),
     "assumptions": S.described(S.array(S.STRING), "what the estimate takes as given, in words"),
     "usd": USD,
     "shareWad": S.described(WAD, "share of the node-operator pool, exact 1e18-scaled ratio"),
@@ -73,7 +81,10 @@ RESULT = S.obj({
     "effectiveGGPStaked": S.described(TOKENS, "GGP that earns rewards: 0 under 10 % collateralization, capped at "
                                               "MaxCollateralizationRatio"),
     "effectiveGGPStakedWei": S.described(S.WEI, "effectiveGGPStaked in wei, exact"),
-    "warnings": S.described(S.array(WARNING), "what the protocol would do with inputs it does not accept as given"),
+    "warnings": S.described(S.array(WARNING), "what the protocol would do with inputs it does not accept as given, "
+                                              "and what keeps rewards from coming (no_distribution_expected: no GGP "
+                                              "distribution is expected; minipool_creation_paused: MinipoolManager is "
+                                              "paused, no minipool can be created, so every reward figure is 0)"),
 }, description="the estimate; identical in the grid and the function")
 
 OPERATOR_ESTIMATE = S.obj(RETURNS, description="next-cycle estimate from the staker's own on-chain effective stake")
@@ -128,7 +139,9 @@ _INT_TEXT = {
     "rewardsEligibilityMinSeconds": "how long a staker must have validated to be paid, seconds",
     "rewardsCycleCount": "reward cycles completed",
     "rewardsCycleStartTime": "start of the current reward cycle, unix seconds",
-    "nextDistributionTime": "when the next distribution can happen, unix seconds",
+    "nextDistributionTime": "when the next distribution can happen, unix seconds: the cycle end, or the block's time "
+                            "while overdue; when none is expected (distributionExpected false), the cycle end, when "
+                            "the missing one was due",
     "rewardsCycleEndTime": "when the current reward cycle ends, unix seconds",
     "inflationIntervalStartTime": "start of the inflation interval count the next cycle mints from, unix seconds",
 }
@@ -156,6 +169,22 @@ PARAMS = S.obj({
     }, description="the total effective GGP stake the node-operator pool is shared over"),
     "overdue": S.described(S.BOOLEAN, "the rewards cycle has ended and the next distribution has not happened yet"),
     "overdueReason": S.described(S.nullable(S.STRING), "why the forecast differs while overdue, in words (null when on time)"),
+    "distributionExpected": S.described(S.BOOLEAN, "whether a GGP distribution to node operators is expected at all: "
+                                                   "false when RewardsPool or ClaimNodeOp is paused, or when the "
+                                                   "rewards cycle ended more than overdueBoundSeconds ago and no new "
+                                                   "cycle started. While false, the forecast mints nothing "
+                                                   "(cycleIntervals, cycleMintWei and nodeOpPoolWei are 0) and every "
+                                                   "estimate's GGP is 0"),
+    "noDistributionReason": S.described(S.nullable(S.STRING), "why no distribution is expected, in words (null when "
+                                                              "one is)"),
+    "overdueBoundSeconds": S.described(COUNT, "how long after rewardsCycleEndTime a distribution is still expected: "
+                                              "one whole rewards cycle (rewardsCycleSeconds). Rialto runs "
+                                              "distributions hours or days late, and the forecast follows them; a "
+                                              "cycle that passes with none means distributions have stopped"),
+    "paused": {"type": "object", "additionalProperties": S.BOOLEAN,
+               "description": "contract name -> paused, as recorded in the protocol's Storage (as /featureFlags); "
+                              "the estimates read RewardsPool, ClaimNodeOp (no distribution) and MinipoolManager "
+                              "(no minipool can be created)"},
     "validatorRate": S.obj({
         "wad": S.described(WAD, "yearly validation reward rate used, 1e18-scaled"),
         "source": {"enum": ["validators", "minipools", "default"], "description": "validators: the validator provider's potential rewards of active minipools; minipools: measured from finished minipools; default: the configured rate"},
@@ -164,9 +193,9 @@ PARAMS = S.obj({
         "rule": S.described(S.STRING, "how the rate was chosen, in words"),
     }, description="the AVAX validation reward rate the estimates use"),
     "forecast": S.obj({
-        "cycleIntervals": S.described(COUNT, "inflation intervals from inflationIntervalStartTime to nextDistributionTime: the number the next cycle mints for"),
-        "cycleMintWei": S.described(S.WEI, "GGP minted at the next cycle, wei"),
-        "nodeOpPoolWei": S.described(S.WEI, "of that, GGP for node operators, wei"),
+        "cycleIntervals": S.described(COUNT, "inflation intervals from inflationIntervalStartTime to nextDistributionTime: the number the next cycle mints for (0 when no distribution is expected)"),
+        "cycleMintWei": S.described(S.WEI, "GGP minted at the next cycle, wei (0 when no distribution is expected)"),
+        "nodeOpPoolWei": S.described(S.WEI, "of that, GGP for node operators, wei (0 when no distribution is expected)"),
         "assumptions": S.described(S.array(S.STRING), "what the forecast takes as given, in words"),
     }, description="next cycle's mint and node-operator pool, derived from the fields above"),
 })
@@ -197,7 +226,10 @@ ADDRESS_REWARDS = S.obj({
     "forecastNote": S.described(S.nullable(S.STRING), "what the forecast for this staker models beyond today's state, "
                                                       "or leaves out, in words (null when nothing)"),
     "ineligibleReason": S.described(S.nullable(S.STRING), "why the staker would not be paid next time, in words (null when eligible)"),
-    "nextDistributionTime": S.described(S.TIMESTAMP, "when the next distribution can happen, unix seconds"),
+    "nextDistributionTime": S.described(S.TIMESTAMP, "when the next distribution can happen, unix seconds; when none "
+                                                      "is expected, when the missing one was due"),
+    "distributionExpected": EXPECTED,
+    "noDistributionReason": NO_DISTRIBUTION,
     "ggpPriceTimestamp": S.described(S.TIMESTAMP, "when the Oracle GGP price used was set, unix seconds"),
     "estimate": OPERATOR_ESTIMATE,
 })
@@ -282,6 +314,8 @@ def staker_rewards(ctx: Context, st: Staker) -> dict:
         "effectiveGGPStakedNextDistributionWei": str(then.effective),
         "forecastNote": then.note,
         "nextDistributionTime": when,
+        "distributionExpected": p.distribution_expected,
+        "noDistributionReason": p.no_distribution_reason,
         "ggpPriceTimestamp": s.oracle.timestamp,
         "estimate": R.operator_estimate(
             p, ggp_staked=st.ggp_staked, avax_staked=st.avax_staked, avax_validating=st.avax_validating,
@@ -290,11 +324,25 @@ def staker_rewards(ctx: Context, st: Staker) -> dict:
     }
 
 
+def nodeop_apr_note(p: R.Params) -> str | None:
+    """Why nodeop_apr_min/max are not the full formula's, or None when they are."""
+    if p.minipool_creation_paused:
+        return ("MinipoolManager is paused: no minipool can be created, so a new operator earns nothing and both "
+                "figures are 0")
+    if not p.distribution_expected:
+        return ("no GGP distribution is expected (see no_distribution_reason), so the GGP part is 0: both figures "
+                "are the AVAX validation rewards alone")
+    return None
+
+
 def metrics_fields(ctx: Context) -> dict:
     """The node-operator fields of /metrics."""
     low, high = nodeop_apr(ctx)
-    return {"next_cycle_nodeop_ggp": R.tokens(ctx.cached(parsed_params).nodeop_pool),
-            "nodeop_apr_min": low, "nodeop_apr_max": high}
+    p = ctx.cached(parsed_params)
+    return {"next_cycle_nodeop_ggp": R.tokens(p.nodeop_pool),
+            "next_distribution_expected": p.distribution_expected,
+            "no_distribution_reason": p.no_distribution_reason,
+            "nodeop_apr_min": low, "nodeop_apr_max": high, "nodeop_apr_note": nodeop_apr_note(p)}
 
 
 def rewards_path(address: str) -> str:
@@ -313,7 +361,9 @@ def rewards_path(address: str) -> str:
                 "settings, ProtocolDAO settings, AVAX/USD, the total effective GGP stake of stakers eligible at "
                 "the next distribution (`tegs`) and the validator reward rate with its source. The rewards function "
                 "(/rewards/byStake) evaluates the formula from this document, so anyone can recompute any "
-                "estimate.",
+                "estimate. `distributionExpected` is false, with `noDistributionReason`, when no distribution will "
+                "come: RewardsPool or ClaimNodeOp paused, or the cycle ended more than `overdueBoundSeconds` (one "
+                "whole cycle) ago with none since; the forecast then mints nothing.",
     schema=PARAMS,
 )
 def params_endpoint(ctx: Context):
@@ -350,7 +400,10 @@ function_endpoint(
                 "strings (up to 18 fractional digits; no sign, exponent or spaces); both are required, given "
                 "once, and no other parameter is accepted (400 otherwise). Inputs the protocol would reject "
                 "(collateralization under 10 %, AVAX not in minipool-sized steps) still get a result with "
-                "`warnings`. 503 when the parameters cannot be loaded.",
+                "`warnings`. While no GGP distribution is expected (`distributionExpected` false, with "
+                "`noDistributionReason`) the GGP figures are 0; while MinipoolManager is paused no minipool can be "
+                "created and every reward figure is 0; each comes with its warning. 503 when the parameters "
+                "cannot be loaded.",
     schema=BY_STAKE,
     params=(
         Param("ggpStaked", "query", "GGP staked, whole tokens (at most the GGP max supply, 22 500 000)",
@@ -367,7 +420,8 @@ function_endpoint(
     "/rewards/{address}", tag=TAG, summary="Rewards of one staker",
     description="Eligibility now and at the next distribution, effective GGP stake, unclaimed `ggpRewards`, "
                 "last cycle completed, and the estimated GGP next cycle from the staker's own effective stake "
-                "against the total effective GGP stake of eligible stakers (which already counts an eligible staker), with its APR. One file per staker; "
+                "against the total effective GGP stake of eligible stakers (which already counts an eligible staker), with its APR "
+                "(GGP 0 with `noDistributionReason` when no distribution is expected). One file per staker; "
                 "no run timestamp, so the file changes only when its inputs do.",
     schema=ADDRESS_REWARDS,
     params=(Param("address", "path", "Staker address, EIP-55 checksummed or lower-case (both name the same "

@@ -94,12 +94,13 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "desc
 @endpoint(
     "/metrics", tag="Metrics", summary="Protocol metrics",
     description="Headline numbers in snake_case, as yield aggregators read them. `ggavax_apy` is the ggAVAX "
-                "APY after fees in percent (null with `ggavax_apy_note` when the share-price history is "
-                "unavailable); `total_assets` is ggAVAX totalAssets in AVAX; `tvl_avax` adds the operators' "
-                "AVAX in staking minipools and staked GGP at the oracle price.",
+                "APY after fees in percent, what the share price did (0 once nothing streams: see "
+                "`ggavax_apy_note`); `total_assets` is ggAVAX totalAssets in AVAX; `tvl_avax` adds the operators' "
+                "AVAX in staking minipools and staked GGP at the oracle price. `next_distribution_expected` says "
+                "whether a GGP distribution to node operators is coming at all, with `no_distribution_reason`.",
     schema=S.obj({
-        "ggavax_apy": S.described(S.nullable(S.PERCENT), "ggAVAX APY after fees, percent (null when the share-price history is too short); read by the Balancer backend (divides by 100) and DefiLlama (as percent)"),
-        "ggavax_apy_note": S.described(S.STRING, "how ggavax_apy was computed, or why it is null"),
+        "ggavax_apy": S.described(S.nullable(S.PERCENT), "ggAVAX APY after fees, percent: the share price's growth over the window, annualized (0 once nothing has streamed over the window); null only when the share price is known at no earlier time and a stream starts at this block; read by the Balancer backend (divides by 100) and DefiLlama (as percent)"),
+        "ggavax_apy_note": S.described(S.STRING, "how ggavax_apy was computed, whether the reward stream has ended, or why it is null"),
         "total_assets": S.described(AVAX, "ggAVAX totalAssets in whole AVAX; read by DefiLlama for TVL"),
         "ggavax_total_supply": S.described(S.NON_NEGATIVE, "ggAVAX in circulation, whole tokens"),
         "ggavax_exchange_rate": S.described(S.NON_NEGATIVE, "AVAX per ggAVAX"),
@@ -122,10 +123,13 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "desc
         "ggp_total_supply": S.described(S.NON_NEGATIVE, "GGP in existence, whole tokens"),
         "ggp_max_supply": S.described(S.NON_NEGATIVE, "GGP that can ever exist, whole tokens"),
         "meta": S.META,
-        "next_cycle_nodeop_ggp": S.described(S.NON_NEGATIVE, "GGP the next distribution gives node operators, whole tokens"),
+        "next_cycle_nodeop_ggp": S.described(S.NON_NEGATIVE, "GGP the next distribution gives node operators, whole tokens (0 when no distribution is expected)"),
+        "next_distribution_expected": S.described(S.BOOLEAN, "whether a GGP distribution to node operators is expected at all (/rewards/params distributionExpected): false when RewardsPool or ClaimNodeOp is paused or the rewards cycle ended more than one whole cycle ago with none since"),
+        "no_distribution_reason": S.described(S.nullable(S.STRING), "why no distribution is expected, in words (null when one is)"),
         "last_cycle_nodeop_ggp": S.described(S.NON_NEGATIVE, "GGP the last distribution gave node operators, whole tokens"),
-        "nodeop_apr_min": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 10 % collateralization, percent"),
-        "nodeop_apr_max": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 150 % collateralization, percent"),
+        "nodeop_apr_min": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 10 % collateralization, percent (see nodeop_apr_note)"),
+        "nodeop_apr_max": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 150 % collateralization, percent (see nodeop_apr_note)"),
+        "nodeop_apr_note": S.described(S.nullable(S.STRING), "why nodeop_apr_min/max are not the full formula, in words: the AVAX rewards alone while no distribution is expected, 0 while MinipoolManager is paused (no minipool can be created); null otherwise"),
     }),
 )
 def metrics(ctx: Context):
@@ -157,21 +161,24 @@ def metrics(ctx: Context):
     "/metrics/apy", tag="Metrics", summary="ggAVAX APY",
     description="ggAVAX APY from the share price (convertToAssets(1e18)) over the configured window: "
                 "`total_apy_after_fees` is what holders earned, `total_apy` grosses it up by the protocol fee. "
-                "`stream_apr` is the current reward stream annualized. `method` names the earlier share price "
-                "used (`archive` state at the window start, the daily share price of /prices/history (`history`), "
-                "at least 7 days back, or the current reward `stream`), `window_days` the span, `note` the formula; "
-                "null figures come with the reason in `note`.",
+                "`stream_apr` is the current reward stream annualized (0 when none runs, `stream_active` false). "
+                "`method` names the earlier share price used (`archive` state at the window start, the daily share "
+                "price of /prices/history (`history`), at least 7 days back, or the current reward `stream`; when "
+                "nothing streams, never the stream: the history of any age, else `flat`, the time since which the "
+                "share price has stood still), `window_days` the span, `note` the formula and, once the stream has "
+                "ended, that the APY falls to 0; null figures come with the reason in `note`.",
     schema=S.obj({
-        "total_apy": S.described(S.nullable(S.PERCENT), "APY before the protocol fee, percent; read by DeltaPrime"),
-        "total_apy_after_fees": S.described(S.nullable(S.PERCENT), "APY ggAVAX holders earned, percent; read by the Balancer yield worker (x 100 to basis points)"),
+        "total_apy": S.described(S.nullable(S.PERCENT), "APY before the protocol fee, percent (null only when the share price is known at no earlier time); read by DeltaPrime"),
+        "total_apy_after_fees": S.described(S.nullable(S.PERCENT), "APY ggAVAX holders earned, percent (null only when the share price is known at no earlier time); read by the Balancer yield worker (x 100 to basis points)"),
         "fee_pct": S.described(S.PERCENT, "protocol fee on liquid-staking rewards, percent"),
         "window_days": S.described(S.nullable(S.NON_NEGATIVE), "days between the two share prices compared"),
         "from_block": S.described(S.nullable(S.INTEGER), "block of the earlier share price (null when none is available)"),
         "to_block": S.described(S.INTEGER, "block of the current share price"),
-        "stream_apr": S.described(S.PERCENT, "the current reward stream annualized, percent"),
-        "method": S.described(S.nullable({"enum": ["archive", "history", "stream"]}),
-                              "archive: share prices read from the node's state a window apart; history: the daily share price of /prices/history; stream: the current reward stream compounded; null: no APY"),
-        "note": S.described(S.STRING, "how the APY was computed, or why it is null, in words"),
+        "stream_apr": S.described(S.PERCENT, "the current reward stream annualized, percent; 0 when no stream with rewards runs"),
+        "stream_active": S.described(S.BOOLEAN, "whether a ggAVAX reward stream with rewards runs at this block; false once the stream has ended with no sync since (or streams 0): nothing accrues and the share price stands still"),
+        "method": S.described(S.nullable({"enum": ["archive", "history", "stream", "flat"]}),
+                              "archive: share prices read from the node's state a window apart; history: the daily share price of /prices/history; stream: the current reward stream compounded (only while it runs); flat: nothing has streamed since the stream ended (or since a sync that streams 0), so the share price stood still and the APY is 0; null: no APY"),
+        "note": S.described(S.STRING, "how the APY was computed, whether the reward stream has ended, or why it is null, in words"),
         "meta": S.META,
     }),
 )
@@ -181,5 +188,6 @@ def metrics_apy(ctx: Context):
         "total_apy": a.gross_pct, "total_apy_after_fees": a.after_fees_pct, "fee_pct": s.settings.fee_bips / 100,
         "window_days": a.window_seconds / 86_400 if a.window_seconds else None,
         "from_block": a.from_block, "to_block": s.block.number, "stream_apr": a.stream_apr_pct,
+        "stream_active": a.stream_active,
         "method": a.method, "note": a.note, "meta": meta(ctx),
     }
