@@ -4,7 +4,9 @@ every state at the scenario's ``now`` (QueuePlan).
 
 Pure functions of the scenario name (a seeded RNG), so the same scenario always produces the same
 chain. The seeder (seed.py) turns this data into transactions; the local stand-ins for third-party
-APIs read the same data so their answers agree with the chain.
+APIs read the same data so their answers agree with the chain. A wound-down scenario (WindDown) is
+this data up to the end of its operations; the live operator then plays its wind-down
+(live.play_wind_down, as deterministic) and brings the data up to date from the chain.
 """
 from __future__ import annotations
 
