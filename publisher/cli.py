@@ -141,20 +141,36 @@ def own_command() -> str:
 @click.option("--port", type=int, help="Port for the node (default: a free one).")
 @click.option("--as", "as_network", type=click.Choice([n for n in NETWORKS if n != "devnet"]),
               help="Rehearse a network: its chain id, contracts at its profile's addresses, stand-ins at its request paths.")
-@click.option("--live", is_flag=True, help="Keep the protocol moving: one protocol day per --pace seconds (demo only).")
+@click.option("--live", is_flag=True, help="Keep the protocol moving: one protocol day per --pace seconds (demo; wound-down goes on winding down).")
 @click.option("--pace", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="Wall-clock seconds per protocol day with --live.")
 @click.option("--seed", type=int, default=1, show_default=True, help="RNG seed of the --live run (same seed, same chain).")
+@click.option("--wind-down-at", type=click.IntRange(min=0), metavar="UNIX_SECONDS",
+              help="With --live: end operations at this protocol time (pause deposits, minipools and GGP rewards; "
+                   "no more Oracle updates, GGP cycles, minipools or ggAVAX syncs; the queue stays open).")
+@click.option("--wind-down-after", type=click.FloatRange(min=0), metavar="DAYS",
+              help="With --live: end operations this many protocol days after the devnet's start (see --wind-down-at).")
+@click.option("--ggp-quote", type=click.Choice(["oracle", "market"]), default="oracle", show_default=True,
+              help="What the price API stand-in quotes for GGP: the Oracle's last price, or the market's, "
+                   "which keeps moving once the Oracle is no longer updated.")
 @fail_cleanly
 def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int | None, as_network: str | None,
-           live: bool, pace: float, seed: int) -> None:
+           live: bool, pace: float, seed: int, wind_down_at: int | None, wind_down_after: float | None, ggp_quote: str) -> None:
     """Run the embedded devnet until interrupted."""
     from .devnet import running
+    from .devnet.scenarios import SHAPES
 
-    if live and (scenario != "demo" or stakers or minipools is not None):
-        raise click.UsageError("--live runs the demo scenario at its own size")
+    if live and (scenario not in ("demo", "wound-down") or stakers or minipools is not None):
+        raise click.UsageError("--live runs the demo scenario at its own size (or wound-down, which goes on winding down)")
+    if (wind_down_at is not None or wind_down_after is not None) and not live:
+        raise click.UsageError("--wind-down-at and --wind-down-after need --live")
+    if wind_down_at is not None and wind_down_after is not None:
+        raise click.UsageError("give --wind-down-at or --wind-down-after, not both")
+    wound_down = scenario in SHAPES and SHAPES[scenario].wound_down_at
+    if wound_down and (wind_down_at is not None or wind_down_after is not None):
+        raise click.UsageError(f"the {scenario} scenario has wound down already")
     stop_on_signals()
-    with running(scenario, port, as_network=as_network, stakers=stakers, minipools=minipools) as net:
+    with running(scenario, port, as_network=as_network, stakers=stakers, minipools=minipools, ggp_quote=ggp_quote) as net:
         sc = net.scenario
         click.echo(f"devnet '{sc.name}'{f' rehearsing {as_network}' if as_network else ''} ready in {net.seconds:.1f}s: "
                    f"{len(sc.stakers):,} stakers, {len(sc.minipools):,} minipools")
@@ -174,10 +190,17 @@ def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int 
                 from .devnet.live import Live
 
                 def report(driver, events):
-                    notable = [e for e in events if e.startswith(("GGP", "ggAVAX sync"))]
+                    notable = [e for e in events if e.startswith(("GGP", "ggAVAX sync", "operations ended"))]
                     click.echo(f"day {driver.day} t={driver.now}: {len(events)} events" + "".join(f"; {e}" for e in notable))
 
-                Live(net, seed=seed).run(pace=pace, on_step=report)
+                ends = wind_down_at
+                if wind_down_after is not None:
+                    ends = net.scenario.now + round(wind_down_after * 86_400)
+                if net.scenario.wind_down:
+                    ends = net.scenario.wind_down.at
+                if ends is not None:
+                    click.echo(f"operations end{'ed' if ends <= sc.now else ''} at protocol time {ends}")
+                Live(net, seed=seed, wind_down_at=ends).run(pace=pace, on_step=report)
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:

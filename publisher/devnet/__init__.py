@@ -28,14 +28,19 @@ class Devnet:
 
 @contextmanager
 def running(scenario: str = "demo", port: int | None = None, *, as_network: str | None = None,
-            stakers: int | None = None, minipools: int | None = None, keep_states: int | None = None) -> Iterator[Devnet]:
+            stakers: int | None = None, minipools: int | None = None, keep_states: int | None = None,
+            ggp_quote: str = "oracle") -> Iterator[Devnet]:
     """Start anvil, deploy, seed ``scenario`` (resized to ``stakers``/``minipools`` when given, see
     scenarios.resolve), start the stand-ins; stop everything on exit.
 
     ``as_network`` ("mainnet", "fuji") rehearses that network: its chain id, the contracts at its
     shipped profile's addresses, the stand-ins answering at its request paths (rehearsal.py).
     ``keep_states``: a node that keeps the state of only that many latest blocks, as a pruned
-    (non-archive) node does; the chain is the same."""
+    (non-archive) node does; the chain is the same. ``ggp_quote``: what the price stand-in quotes
+    for GGP, the Oracle's price or the market's (standins.Standins.ggp_quote).
+
+    A wound-down scenario (``scenario.wind_down``) is seeded up to the end of its operations, then
+    played through its wind-down by the live operator (live.play_wind_down)."""
     from .seed import deploy, seed
 
     t0 = time.monotonic()
@@ -47,16 +52,21 @@ def running(scenario: str = "demo", port: int | None = None, *, as_network: str 
         profile = load_profile(as_network)
     chain_id = profile.chain_id if profile else CHAIN_ID
     network = profile.validator_network if profile else NETWORK
-    with Anvil(port, chain_id=chain_id, keep_states=keep_states) as node, Standins(sc, network=network) as standins:
+    with Anvil(port, chain_id=chain_id, keep_states=keep_states) as node, Standins(sc, network=network, ggp_quote=ggp_quote) as standins:
         client = RpcClient([node.url], max_attempts=2)
         if profile:
             from . import rehearsal
 
             addresses = rehearsal.install(client, profile, GENESIS_TIME + 60)
-            seed(client, addresses, sc)
-            rehearsal.fresh_feed(client, addresses, sc)
         else:
             addresses = deploy(client, GENESIS_TIME + 60)
-            seed(client, addresses, sc)
-        yield Devnet(node.url, chain_id, sc, addresses, time.monotonic() - t0, standins.services, standins,
-                     as_network or "devnet")
+        seed(client, addresses, sc)
+        net = Devnet(node.url, chain_id, sc, addresses, 0.0, standins.services, standins, as_network or "devnet")
+        if sc.wind_down:
+            from .live import play_wind_down
+
+            play_wind_down(net)
+        if profile:
+            rehearsal.fresh_feed(client, addresses, sc)
+        net.seconds = time.monotonic() - t0
+        yield net

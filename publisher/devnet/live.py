@@ -18,6 +18,21 @@ returns. Each request funded is recorded (``Live.fundings``) with its block and 
 The network's validation reward for a period is what the validator APIs report as the potential
 reward (``operator.network_reward``), except for the occasional zero reward (poor uptime, slashed).
 The validator stand-ins are refreshed after every step so they describe the chain as it is.
+
+The end of operations (``Live(..., wind_down_at=T)``): at T, in a block of its own, the protocol's
+pauser sets the Storage pause flags of scenarios.WIND_DOWN_PAUSED (ggAVAX deposits, minipool
+creation and cycling, GGP rewards) and the queue is unpaused if it was. From then on: no Oracle
+price update (the AVAX/USD feed, a third-party feed, keeps its daily rounds; the GGP market price
+moves on in ``ggp_market``), no GGP cycle or distribution, no ggAVAX deposit or syncRewards, no
+minipool created or launched; Prelaunch minipools are cancelled once the moratorium allows,
+Launched ones start or error as before, and each validation ends at its exact end time without
+cycling (recordStakingEnd), handing the stakers' AVAX back. The depositor serves the line at those
+ends as before and, with no AVAX coming back any more, once a day from the vault's liquidity, in a
+block of its own at the start of the day. Holders file fewer but larger requests (directly and
+through pstAVAX; new pstAVAX deposits would be refused), claim, cancel pending requests, and let
+some expire; the keeper reclaims expired pending requests only: a funded request's AVAX goes back
+through a ggAVAX deposit, which is refused while deposits are paused, so an expired funded request
+stays in the queue. ``play_wind_down`` seeds a scenario's wind-down with this.
 """
 from __future__ import annotations
 
@@ -30,11 +45,12 @@ from dataclasses import dataclass, field
 from eth_utils import keccak, to_checksum_address
 
 from ..chain import abis
+from ..chain.reader import registry_key
 from ..chain.rpc import RpcClient
 from . import Devnet, running
 from . import operator as O
 from .operator import YEAR, Distribution, Operator, network_reward
-from .scenarios import CANCELED, DAY, ERROR, FINISHED, LAUNCHED, PRELAUNCH, STAKING, WAD, WITHDRAWABLE
+from .scenarios import CANCELED, DAY, ERROR, FINISHED, LAUNCHED, PRELAUNCH, STAKING, WAD, WIND_DOWN_PAUSED, WITHDRAWABLE
 from .seed import Sender, manual_mining
 
 LATE_DAYS = (0, 0, 0, 0.5, 1.5, 3.5)  # how late each GGP distribution runs, drawn per cycle
@@ -51,6 +67,10 @@ CLAIM_ODDS, CANCEL_ODDS, CANCEL_FUNDED_ODDS, RECLAIM_ODDS = 0.45, 0.02, 0.1, 0.3
 FORGETFUL = 5
 PAUSED = range(5, 8)
 QUEUE_SOURCE = b"MINIPOOL_END"
+# The wind-down, per day: odds of a direct request (50-100 % of a holder's ggAVAX) and of a pstAVAX
+# one; the depositor's daily service from the vault names this source.
+WIND_DOWN_REQUEST_ODDS, WIND_DOWN_PST_ODDS = 0.35, 0.2
+WIND_DOWN_SOURCE = b"WIND_DOWN"
 REQUEST_FULFILLED = "0x" + keccak(text="RequestFulfilled(bytes32,uint256,uint256)").hex()
 
 
@@ -86,6 +106,9 @@ class Live:
     distributions: list[Distribution] = field(default_factory=list)
     payments: list[Payment] = field(default_factory=list)
     fundings: list[Funding] = field(default_factory=list)
+    # When operations end (protocol time); None: they never do. A time already past winds the
+    # protocol down in the next step, unless the chain is wound down already (its flags set).
+    wind_down_at: int | None = None
 
     def __post_init__(self) -> None:
         self.client = RpcClient([self.net.url], max_attempts=2)
@@ -95,10 +118,15 @@ class Live:
         self.rng = random.Random(f"live-{self.seed}")
         sc = self.net.scenario
         self.rate_bp = round(sc.validator_rate * 10_000)
-        self.ggp_price, self.avax_usd = sc.prices[-1][1], sc.prices[-1][2]
+        self.ggp_price, self.avax_usd = sc.prices[-1][1], sc.prices[-1][2]  # the Oracle's GGP price
+        self.ggp_market = sc.ggp_market or self.ggp_price
         self.depositors = [who for who, _ in sc.deposits]
         self.pst_holders = [who for who, _ in sc.queue.pst_deposits] if sc.queue else []
         self.lateness: dict[int, int] = {}
+        self.wound_down = False
+        if self.wind_down_at is not None and self.wind_down_at <= now:
+            keys = [registry_key("contract.paused", n) for n in WIND_DOWN_PAUSED]
+            self.wound_down = all(self.op.calls([("Storage", abis.storage_getBool, (k,)) for k in keys]))
 
     # ---- the clock ----
 
@@ -132,6 +160,9 @@ class Live:
         target = until if until is not None else self.now + DAY
         events: list[str] = []
         with manual_mining(self.client):
+            events += self._wind_down_by(target)
+            if self.wound_down:
+                events += self._depositor_run()
             events += self._due(target)
             self.sender.at(max(target, self.now + 1))
             with self.sender.one_block(self.now):
@@ -148,9 +179,12 @@ class Live:
     def only_due(self, until: int) -> list[str]:
         """Advance to ``until`` with only what falls due (validation ends, the depositor serving
         the line, a due distribution) and no day's business: no prices, deposits, requests,
-        launches or syncs. What a forecast made before it assumes, so it can be held to it."""
+        launches or syncs. What a forecast made before it assumes, so it can be held to it. After
+        the end of operations no distribution falls due, and the depositor's daily run from the
+        vault belongs to the day's business (step)."""
         with manual_mining(self.client):
-            events = self._due(until)
+            events = self._wind_down_by(until)
+            events += self._due(until)
             self.sender.mine(max(until, self.now + 1))
         self._refresh_standins()
         return events
@@ -159,7 +193,7 @@ class Live:
         """What falls due up to ``target``, in time order at its own time: validation ends (a block
         per end time, the depositor serving the line in it) and the GGP distribution."""
         events: list[str] = []
-        due = self.next_distribution_due()
+        due = 0 if self.wound_down else self.next_distribution_due()  # 0: none after the end of operations
         cycle_len = self.op.setting("MinipoolCycleDuration")
         tolerance = self.op.setting("MinipoolCycleDelayTolerance")
         ends: dict[int, list[dict]] = {}
@@ -182,6 +216,57 @@ class Live:
             events.append(self._distribute(due))
         return events
 
+    # ---- the end of operations ----
+
+    def _wind_down_by(self, target: int) -> list[str]:
+        """When operations end before ``target``: what falls due before, then the wind-down."""
+        if self.wind_down_at is None or self.wound_down or self.wind_down_at > target:
+            return []
+        events = self._due(self.wind_down_at - 1)
+        return events + self.wind_down(self.wind_down_at)
+
+    def wind_down(self, when: int) -> list[str]:
+        """End operations at ``when`` (or the next second free), in a block of its own: the pause
+        flags of WIND_DOWN_PAUSED set, the queue open. Under manual mining."""
+        with self.sender.one_block(max(when, self.now + 1)):
+            for name in WIND_DOWN_PAUSED:
+                self.op.pause(name, True)
+            if self.op.call("WithdrawQueue", O.queue_paused):
+                self.op.pause_queue(False)
+        self.sender.check()
+        self.wound_down = True
+        return [f"operations ended at {self.now}: {', '.join(WIND_DOWN_PAUSED)} paused"]
+
+    def _depositor_run(self) -> list[str]:
+        """After the end of operations the depositor serves the line once a day from the vault's
+        liquidity, in a block of its own (no AVAX comes back from minipools any more)."""
+        if not self.op.call("WithdrawQueue", O.pending_ids):
+            return []
+        with self.sender.one_block(self.now + 1):
+            events = self._serve(WIND_DOWN_SOURCE)
+        self._record_fundings(self.sender.check())
+        return events
+
+    def depositor_run(self) -> list[str]:
+        """The depositor serves the line now, in a block of its own (tests, the scenario's end)."""
+        with manual_mining(self.client):
+            return self._depositor_run()
+
+    def file_requests(self, count: int, when: int) -> list[str]:
+        """``count`` holders with ggAVAX each file a request for 50-100 % of it, in one block at
+        ``when`` (or the next second free)."""
+        held = self.op.calls([("TokenggAVAX", abis.balanceOf, (who,)) for who in self.depositors])
+        holders = [(who, n) for who, n in zip(self.depositors, held, strict=True) if n]
+        out = []
+        with manual_mining(self.client):
+            with self.sender.one_block(max(when, self.now + 1)):
+                for holder, balance in self.rng.sample(holders, min(count, len(holders))):
+                    self.op.request_unstake(holder, balance * self.rng.randrange(50, 101) // 100,
+                                            self.rng.choice((0, 7 * DAY, 14 * DAY, 30 * DAY)))
+                    out.append("queue request")
+            self.sender.check()
+        return out
+
     def distribute_at(self, when: int) -> Distribution:
         """Run the GGP distribution at exactly ``when`` (tests: a chosen on-time or late moment)."""
         with manual_mining(self.client):
@@ -190,7 +275,7 @@ class Live:
 
     # ---- the withdraw queue ----
 
-    def _serve(self) -> list[str]:
+    def _serve(self, source: bytes = QUEUE_SOURCE) -> list[str]:
         """Inside the open block: the depositor serves the line once, then again while the line's
         front request is within the vault's liquidity (and WAVAX), reading the block as it stands
         (the node's pending state), so every request the returned AVAX covers is funded in this
@@ -198,6 +283,7 @@ class Live:
         queue, gg = self.net.addresses["WithdrawQueue"], self.net.addresses["TokenggAVAX"]
         # The pending state is priced at the block's own time (the vault streams rewards).
         self.client.request("evm_setNextBlockTimestamp", [hex(self.sender.next_block_time())])
+        out = self._reclaim_before_serving() if self.wound_down else []
         calls = 0
         while True:
             self.sender.flush()
@@ -214,9 +300,26 @@ class Live:
                     break
             if calls > 10_000:
                 raise RuntimeError(f"the depositor served {queue} {calls} times in one block")
-            self.op.serve(QUEUE_SOURCE)
+            self.op.serve(source)
             calls += 1
-        return [f"queue served {calls} times"] if calls else []
+        return out + ([f"queue served {calls} times"] if calls else [])
+
+    def _reclaim_before_serving(self) -> list[str]:
+        """Wind-down housekeeping before the depositor serves: expired pending requests are
+        reclaimed (their shares go back). Served, their AVAX would be set aside for a request that
+        can be neither claimed (expired) nor reclaimed (deposits are paused)."""
+        self.sender.flush()
+        pending = self.op.call("WithdrawQueue", O.pending_ids, block="pending")
+        if not pending:
+            return []
+        t = self.sender.next_block_time()
+        rows = self.op.calls_at("pending", [("WithdrawQueue", O.queue_request, (i,)) for i in pending])
+        out = []
+        for i, row in sorted(zip(pending, rows, strict=True)):
+            if t >= row[5]:  # expirationTime
+                self.op.reclaim(i)
+                out.append(f"request {i} reclaimed")
+        return out
 
     def _record_fundings(self, receipts: list[dict]) -> None:
         queue = self.net.addresses["WithdrawQueue"].lower()
@@ -230,20 +333,27 @@ class Live:
         """Holders' and the operator's queue business of the day, in the day's block."""
         rng, op, out = self.rng, self.op, []
         t = self.sender.next_block_time()
-        if self.day == PAUSED.start:
+        winding = self.wound_down
+        if winding:
+            pass  # withdrawals stay open
+        elif self.day == PAUSED.start:
             op.pause_queue(True)
             out.append("queue paused")
         elif self.day == PAUSED.stop:
             op.pause_queue(False)
             out.append("queue unpaused")
-        paused = self.day in PAUSED
+        paused = not winding and self.day in PAUSED
         expired = []
         for i, r in op.open_requests().items():
             who = r["requester"]
             if t >= r["expirationTime"]:
-                expired.append(i)
+                # A funded request's AVAX would go back through a ggAVAX deposit, refused while
+                # deposits are paused: only pending ones can be reclaimed in the wind-down.
+                if not (winding and r["fulfilled"]):
+                    expired.append(i)
             elif r["fulfilled"]:
-                if t < r["claimableTime"] and rng.random() < CANCEL_FUNDED_ODDS:
+                # Cancelling a funded request deposits its AVAX again: not in the wind-down either.
+                if not winding and t < r["claimableTime"] and rng.random() < CANCEL_FUNDED_ODDS:
                     op.cancel_request(who, i)
                     out.append(f"request {i} cancelled after funding")
                 elif int(who, 16) % FORGETFUL and rng.random() < CLAIM_ODDS:
@@ -257,19 +367,28 @@ class Live:
                 op.reclaim(i)
                 out.append(f"request {i} reclaimed")
         delay = rng.choice((0, 7 * DAY, 14 * DAY, 30 * DAY))
-        if rng.random() < REQUEST_ODDS and not paused:
+        if winding:  # fewer requests, from holders leaving for good
+            if rng.random() < WIND_DOWN_REQUEST_ODDS:
+                held = op.calls([("TokenggAVAX", abis.balanceOf, (who,)) for who in self.depositors])
+                holders = [(who, n) for who, n in zip(self.depositors, held, strict=True) if n]
+                if holders:
+                    holder, balance = rng.choice(holders)
+                    op.request_unstake(holder, balance * rng.randrange(50, 101) // 100, delay)
+                    out.append("queue request")
+        elif rng.random() < REQUEST_ODDS and not paused:
             holder = rng.choice(self.depositors)
             part = rng.randrange(60, 90) if rng.random() < BIG_REQUEST_ODDS else rng.randrange(10, 40)
             shares = op.call("TokenggAVAX", abis.balanceOf, holder) * part // 100
             if shares:
                 op.request_unstake(holder, shares, delay)
                 out.append("queue request")
-        if rng.random() < NEW_PST_ODDS or not self.pst_holders:
+        # pstAVAX deposits go into ggAVAX: none once its deposits are paused.
+        if not winding and (rng.random() < NEW_PST_ODDS or not self.pst_holders):
             who = to_checksum_address(rng.randbytes(20))
             op.pst_deposit(who, rng.randrange(5, 400) * WAD)
             self.pst_holders.append(who)
             out.append("pstAVAX deposit")
-        elif rng.random() < PST_ODDS and not paused:
+        elif self.pst_holders and rng.random() < (WIND_DOWN_PST_ODDS if winding else PST_ODDS) and not paused:
             who = rng.choice(self.pst_holders)
             held = op.call("TokenpstAVAX", abis.balanceOf, who)
             assets = held * rng.choice((25, 50, 100)) // 100
@@ -286,13 +405,25 @@ class Live:
         return f"GGP cycle {d.cycle} distributed at {d.time}: {len(d.paid)} stakers, TEGS {d.tegs}"
 
     def _prices(self) -> list[str]:
-        self.ggp_price = int(self.ggp_price * (1 + self.rng.uniform(-0.03, 0.031))) // 10**12 * 10**12
-        self.avax_usd = int(self.avax_usd * (1 + self.rng.uniform(-0.04, 0.041))) // 10**4 * 10**4
-        self.op.set_prices(self.ggp_price, self.avax_usd)
-        self.net.scenario.prices.append((self.now, self.ggp_price, self.avax_usd))
+        """The day's prices: the Oracle's GGP price and an AVAX/USD round; after the end of
+        operations the feed's round only (a third-party feed), the GGP market moving on its own."""
+        sc = self.net.scenario
+        if self.wound_down:
+            self.ggp_market = int(self.ggp_market * (1 + self.rng.uniform(-0.03, 0.031))) // 10**12 * 10**12
+            self.avax_usd = int(self.avax_usd * (1 + self.rng.uniform(-0.04, 0.041))) // 10**4 * 10**4
+            self.op.set_feed(self.avax_usd)
+            sc.ggp_market = self.ggp_market
+        else:
+            self.ggp_price = int(self.ggp_price * (1 + self.rng.uniform(-0.03, 0.031))) // 10**12 * 10**12
+            self.avax_usd = int(self.avax_usd * (1 + self.rng.uniform(-0.04, 0.041))) // 10**4 * 10**4
+            self.op.set_prices(self.ggp_price, self.avax_usd)
+            self.ggp_market = self.ggp_price
+        sc.prices.append((self.now, self.ggp_price, self.avax_usd))
         return []
 
     def _vault(self) -> list[str]:
+        if self.wound_down:  # deposits are paused
+            return []
         rng, out = self.rng, []
         who = rng.choice(self.depositors)
         amount = rng.randrange(200, 4000) * WAD
@@ -314,7 +445,11 @@ class Live:
         with self.sender.one_block(t):
             for m in pools:
                 nid, status = m["nodeID"], m["status"]
-                if status == PRELAUNCH and t - m["creationTime"] >= DAY // 2:
+                if status == PRELAUNCH and self.wound_down:
+                    if t - m["creationTime"] >= moratorium:  # nothing launches: the owner takes its AVAX back
+                        op.cancel(nid)
+                        out.append(f"cancel {nid}")
+                elif status == PRELAUNCH and t - m["creationTime"] >= DAY // 2:
                     if t - m["creationTime"] >= moratorium and rng.random() < 0.15:
                         op.cancel(nid)
                         out.append(f"cancel {nid}")
@@ -335,7 +470,8 @@ class Live:
                     if end <= t:  # overdue (ends normally run at their own time, _due)
                         out.append(self._end(m, end, t, owners[m["owner"]], cycle_len, tolerance))
                         returned = True
-                elif status in (WITHDRAWABLE, ERROR) and rng.random() < 0.25:
+                elif status in (WITHDRAWABLE, ERROR) and not (self.wound_down and int(m["owner"], 16) % FORGETFUL == 0) \
+                        and rng.random() < 0.25:  # after the end of operations some owners never come back
                     op.withdraw(nid)
                     out.append(f"withdraw {nid}")
             if returned:
@@ -359,8 +495,9 @@ class Live:
         owner["avaxAssigned"] -= ls
         cycles = t + cycle_len <= m["initialStartTime"] + m["duration"] + tolerance
         compounded = m["avaxNodeOpAmt"] + reward // 2  # commission 0 on the devnet: the stakers get half
-        if cycles and (owner["ggpStaked"] * self.ggp_price // WAD) * WAD // (owner["avaxAssigned"] + compounded) < WAD // 10:
-            cycles = False
+        if self.wound_down or (
+                cycles and (owner["ggpStaked"] * self.ggp_price // WAD) * WAD // (owner["avaxAssigned"] + compounded) < WAD // 10):
+            cycles = False  # after the end of operations nothing cycles (the cycling call is paused)
             self.op.end_only(nid, end, reward)
         else:
             self.op.end(nid, end, reward)
@@ -370,6 +507,8 @@ class Live:
         return f"end {nid} reward {reward}" + (" and cycle" if cycles else "")
 
     def _new_minipools(self, pools: list[dict]) -> list[str]:
+        if self.wound_down:  # minipool creation is paused
+            return []
         rng, op, out = self.rng, self.op, []
         stakers = {st["stakerAddr"]: st for st in op.stakers()}
         idle = [m for m in pools if m["status"] in (FINISHED, CANCELED)]
@@ -395,7 +534,7 @@ class Live:
         return out
 
     def _sync(self) -> list[str]:
-        if self.now < self.op.call("TokenggAVAX", abis.rewardsCycleEnd):
+        if self.wound_down or self.now < self.op.call("TokenggAVAX", abis.rewardsCycleEnd):
             return []
         self.op.sync_ggavax()
         self.sender.check()
@@ -426,8 +565,32 @@ def planned_end(m: dict, cycle_len: int) -> int:
     return m["startTime"] + max(min(cycle_len, left), 3600)
 
 
+def play_wind_down(net: Devnet) -> Live:
+    """Seeding of a wound-down scenario (scenarios.WindDown): from the seeded end of its history,
+    the live operator ends operations at ``wind_down.at`` (that day's business follows in the next
+    block) and runs ``wind_down.days`` protocol days of the wind-down. The last day's queue
+    business is spelled out so the scenario ends with requests in every open state: an hour after
+    the last step two holders file requests, the depositor's daily run funds them (funded,
+    awaiting their claim, before their claimableTime), and an hour later two more holders file
+    (pending: the vault's liquidity covers them, they wait for the next run). The scenario then
+    describes the chain as it is (now, stakers, minipools, prices)."""
+    sc = net.scenario
+    assert sc.wind_down is not None
+    live = Live(net, seed=sc.wind_down.seed, wind_down_at=sc.wind_down.at)
+    live.step(until=sc.wind_down.at)  # to the end of operations: the wind-down, then that day's business
+    live.run(days=sc.wind_down.days, pace=0)
+    end = live.now
+    live.file_requests(2, end + 3600)
+    live.depositor_run()
+    live.file_requests(2, end + 2 * 3600)
+    live._refresh_standins()
+    sc.now = live.now
+    sc.stakers = live.op.stakers()
+    return live
+
+
 @contextmanager
-def running_live(seed: int = 1) -> Iterator[tuple[Devnet, Live]]:
-    """The demo devnet with a ``Live`` driver for it."""
+def running_live(seed: int = 1, *, wind_down_at: int | None = None) -> Iterator[tuple[Devnet, Live]]:
+    """The demo devnet with a ``Live`` driver for it (ending operations at ``wind_down_at``)."""
     with running("demo") as net:
-        yield net, Live(net, seed=seed)
+        yield net, Live(net, seed=seed, wind_down_at=wind_down_at)

@@ -234,5 +234,9 @@ class Operator:
         self.send("Oracle", set_price.encode(ggp_in_avax, self.s.next_block_time()), "oracle price")
         self.send("PriceFeed", update_answer.encode(avax_usd, self.s.next_block_time()), "AVAX/USD round")
 
+    def set_feed(self, avax_usd: int) -> None:
+        """An AVAX/USD round only (the Oracle's GGP price left as it is)."""
+        self.send("PriceFeed", update_answer.encode(avax_usd, self.s.next_block_time()), "AVAX/USD round")
+
     def pause(self, name: str, paused: bool) -> None:
         self.send("Storage", set_paused.encode(name, paused), f"pause {name}={paused}")

@@ -4,13 +4,15 @@ every state at the scenario's ``now`` (QueuePlan).
 
 Pure functions of the scenario name (a seeded RNG), so the same scenario always produces the same
 chain. The seeder (seed.py) turns this data into transactions; the local stand-ins for third-party
-APIs read the same data so their answers agree with the chain.
+APIs read the same data so their answers agree with the chain. A wound-down scenario (WindDown) is
+this data up to the end of its operations; the live operator then plays its wind-down
+(live.play_wind_down, as deterministic) and brings the data up to date from the chain.
 """
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from eth_utils import keccak, to_checksum_address
 
@@ -43,6 +45,17 @@ QUEUE_MIN_ON_BEHALF = WAD // 100
 QUEUE_SEEDED = 50  # seconds before now: the block the queue's history is written in
 QUEUE_COVERED = 3  # pending requests at the front of the line the vault's liquidity covers at now
 
+# The end of operations: the protocol announced that operations ended on 2026-08-15 (withdrawals
+# stay open until 2026-12-31). From then on nobody updates the Oracle's GGP price or starts a GGP
+# rewards cycle, no minipool is created, launched or cycled, ggAVAX stops syncing rewards, and the
+# protocol's pauser sets these Storage flags ("contract.paused" + name): ggAVAX deposits
+# (TokenggAVAX), minipool creation and cycling (MinipoolManager), GGP inflation and cycles
+# (RewardsPool) and node-operator rewards (ClaimNodeOp). Staking stays open, so operators can take
+# their GGP back, and the Oracle is not flagged: it keeps its last price, which is simply not
+# updated any more. The withdraw queue stays open.
+WIND_DOWN_AT = 1_786_752_000  # 2026-08-15T00:00:00Z
+WIND_DOWN_PAUSED = ("TokenggAVAX", "MinipoolManager", "RewardsPool", "ClaimNodeOp")
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -53,6 +66,10 @@ class Shape:
     status_mix: tuple[int, ...]
     queue_open: int = 0  # open (pending or fulfilled) withdraw-queue requests at now
     queue_requesters: int = 0  # distinct requesters of those
+    # A wound-down scenario: operations end at ``wound_down_at`` and the chain is then played
+    # forward ``wound_down_days`` protocol days by the live operator in its wind-down (WindDown).
+    wound_down_at: int | None = None
+    wound_down_days: int = 0
 
     def resized(self, stakers: int, minipools: int | None = None) -> Shape:
         """The same scenario at another size: minipools (unless given), the status mix and the
@@ -65,7 +82,8 @@ class Shape:
         whole = sum(self.status_mix)
         requests = min(max(40, self.queue_open * stakers // self.stakers), 2 * self.queue_open)
         requesters = min(max(25, self.queue_requesters * stakers // self.stakers), 2 * self.queue_requesters)
-        return Shape(stakers, minipools, self.days, tuple(n * minipools // whole for n in self.status_mix), requests, requesters)
+        return replace(self, stakers=stakers, minipools=minipools, status_mix=tuple(n * minipools // whole for n in self.status_mix),
+                       queue_open=requests, queue_requesters=requesters)
 
 
 SHAPES = {
@@ -76,7 +94,14 @@ SHAPES = {
     # of them Finished), rounded up: what the "Running against mainnet" figures are measured on.
     "mainnet-size": Shape(stakers=600, minipools=1_000, days=45, status_mix=(10, 10, 330, 40, 520, 60, 30),
                           queue_open=260, queue_requesters=160),
+    # The demo's protocol up to the end of operations (2026-08-15), then 62 protocol days of its
+    # wind-down: every minipool has ended and handed its AVAX back, the vault drains through the
+    # queue, the Oracle's price is more than 60 days old, the GGP rewards cycle long overdue.
+    "wound-down": Shape(stakers=48, minipools=64, days=75, status_mix=(5, 5, 30, 6, 10, 4, 4), queue_open=40, queue_requesters=25,
+                        wound_down_at=WIND_DOWN_AT, wound_down_days=62),
 }
+# The live operator's RNG seed for the wound-down scenarios' wind-down.
+WIND_DOWN_SEED = 2
 # Named sizes: `scale` at the staker counts growth is measured at (benchmarks/bench_growth.py),
 # minipools in proportion. `scale` itself is the 10 000.
 SIZES = {"scale-1k": ("scale", 1_000), "scale-30k": ("scale", 30_000), "scale-100k": ("scale", 100_000)}
@@ -186,6 +211,18 @@ class QueuePlan:
         return out
 
 
+@dataclass(frozen=True)
+class WindDown:
+    """The end of operations a scenario is played through after seeding (live.play_wind_down):
+    at ``at`` the protocol winds down (WIND_DOWN_PAUSED), then the live operator runs ``days``
+    protocol days of the wind-down with RNG ``seed``."""
+
+    at: int
+    days: int
+    seed: int = WIND_DOWN_SEED
+    paused: tuple[str, ...] = WIND_DOWN_PAUSED
+
+
 @dataclass
 class Scenario:
     name: str
@@ -196,8 +233,14 @@ class Scenario:
     prices: list[tuple[int, int, int]]  # (time, GGP price in AVAX wei, AVAX/USD with 8 decimals)
     deposits: list[tuple[str, int]]  # ggAVAX depositors at the start
     validator_rate: float  # the primary-network reward rate the history is generated with
-    paused: dict[str, bool] = field(default_factory=dict)
+    paused: dict[str, bool] = field(default_factory=dict)  # flags set at the start
+    # The queue as seeded at the end of the history (for a wound-down scenario: before its wind-down).
     queue: QueuePlan | None = None
+    wind_down: WindDown | None = None
+    # GGP/AVAX on the market when it is not the Oracle's (after the end of operations the Oracle
+    # keeps its last price while the market moves); None: the Oracle's. The price stand-in quotes
+    # the Oracle's price unless asked for the market's (standins.Standins.ggp_quote).
+    ggp_market: int | None = None
 
     @property
     def final_price(self) -> int:
@@ -211,8 +254,14 @@ def build(name: str, stakers: int | None = None, minipools: int | None = None) -
     """The scenario's data; the same base scenario and size always give the same data."""
     name, seed, shape = resolve(name, stakers, minipools)
     rng = random.Random(f"ggp-devnet-{seed}")
-    start = GENESIS_TIME + 3600
-    now = GENESIS_TIME + shape.days * DAY + 6 * 3600
+    if shape.wound_down_at:
+        # Seeded up to 06:00 the day before operations end, the last daily prices four hours
+        # earlier (the Oracle's last update); the wind-down is played after seeding.
+        now = shape.wound_down_at - 18 * 3600
+        start = now - (shape.days - 1) * DAY - 5 * 3600
+    else:
+        start = GENESIS_TIME + 3600
+        now = GENESIS_TIME + shape.days * DAY + 6 * 3600
     prices = _prices(rng, start, shape.days)
     price = prices[-1][1]
     rate = 0.075
@@ -230,6 +279,10 @@ def build(name: str, stakers: int | None = None, minipools: int | None = None) -
     rest = target - queue.provided
     deposits = [(who, int(rest * w / sum(weights)) // WAD * WAD) for who, w in zip(holders, weights, strict=True)]
     _direct_requesters(queue, deposits)
+    if shape.wound_down_at:
+        # Nothing is paused while the protocol operates; the wind-down sets its flags.
+        return Scenario(name, start, now, rows, pools, prices, deposits, rate, {}, queue,
+                        WindDown(shape.wound_down_at, shape.wound_down_days))
     # A paused-flag example with no side effect on seeding (the devnet Oracle ignores the flag).
     paused = {"Oracle": True, "TokenggAVAX": False}
     return Scenario(name, start, now, rows, pools, prices, deposits, rate, paused, queue)

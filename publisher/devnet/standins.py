@@ -7,6 +7,12 @@ derived from the seeded scenario so node IDs and prices agree with the chain.
 
 One active minipool is deliberately absent from both validator APIs: the Launched minipool with
 the lowest index (``missing_node``), standing for a node whose AddValidatorTx is not accepted yet.
+With no active minipool (a wound-down protocol) both list no validator.
+
+The price API quotes AVAX at the feed's last answer and GGP, by default, at the Oracle's last
+price: after the end of operations the Oracle is no longer updated while GGP keeps trading, and
+quoting the market there instead (``Standins.quote_ggp("market")``, ``publisher devnet --ggp-quote
+market``) can put the cross-check beyond its bound.
 
 Faults are switched at runtime, in process (``standins.glacier.fault = Fault(status=429, times=2)``)
 or over HTTP (``POST /__fault`` with the Fault fields as JSON; ``{}`` clears; ``GET /__fault``
@@ -382,9 +388,18 @@ class PriceStandin(Service):
         return 200, answer
 
 
-def scenario_usd(scenario: Scenario) -> dict[str, Decimal]:
-    """USD prices matching the chain's final oracle price and feed answer (8 decimals)."""
+GGP_QUOTES = ("oracle", "market")
+
+
+def scenario_usd(scenario: Scenario, ggp_quote: str = "oracle") -> dict[str, Decimal]:
+    """USD prices matching the chain's final feed answer (8 decimals) and, for GGP, the Oracle's
+    last price ("oracle") or the market's when the scenario has one apart from it ("market": after
+    the end of operations the market moves on while the Oracle keeps its last price)."""
+    if ggp_quote not in GGP_QUOTES:
+        raise ValueError(f"GGP quote {ggp_quote!r}: choose one of {', '.join(GGP_QUOTES)}")
     _, ggp_avax, avax_usd = scenario.prices[-1]
+    if ggp_quote == "market" and scenario.ggp_market:
+        ggp_avax = scenario.ggp_market
     avax = Decimal(avax_usd) / 10**8
     return {"avalanche-2": avax, "gogopool": Decimal(ggp_avax) / WAD * avax}
 
@@ -395,6 +410,11 @@ class Standins:
 
     scenario: Scenario
     network: str = NETWORK  # Glacier's network name in the request path ("mainnet", "fuji", …)
+    # What the price API quotes for GGP: "oracle" (the Oracle's last GGP/AVAX price times the
+    # feed's AVAX/USD, so the build's cross-check agrees however stale the Oracle is) or "market"
+    # (the GGP market price, which keeps moving after the end of operations and can leave the
+    # stale Oracle beyond the cross-check's bound). Change it with ``quote_ggp``.
+    ggp_quote: str = "oracle"
     glacier: GlacierStandin = field(init=False)
     pchain: PChainStandin = field(init=False)
     prices: PriceStandin = field(init=False)
@@ -403,14 +423,19 @@ class Standins:
         records = validator_records(self.scenario)
         self.glacier = GlacierStandin(records, self.network)
         self.pchain = PChainStandin(records)
-        self.prices = PriceStandin(scenario_usd(self.scenario))
+        self.prices = PriceStandin(scenario_usd(self.scenario, self.ggp_quote))
 
     def refresh(self) -> None:
         """Describe the scenario as it is now (the live devnet updates it after every step)."""
         records = validator_records(self.scenario)
         self.glacier.records = sorted(records, key=lambda r: (-r.start, r.node_id))
         self.pchain.records = {r.node_id: r for r in records}
-        self.prices.usd = scenario_usd(self.scenario)
+        self.prices.usd = scenario_usd(self.scenario, self.ggp_quote)
+
+    def quote_ggp(self, which: str) -> None:
+        """Quote GGP at the Oracle's price ("oracle") or the market's ("market") from now on."""
+        self.prices.usd = scenario_usd(self.scenario, which)
+        self.ggp_quote = which
 
     @property
     def all(self) -> tuple[Service, ...]:
