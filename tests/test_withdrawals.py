@@ -197,3 +197,14 @@ def test_the_watch_sees_a_claim_and_a_request_deadline(demo, demo_profile, rpc):
         assert follower.look()[1] is None
         mine_at(rpc, deadline)
         assert follower.look()[1].startswith("deadline")
+
+
+def test_funded_requests_cannot_be_cancelled_while_deposits_are_paused(demo_snapshot):
+    from publisher.compute import queue as Q
+
+    now = demo_snapshot.block.timestamp
+    early = [r for r in demo_snapshot.withdraw_queue.requests if r.fulfilled and now < r.claimable_time]
+    assert early, "the demo holds a funded request before its claimable time"
+    open_ = Q.schedule(demo_snapshot).places
+    paused = Q.schedule(dataclasses.replace(demo_snapshot, paused={**demo_snapshot.paused, "TokenggAVAX": True})).places
+    assert all(open_[r.id].can_cancel and not paused[r.id].can_cancel for r in early)

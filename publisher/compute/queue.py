@@ -82,9 +82,10 @@ def status(r: UnstakeRequest, now: int) -> RequestStatus:
     return RequestStatus.FUNDED if r.fulfilled else RequestStatus.PENDING
 
 
-def can_cancel(r: UnstakeRequest, now: int) -> bool:
-    """Pending: any time. Funded: only before its claimable time. (The requester alone may.)"""
-    return not r.fulfilled or now < r.claimable_time
+def can_cancel(r: UnstakeRequest, now: int, deposits_paused: bool = False) -> bool:
+    """Pending: any time. Funded: only before its claimable time, and only while ggAVAX takes
+    deposits (the allocated AVAX is deposited back for fresh shares). The requester alone may."""
+    return not r.fulfilled or (now < r.claimable_time and not deposits_paused)
 
 
 def line(snap: Snapshot) -> list[UnstakeRequest]:
@@ -190,7 +191,8 @@ def schedule(snap: Snapshot) -> Schedule:
     for r in snap.withdraw_queue.requests if snap.withdraw_queue else ():
         if r.fulfilled:
             st = status(r, now)
-            places[r.id] = Place(st, st == RequestStatus.FUNDED, can_cancel(r, now), None, 0, None, False, None)
+            paused = bool(snap.paused.get("TokenggAVAX"))
+            places[r.id] = Place(st, st == RequestStatus.FUNDED, can_cancel(r, now, paused), None, 0, None, False, None)
     return Schedule(liquidity, returns, unscheduled, places, i, max(0, shortfall), last)
 
 

@@ -34,7 +34,7 @@ REQUEST = S.obj({
     "status": {"enum": STATUSES, "description": "pending: in line for liquidity; funded: AVAX allocated, claimable at once; expired: past its expiration, only reclaimable (its shares go back to the requester)"},
     "fulfilled": S.described(S.BOOLEAN, "AVAX has been allocated to it (true for funded requests, and for expired ones that were funded first)"),
     "canClaim": S.described(S.BOOLEAN, "the requester can claim the AVAX now (funded and not expired)"),
-    "canCancel": S.described(S.BOOLEAN, "the requester can still cancel: a pending request any time, a funded one only before its claimable time"),
+    "canCancel": S.described(S.BOOLEAN, "the requester can still cancel: a pending request any time, a funded one only before its claimable time and while ggAVAX takes deposits (its AVAX is deposited back)"),
     "shares": S.described(AVAX, "ggAVAX taken when the request was filed, whole tokens"),
     "expectedAvax": S.described(AVAX, "AVAX the requester is paid, fixed when the request was filed, whole AVAX"),
     "allocatedAvax": S.described(AVAX, "AVAX set aside for it (0 until funded), whole AVAX"),

@@ -1,0 +1,107 @@
+"""The API on a protocol that has ended operations: the seeded `wound-down` chain and a live
+devnet wound down in front of the test, both 60+ days after the last Oracle price update. Every
+endpoint is published and passes `check`; what is old is labelled, the forecasts say no
+distribution is expected, values that have an on-chain truth still equal it; and the guards that
+must refuse still do."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from support.chain import eth_call
+
+from publisher.build import build
+from publisher.chain import abis
+from publisher.collect import collect, devnet_profile
+from publisher.config import load_profile
+from publisher.devnet import running
+from publisher.devnet.live import running_live
+from publisher.errors import PublisherError
+from publisher.validate import load_dir, validate
+
+DAY = 86_400
+WAD = 10**18
+
+
+def body(out: Path, name: str):
+    return json.loads((out / name).read_text())
+
+
+def assert_published_honestly(out: Path, profile, net, snap) -> None:
+    files = load_dir(out)
+    assert validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age) == []
+    prices, metrics = body(out, "prices.json"), body(out, "metrics.json")
+    assert prices["stale"] is True and prices["ggpPriceAgeDays"] >= 60 and metrics["ggp_price_stale"] is True
+    assert any(w.startswith("GGP price is stale") for w in body(out, "status.json")["warnings"])
+    params = body(out, "rewards/params.json")
+    assert params["distributionExpected"] is False and params["noDistributionReason"]
+    assert all(p["result"]["distributionExpected"] is False for p in body(out, "rewards/grid.json")["points"])
+    staker = next(iter(sorted((out / "rewards").glob("0x*.json"))))
+    assert json.loads(staker.read_text())["distributionExpected"] is False
+    apy = body(out, "metrics/apy.json")
+    assert apy["total_apy"] is not None and apy["total_apy_after_fees"] is not None and metrics["ggavax_apy"] is not None
+    assert body(out, "featureFlags.json")["flags"]["minipoolCreation"] is False
+    page = (out / "index.html").read_text()
+    assert "The GGP price is stale" in page and "No GGP rewards distribution is expected" in page
+    # Values with an on-chain truth still equal it.
+    client = net_client(net)
+    block = snap.block.number
+    assert metrics["total_assets"] == eth_call(client, net.addresses["TokenggAVAX"], abis.totalAssets, block=block) / WAD
+    assert prices["oracle"]["price"] == str(eth_call(client, net.addresses["Oracle"], abis.getGGPPriceInAVAX, block=block)[0])
+    queue = body(out, "withdrawals.json")
+    assert queue["status"] == "ok"
+    assert queue["funded"]["avax"] == eth_call(client, net.addresses["WithdrawQueue"], abis.wq_totalAllocatedFunds, block=block) / WAD
+
+
+def net_client(net):
+    from publisher.chain.rpc import RpcClient
+
+    return RpcClient([net.url])
+
+
+@pytest.fixture(scope="module")
+def wound(tmp_path_factory):
+    with running("wound-down") as net:
+        profile = devnet_profile(load_profile("devnet"), net)
+        snap = collect(profile).snapshot
+        out = tmp_path_factory.mktemp("wound") / "out"
+        build(snap, profile, out)
+        yield net, profile, snap, out
+
+
+def test_the_wound_down_chain_publishes_every_endpoint_labelled(wound):
+    net, profile, snap, out = wound
+    assert_published_honestly(out, profile, net, snap)
+    assert body(out, "validators.json")["count"] == 0
+
+
+def test_the_guards_that_must_refuse_still_refuse_on_the_wound_down_chain(wound, tmp_path):
+    _, profile, snap, out = wound
+    # The AVAX/USD feed is a live third-party feed: an old round is refused, not labelled.
+    with pytest.raises(PublisherError, match=r"AVAX/USD feed .* old"):
+        collect(dataclasses.replace(profile, feed_max_age=60))
+    # A wrong value (a zero Oracle price) is refused, however old.
+    with pytest.raises(PublisherError, match="not positive"):
+        build(dataclasses.replace(snap, oracle=dataclasses.replace(snap.oracle, price=0)), profile, tmp_path / "zero")
+    # A block older than the live run is refused unless forced.
+    older = dataclasses.replace(snap, block=dataclasses.replace(snap.block, number=snap.block.number - 1))
+    with pytest.raises(PublisherError, match="older than the last run"):
+        build(older, profile, out)
+    # A stale price stripped of its label is refused by check.
+    files = load_dir(out)
+    files["/prices"] = json.dumps({**body(out, "prices.json"), "stale": False, "staleReason": None}).encode()
+    assert any("labelled stale: False" in p for p in validate(files, oracle_max_age=profile.oracle_max_age))
+
+
+def test_a_live_wind_down_publishes_sixty_days_after_the_last_price(tmp_path):
+    with running_live(seed=1) as (net, live):
+        live.run(days=2, pace=0)
+        live.wind_down_at = live.now + 1
+        live.run(days=62, pace=0)
+        profile = devnet_profile(load_profile("devnet"), net)
+        snap = collect(profile).snapshot
+        out = tmp_path / "out"
+        build(snap, profile, out)
+        assert_published_honestly(out, profile, net, snap)
