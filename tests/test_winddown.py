@@ -105,3 +105,38 @@ def test_a_live_wind_down_publishes_sixty_days_after_the_last_price(tmp_path):
         out = tmp_path / "out"
         build(snap, profile, out)
         assert_published_honestly(out, profile, net, snap)
+
+
+def test_the_watch_and_the_history_go_on_through_the_wind_down(tmp_path):
+    """After the end of operations the chain still moves (queue claims, expiries, the depositor's
+    runs): the watch sees each such block, and each publish adds to the price history, never
+    dropping or rewriting a day."""
+    from publisher.sources import history
+    from publisher.validate import compare_accumulated
+    from publisher.watch import Follower
+
+    with running_live(seed=1) as (net, live):
+        live.run(days=1, pace=0)
+        live.wind_down_at = live.now + 1
+        live.run(days=3, pace=0)
+        profile = devnet_profile(load_profile("devnet"), net)
+        client = net_client(net)
+        out = tmp_path / "out"
+        snap = collect(profile).snapshot
+        build(snap, profile, out)
+        follower = Follower(client, profile)
+        follower.published(snap)
+        reasons, before = [], load_dir(out)
+        for _ in range(4):
+            live.run(days=1, pace=0)
+            _, why = follower.look()
+            reasons.append(why)
+            snap = collect(profile, history_prior=history.load_published(out / "prices" / "history.json")).snapshot
+            build(snap, profile, out)
+            follower.published(snap)
+            after = load_dir(out)
+            assert compare_accumulated(before, after) == []
+            assert len(json.loads(after["/prices/history"])["points"]) >= len(json.loads(before["/prices/history"])["points"])
+            before = after
+    assert all(r is not None for r in reasons), reasons  # every wound-down day still changes something
+    assert body(out, "prices.json")["stale"] is True
