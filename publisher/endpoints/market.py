@@ -59,7 +59,8 @@ def prices(ctx: Context):
         "ggpInUSD": float(u["ggp_usd"]),
         "avaxInUSD": float(u["avax_usd"]),
         "stale": stale is not None, "staleReason": stale,
-        "ggpPriceAgeDays": (s.block.timestamp - s.oracle.timestamp) // 86_400,
+        # The Oracle takes the time its updater gives, which may run a few seconds ahead of the block.
+        "ggpPriceAgeDays": max(0, s.block.timestamp - s.oracle.timestamp) // 86_400,
         "oracle": {"price": str(s.oracle.price), "timestamp": s.oracle.timestamp},
         "feed": {"address": s.feed.address, "roundId": str(s.feed.round_id), "answer": str(s.feed.answer),
                  "decimals": s.feed.decimals, "updatedAt": s.feed.updated_at},
