@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from . import __version__
-from .build import check_snapshot, generated_at
+from . import __version__, snapshot
+from .build import generated_at
 from .config import Profile
 from .endpoints.context import Context
 from .endpoints.registry import Deferred, Endpoint, Row, file_for, load_all, resolve
@@ -528,7 +528,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
 def _build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool, full: bool) -> Built:
     t0 = time.monotonic()
     stages: dict[str, float] = {}
-    check_snapshot(snap)
+    snapshot.check(snap)
     load_all()  # the registry imports its modules once, here, not in each worker
     ctx = context(snap, profile)
     out = Path(os.path.abspath(out_dir))

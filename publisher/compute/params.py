@@ -24,10 +24,13 @@ distribution is on time, more when it is overdue (then the distribution time is 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from ..protocol import MinipoolStatus
-from ..snapshot import Minipool, Snapshot, Staker, Validator
 from . import rewards
+
+if TYPE_CHECKING:  # the snapshot module checks its values with this one
+    from ..snapshot import Minipool, Snapshot, Staker, Validator
 
 WAD = rewards.WAD
 YEAR = rewards.YEAR
