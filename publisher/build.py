@@ -39,6 +39,6 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
 
 def write_tree(out_dir: Path, files: dict[str, bytes]) -> None:
     """Swap in a tree of the given files, unvalidated and without a record (hand-made trees)."""
-    from .pipeline import write_files
+    from .tree import write_files
 
     write_files(out_dir, files)

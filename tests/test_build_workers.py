@@ -9,7 +9,8 @@ import pytest
 from publisher import pipeline
 from publisher.endpoints import operators
 from publisher.endpoints.registry import Rows
-from publisher.pipeline import RECORD, build
+from publisher.pipeline import build
+from publisher.tree import RECORD
 from publisher.validate import load_dir
 
 

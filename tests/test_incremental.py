@@ -21,8 +21,9 @@ from publisher.config import load_profile
 from publisher.devnet import running
 from publisher.devnet.changes import write_stakers
 from publisher.errors import PublisherError
-from publisher.pipeline import RECORD, build
+from publisher.pipeline import build
 from publisher.snapshot import Staker
+from publisher.tree import RECORD
 from publisher.validate import load_dir
 
 EPOCH = "1800000000"
