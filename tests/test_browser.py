@@ -9,7 +9,7 @@ import pytest
 import requests
 from support.browser import Chromium
 
-from publisher.build import build
+from publisher.pipeline import build
 from publisher.serve import make_server
 
 PAGES = {"index": "/", "reference": "/docs.html", "calculator": "/calculator.html"}

@@ -12,12 +12,12 @@ import json
 from contextlib import contextmanager
 from fractions import Fraction
 
-from publisher.build import build
 from publisher.chain import abis
 from publisher.collect import collect, devnet_profile
 from publisher.config import load_profile
 from publisher.devnet.live import running_live
 from publisher.devnet.scenarios import DAY
+from publisher.pipeline import build
 
 WAD = 10**18
 YEAR = 365 * DAY
