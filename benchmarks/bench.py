@@ -76,8 +76,9 @@ def main() -> None:
     from publisher.config import load_profile
     from publisher.devnet import running
     from publisher.devnet.changes import write_stakers
-    from publisher.pipeline import build
+    from publisher.incremental import Cache, build
     from publisher.validate import load_dir, network_profile, validate
+    from publisher.workers import cores
 
     report: dict = {"scenario": args.scenario, "targets": TARGETS}
     rows: list[tuple[str, str, str]] = []
@@ -100,8 +101,9 @@ def main() -> None:
         row("snapshot", f"{c.wall:.2f} s (cpu {c.cpu:.2f})",
             f"load {c.load}; {n.http_requests + got.http.requests} HTTP requests, {n.rpc_calls} JSON-RPC calls")
 
+        cache = Cache()  # one process building again and again, as `publisher watch`
         with Clock() as c:
-            built = build(snap, profile, out)
+            built = build(snap, profile, out, cache=cache, workers=cores())
         report["full_build"] = {"seconds": c.wall, "cpu": c.cpu, "load": c.load, "files": built.count,
                                 "bytes": built.bytes, "stages": built.stages, "processes": record.machine()["cores"]}
         stages = ", ".join(f"{k} {v:.2f}" for k, v in built.stages.items())
@@ -127,7 +129,7 @@ def main() -> None:
                 with Clock() as s:
                     snap = collect(profile).snapshot
                 with Clock() as c:
-                    built = build(snap, profile, out)
+                    built = build(snap, profile, out, cache=cache, workers=cores())
                 if not warm:
                     runs.append({"snapshot": s.wall, "seconds": c.wall, "cpu": c.cpu, "load": c.load,
                                  "rendered": built.rendered, "written": built.written, "stages": built.stages})
@@ -140,7 +142,7 @@ def main() -> None:
                 f"snapshot {snaps[len(snaps) // 2]:.2f} + build {wall[0]:.2f} / {wall[len(wall) // 2]:.2f} s",
                 f"min / median of {len(runs)}; load {c.load}; {built.rendered} rendered, {built.written} written")
 
-        report["publish"] = publish_figures(out, snap, net, profile, row)
+        report["publish"] = publish_figures(out, snap, net, profile, row, cache)
 
     if not args.quick:
         report["function"] = function_figures(snap, row)
@@ -151,13 +153,14 @@ def main() -> None:
     subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
-def publish_figures(out: Path, snap, net, profile, row) -> dict:
+def publish_figures(out: Path, snap, net, profile, row, cache) -> dict:
     import bench_watch
 
     from publisher.collect import collect
     from publisher.devnet.changes import write_stakers
-    from publisher.pipeline import build
+    from publisher.incremental import build
     from publisher.publish import publish
+    from publisher.workers import cores
 
     figures = {}
     with bench_watch.moto_bucket("api") as endpoint:
@@ -166,7 +169,7 @@ def publish_figures(out: Path, snap, net, profile, row) -> dict:
             if k is not None:
                 write_stakers(net.url, net.addresses["Staking"], changed_stakers(snap, k, 99))
                 snap = collect(profile).snapshot
-                build(snap, profile, out)
+                build(snap, profile, out, cache=cache, workers=cores())
             with Clock() as c:
                 result = publish(out, "api", endpoint_url=endpoint)
             r, plan = result.requests, result.plan

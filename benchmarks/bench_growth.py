@@ -75,7 +75,7 @@ def disk_seconds(out: Path) -> float:
     same sizes, same folders) in an empty folder beside it. File creation is not linear in the
     number of files on every file system; this says how much of a build's slope is the disk's."""
     from publisher.endpoints.registry import file_for
-    from publisher.pipeline import RECORD
+    from publisher.tree import RECORD
 
     files = json.loads((out / RECORD).read_bytes())["files"]
     with tempfile.TemporaryDirectory(prefix="bench-disk-", dir=out.parent) as tmp:

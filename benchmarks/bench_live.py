@@ -29,12 +29,13 @@ from pathlib import Path
 
 import record
 
-from publisher.build import build
 from publisher.collect import collect, devnet_profile
 from publisher.config import load_profile
-from publisher.devnet.live import running_live
+from publisher.devnet import running_live
 from publisher.devnet.scenarios import DAY
+from publisher.incremental import Cache, build
 from publisher.sources import history
+from publisher.workers import cores
 
 WAD = 10**18
 YEAR = 365 * DAY
@@ -122,6 +123,7 @@ def main() -> None:
     with running_live(args.seed) as (net, live), tempfile.TemporaryDirectory() as tmp:
         profile = devnet_profile(load_profile("devnet"), net)
         out = Path(tmp) / "out"
+        cache = Cache()  # one process building again and again, as `publisher watch`
         paid_seen = 0
         while scored < args.cycles:
             live.step()
@@ -157,7 +159,7 @@ def main() -> None:
                 snap = collect(profile, history_prior=prior).snapshot
                 if not args.archive:
                     snap = dataclasses.replace(snap, apy_base=None)
-                build(snap, profile, out, force=True)
+                build(snap, profile, out, cache=cache, workers=cores(), force=True)
                 build_seconds.append(time.perf_counter() - tb)
                 loads.sample()
                 b = read_build(out)

@@ -242,18 +242,22 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
     """Build every endpoint into OUT (default out/), validated, swapped in atomically."""
     from .collect import open_network
     from .config import load_profile
-    from .pipeline import build as build_api
+    from .incremental import Cache
     from .progress import Progress
+    from .runs import build as build_snapshot
     from .runs import read_and_build
     from .snapshot import Snapshot
+    from .workers import cores
 
     t0 = time.monotonic()
     if from_snapshot:
         snap = Snapshot.load(from_snapshot)
-        built = build_api(snap, load_profile(snap.network), out_dir, force=force, full=full)
+        built = build_snapshot(snap, load_profile(snap.network), out_dir, cache=Cache(keep_rows=False),
+                               workers=cores(), force=force, full=full)
     else:
         with open_network(network, rpc_url, scenario) as profile:
-            run = read_and_build(profile, out_dir, block, force=force, full=full, progress=Progress())
+            run = read_and_build(profile, out_dir, block, cache=Cache(keep_rows=False), workers=cores(), force=force,
+                                 full=full, progress=Progress())
         _summary(run.collected)
         snap, built = run.collected.snapshot, run.built
     click.echo(f"built     {built.endpoints} endpoints, {built.count} files, {built.bytes:,} bytes "
@@ -354,6 +358,7 @@ def watch(network, rpc_url, out_dir, bucket, prefix, endpoint_url, region, distr
     from .collect import open_network
     from .runs import Target
     from .watch import watch as follow
+    from .workers import cores
 
     target = Target(bucket, prefix, endpoint_url, region, distribution_id, max_age)
     stop_on_signals()
@@ -362,7 +367,7 @@ def watch(network, rpc_url, out_dir, bucket, prefix, endpoint_url, region, distr
         click.echo(f"watching  {network} every {poll:g}s, publishing to s3://{bucket}/{prefix} "
                    f"(heartbeat {every:g}s; Ctrl-C to stop)")
         try:
-            done = follow(profile, out_dir, target, poll=poll, heartbeat=every, runs=runs,
+            done = follow(profile, out_dir, target, poll=poll, heartbeat=every, workers=cores(), runs=runs,
                           echo=click.echo)
         except KeyboardInterrupt:
             click.echo("stopping")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from . import sources
+from . import snapshot, sources
 from .chain.reader import DAY, Reader, Reorged, find_block_at, verify_canonical
 from .chain.rpc import Counters, RpcClient
 from .compute.prices import stale_oracle
@@ -83,13 +83,11 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
 
 def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile, block: int | None,
              progress: Progress | None, history_prior: history.PriorHistory | None) -> Collected:
-    from .build import check_snapshot
-
     early = _EarlyValidators(sources.glacier(profile, http), sources.pchain(profile, http))
     snap = Reader(client, profile, progress, on_minipools=early.start).read(block)
     # The chain's own invariants first: nothing may derive from values that break them (a zero
     # oracle price would otherwise reach the price cross-check's division).
-    check_snapshot(snap)
+    snapshot.check(snap)
     warnings = list(snap.warnings)
 
     price_check = None

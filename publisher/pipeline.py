@@ -1,50 +1,44 @@
-"""The build core: Snapshot -> validated files in out/, doing work in proportion to what changed.
+"""The build core: Snapshot -> every file of the API, validated, in a new tree behind ``out``.
 
-``build(snapshot, profile, out)`` is what ``publisher build`` and the benchmarks call.
+    render    every endpoint's bodies from the snapshot, in registry order (pure functions)
+    validate  each body against its endpoint's schema, once, as it is rendered
+    write     each into the tree ``out`` does not point at (``publisher.tree``)
+    check     /status from the digests of all the others, the cross-file invariants, the change
+              bounds against the live tree
+    switch    ``out`` to the new tree with one rename
 
-``out`` is a symlink to one of two sibling trees, ``.out.a`` and ``.out.b``. A build brings the
-tree ``out`` does not point at from its own state (two runs ago) to this run's, touching only the
-files whose digest differs, then flips the link with one rename: a reader sees the previous tree
-or the new one, never a missing or half-written out/.
+``build`` does exactly that for every file (``publisher build --full``). ``publisher.incremental``
+is a layer beside it that hands ``build`` its own way of making the files (``files``): it carries
+the files whose declared inputs are unchanged from the live tree and spreads the per-entity files
+over forked workers. It must leave the same bytes; a test holds it to this core over random changes.
 
-Each tree holds a record, ``.build.json``: for every file its sha256, size and a key saying what
-it was made from. A per-entity file (``Deferred``) whose inputs hash to the same key is not
-rendered again: it is hard-linked from the live tree. An aggregate whose content apart from
-``meta`` is unchanged keeps its previous bytes, so its ``meta.block`` is the block at which that
-content was last read (it still holds at this run's block; /status names this run's block and is
-the freshness authority). Every file rendered is validated once, here, with its endpoint in hand;
-carried files were validated when they were written. The record is also the manifest
-``publisher publish`` trusts.
+One rule of the output lives here: an aggregate (a body with ``meta``) whose content apart from
+``meta`` equals the live file's keeps the live bytes. Its ``meta.block`` is then the block at which
+that content was last read (it still holds at this run's block); /status names this run's block and
+is the freshness authority. A block that changes nothing changes no file but /status.
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import hashlib
-import itertools
-import json
 import os
-import pickle
 import shutil
-import signal
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import partial
 from pathlib import Path
 
-from . import __version__
-from .build import check_snapshot, generated_at
+from . import __version__, snapshot
 from .config import Profile
 from .endpoints.context import Context
-from .endpoints.registry import Deferred, Endpoint, Row, file_for, load_all, resolve
+from .endpoints.registry import Endpoint, Row, file_for, load_all, resolve
 from .endpoints.units import dumps, dumps_value
 from .errors import PublisherError, every_cause
 from .snapshot import Snapshot
+from .tree import RECORD_FORMAT, TreeFiles, TreeWriter, flip, sha256, trees
 from .validate import compare_previous, invariants, older_block, schema_problems, strict_loads
 
-RECORD = ".build.json"
-RECORD_FORMAT = "ggp-publisher-build/2"
 JSON = "application/json"
 
 
@@ -60,6 +54,131 @@ class Built:
     written: int  # files written or linked into the tree
     seconds: float
     stages: dict[str, float] = field(default_factory=dict)
+
+
+Files = Callable[[Context, "Path | None", Path], "Made"]  # (context, live tree, tree being written) -> the files
+
+
+def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool = False,
+          files: Files | None = None) -> Built:
+    """Render, validate and write every file, check the whole, switch ``out_dir`` to the new tree.
+
+    ``files`` makes the files before /status into the tree being written (default ``render_all``:
+    every one; ``incremental.build`` passes its own). ``force``: skip the change bounds against the
+    live tree (schemas and invariants always hold)."""
+    t0 = time.monotonic()
+    snapshot.check(snap)
+    load_all()  # the registry's modules are imported once, here, before any worker forks
+    ctx = context(snap, profile)
+    out = Path(os.path.abspath(out_dir))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    live, target = trees(out)
+    if live is not None and not force:
+        # First, before anything is rendered: a block older than the live run's is refused as such.
+        try:
+            went_back = older_block(TreeFiles(live)["/status"], snap.network, snap.chain_id, snap.block.number)
+        except KeyError:
+            went_back = None
+        if went_back:
+            raise PublisherError(f"refusing to write {out_dir}: {went_back}; --force overrides")
+    # Every object alive now (the snapshot above all) outlives the build: the collector need not
+    # visit them again and again while the build allocates.
+    gc.freeze()
+    try:
+        made = (files or render_all)(ctx, live, target)
+        t = time.monotonic()
+        final = {}
+        for ep, path, body in final_bodies(ctx, {p: (e[0], e[1]) for p, e in made.entries.items()}):
+            made.problems += schema_problems(ep, path, body)
+            final[path] = encode(path, body)
+            made.reads[path] = body
+        made.problems += invariants(made.reads, profile.feed_max_age, profile.oracle_max_age, now=snap.block.timestamp)
+        if live is not None and not force:
+            made.problems += compare_previous(TreeFiles(live), TreeFiles(target, final),
+                                              max_price_move_pct=profile.max_price_move_pct,
+                                              max_staker_drop_pct=profile.max_staker_drop_pct)
+        if made.problems:
+            raise PublisherError(f"refusing to write {out_dir}: {every_cause(made.problems)}")
+        for path, data in final.items():
+            sha = sha256(data)
+            made.writer.write(path, data, sha)
+            made.entries[path] = [sha, len(data), None, None]
+        made.writer.finish(record(snap, made))
+        flip(out, target)
+        made.stages["guards+status+swap"] = time.monotonic() - t
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)  # never live; the next build writes it afresh
+        raise
+    finally:
+        gc.unfreeze()
+    endpoints = sum(1 for e in load_all().values() if not e.is_function)
+    return Built(out, target, len(made.entries), sum(e[1] for e in made.entries.values()), endpoints,
+                 made.rendered, made.carried, made.writer.written, time.monotonic() - t0, made.stages)
+
+
+def render_all(ctx: Context, live: Path | None, target: Path) -> Made:
+    """Every file rendered, validated and written into a fresh tree."""
+    made = Made(TreeWriter(target))
+    t = time.monotonic()
+    for ep, path, value in bodies(ctx):
+        made.put(ep, path, resolve(value), keep=partial(keep_live, made.writer, live, path))
+    made.stages["render+validate+write"] = time.monotonic() - t
+    return made
+
+
+@dataclass
+class Made:
+    """The files of a build but the final ones (/status), as the rest of the build needs them."""
+
+    writer: TreeWriter
+    run: str | None = None  # what the record's input keys leave out (the incremental layer's)
+    entries: dict[str, list] = field(default_factory=dict)  # path -> [sha256, size, inputs key, content key]
+    reads: dict = field(default_factory=dict)  # path -> what the invariants read of it (an entity: None)
+    problems: list[str] = field(default_factory=list)
+    rendered: int = 0
+    carried: int = 0
+    stages: dict[str, float] = field(default_factory=dict)
+
+    def put(self, ep: Endpoint, path: str, body, key: str | None = None,
+            keep: Callable[[str], list | None] | None = None) -> str | None:
+        """Validate a rendered body and write it; the sha256 written, or None (a schema problem, or
+        the live bytes kept). ``keep(content key)``, for an aggregate: puts the live file into the
+        tree and returns its entry when its content is the same as this body's."""
+        self.reads[path] = extract(path, body)
+        data, ckey = b"", None
+        if type(body) is dict and type(body.get("meta")) is dict:
+            data, ckey = encode_stamped(path, body)
+            old = keep(ckey) if keep else None
+            if old is not None:
+                self.entries[path] = [old[0], old[1], key, ckey]
+                self.carried += 1
+                return None
+        self.rendered += 1
+        if ep.content_type == JSON:
+            errors = schema_problems(ep, path, body)
+            if errors:
+                self.problems += errors
+                return None
+        data = data or encode(path, body)
+        sha = sha256(data)
+        self.writer.write(path, data, sha)
+        self.entries[path] = [sha, len(data), key, ckey]
+        return sha
+
+
+def record(snap: Snapshot, made: Made) -> dict:
+    """The tree's ``.build.json``: what it holds, and the run that made it."""
+    return {"format": RECORD_FORMAT, "run": made.run, "network": snap.network, "chainId": snap.chain_id,
+            "block": {"number": snap.block.number, "hash": snap.block.hash, "timestamp": snap.block.timestamp},
+            "files": made.entries}
+
+
+# ---- rendering -----------------------------------------------------------------------------------
+
+
+def generated_at() -> int:
+    # SOURCE_DATE_EPOCH makes rebuilds byte-identical, /status included.
+    return int(os.environ.get("SOURCE_DATE_EPOCH") or time.time())
 
 
 def context(snap: Snapshot, profile: Profile) -> Context:
@@ -115,43 +234,6 @@ def _row_json(row: Row) -> bytes:
     return data
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def inputs_key(value: Deferred, memo: dict[int, bytes]) -> str:
-    parts: list[bytes] = []
-    _describe(parts, value.inputs, memo)
-    return hashlib.blake2b(b"".join(parts), digest_size=16).hexdigest()
-
-
-def _describe(parts: list[bytes], x, memo: dict[int, bytes]) -> None:
-    """A complete, stable description of frozen dataclasses, tuples, lists and scalars: scalars by
-    their repr, each snapshot record digested once per build however many files read it (records
-    live as long as the build, so their ids are stable; nothing else is memoized by id)."""
-    kind = type(x)
-    if kind is tuple or kind is list:
-        parts.append(b"[")
-        for item in x:  # tens of thousands of records per build: the memo first
-            digest = memo.get(id(item))
-            if digest is None:
-                _describe(parts, item, memo)
-            else:
-                parts.append(digest)
-        parts.append(b"]")
-    elif hasattr(kind, "__dataclass_fields__"):
-        digest = memo.get(id(x))
-        if digest is None:
-            # Its class and field values, pickled: half the cost of its repr. Pickle's bytes
-            # determine the value they load as, so two different records never share them.
-            fields = x.__dict__.values() if hasattr(x, "__dict__") else [getattr(x, f) for f in kind.__dataclass_fields__]
-            data = pickle.dumps((kind.__qualname__, tuple(fields)), 5)
-            digest = memo[id(x)] = hashlib.blake2b(data, digest_size=16).digest()
-        parts.append(digest)
-    else:
-        parts.append(repr(x).encode() + b"\0")
-
-
 def content_key(body: dict) -> str:
     """The digest of an aggregate without its block stamp."""
     return sha256(dumps({k: v for k, v in body.items() if k != "meta"}))
@@ -170,140 +252,8 @@ def encode_stamped(path: str, body: dict) -> tuple[bytes, str]:
     return b"{" + b",".join(key + value for _, key, value in members) + b"}\n", content.hexdigest()
 
 
-@cache
-def code_digest() -> str:
-    """Digest of the package's code and templates: a per-entity key says nothing about the code
-    that renders it, so a different build of the publisher renders everything again."""
-    root = Path(__file__).parent
-    h = hashlib.sha256(__version__.encode())
-    for f in sorted([*root.rglob("*.py"), *root.rglob("*.j2")]):
-        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
-
-
-def run_key(snap: Snapshot, profile: Profile) -> str:
-    """What every file of a run depends on besides its own inputs."""
-    return sha256(dumps([code_digest(), snap.network, snap.chain_id, dict(sorted(profile.flags.items())),
-                         profile.cadence_seconds, profile.validator_default_rate_pct, profile.oracle_max_age]))
-
-
-# ---- the trees behind out/ ----------------------------------------------------------------------
-
-
-def trees(out: Path) -> tuple[Path | None, Path]:
-    """(the tree readers see now, or None; the tree this build writes)."""
-    a, b = out.parent / f".{out.name}.a", out.parent / f".{out.name}.b"
-    if out.is_symlink():
-        live = out.resolve()
-        return (live if live.is_dir() else None), (b if live.name == a.name else a)
-    return (out if out.is_dir() else None), a
-
-
-def read_record(tree: Path | None) -> dict | None:
-    if tree is None:
-        return None
-    try:
-        doc = json.loads((tree / RECORD).read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict) or doc.get("format") != RECORD_FORMAT or not isinstance(doc.get("files"), dict):
-        return None
-    return doc
-
-
-class TreeWriter:
-    """Brings a tree that is not live to a new state, touching only files whose sha256 differs
-    from what its record says it holds. A file is unlinked before it is replaced: it may be a hard
-    link shared with the live tree."""
-
-    def __init__(self, tree: Path, holds: dict[str, list] | None):
-        if holds is None and tree.exists():
-            shutil.rmtree(tree)  # unknown content: start afresh
-        tree.mkdir(parents=True, exist_ok=True)
-        os.chmod(tree, 0o755)
-        (tree / RECORD).unlink(missing_ok=True)  # until finished, the tree vouches for nothing
-        self.tree = tree
-        self.root = str(tree)  # plain strings: tens of thousands of files, pathlib's overhead shows
-        self.holds = holds or {}
-        self.folders: set[str] = set()
-        self.written = 0
-
-    def _target(self, path: str) -> str:
-        f = f"{self.root}/{file_for(path)}"
-        if path in self.holds:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f)
-        else:
-            folder = os.path.dirname(f)
-            if folder not in self.folders:
-                os.makedirs(folder, exist_ok=True)
-                self.folders.add(folder)
-        return f
-
-    def _same(self, path: str, sha: str) -> bool:
-        held = self.holds.get(path)
-        return held is not None and held[0] == sha
-
-    def write(self, path: str, data: bytes, sha: str) -> None:
-        if not self._same(path, sha):
-            fd = os.open(self._target(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
-            self.written += 1
-
-    def link(self, path: str, source: Path, sha: str) -> None:
-        """Hard-link ``path`` from the tree ``source`` (the live one)."""
-        if not self._same(path, sha):
-            os.link(f"{source}/{file_for(path)}", self._target(path))
-            self.written += 1
-
-    def finish(self, record: dict) -> None:
-        for path in self.holds.keys() - record["files"].keys():
-            (self.tree / file_for(path)).unlink(missing_ok=True)
-        (self.tree / RECORD).write_bytes(json.dumps(record, separators=(",", ":"), sort_keys=True).encode())
-
-
-def flip(out: Path, tree: Path) -> None:
-    """Point ``out`` at ``tree`` with one rename."""
-    tmp = out.parent / f".{out.name}.link-{os.getpid()}"
-    tmp.unlink(missing_ok=True)
-    os.symlink(tree.name, tmp)
-    if out.is_dir() and not out.is_symlink():
-        # Once, when out/ is still a plain directory: it becomes the other tree (two renames).
-        other = out.parent / f".{out.name}.{'b' if tree.name.endswith('.a') else 'a'}"
-        if other.exists():
-            shutil.rmtree(other)
-        os.rename(out, other)
-    os.replace(tmp, out)
-
-
-class TreeFiles(Mapping):
-    """URL path -> bytes of a built tree, read only when asked: the guards read a few files."""
-
-    def __init__(self, root: Path, extra: dict[str, bytes] | None = None):
-        self.root, self.extra = root, extra or {}
-
-    def __getitem__(self, path: str) -> bytes:
-        if path in self.extra:
-            return self.extra[path]
-        try:
-            return (self.root / file_for(path)).read_bytes()
-        except OSError:
-            raise KeyError(path) from None
-
-    def __iter__(self):
-        raise TypeError("a tree's files are read by path")
-
-    def __len__(self) -> int:
-        raise TypeError("a tree's files are read by path")
-
-
-def _previous_content(live: Path | None, path: str) -> tuple[str, bytes] | None:
-    """(content key, bytes) of an aggregate in a tree without a usable record."""
+def keep_live(writer: TreeWriter, live: Path | None, path: str, ckey: str) -> list | None:
+    """The live aggregate at ``path``, written into the tree, if its content is ``ckey``."""
     if live is None:
         return None
     try:
@@ -311,59 +261,14 @@ def _previous_content(live: Path | None, path: str) -> tuple[str, bytes] | None:
         body = strict_loads(data)
     except (OSError, ValueError):
         return None
-    if not isinstance(body, dict) or dumps(body) != data:
-        return None  # not written by this serializer: nothing to keep
-    return content_key(body), data
+    if not isinstance(body, dict) or dumps(body) != data or content_key(body) != ckey:
+        return None  # another content, or not written by this serializer: nothing to keep
+    sha = sha256(data)
+    writer.write(path, data, sha)
+    return [sha, len(data)]
 
 
-class _Bodies(dict):
-    """Bodies for the invariants; a carried aggregate is read from its file only if one reads it
-    and this process has not kept what the invariants read of those very bytes already."""
-
-    def __init__(self):
-        super().__init__()
-        self.exact: dict[str, str] = {}  # path -> sha256 of the bytes its value was read from
-
-    def __getitem__(self, path):
-        value = super().__getitem__(path)
-        if isinstance(value, _Carried):
-            sha, remembered = value.sha, _REMEMBERED.get(path)
-            value = remembered[1] if remembered and remembered[0] == sha else \
-                _kept(path, strict_loads(value.file.read_bytes()))
-            self[path] = value
-            self.exact[path] = sha
-        return value
-
-    def remember(self) -> None:
-        """Keep, for this process's next build, what was read of these very bytes."""
-        _REMEMBERED.clear()
-        _REMEMBERED.update((path, (sha, dict.__getitem__(self, path))) for path, sha in self.exact.items())
-
-    def get(self, path, default=None):
-        try:
-            return self[path]
-        except KeyError:
-            return default
-
-
-def _carry(writer: TreeWriter, path: str, live: Path, old: list, verify: bool = False) -> bool:
-    """Link the live tree's file; False if it is gone (then it is rendered again). ``verify``
-    (aggregates: few files, and the guards compare them) also refuses a file that no longer
-    matches its record, edited in place since the build that wrote it."""
-    if verify:
-        try:
-            if sha256((live / file_for(path)).read_bytes()) != old[0]:
-                return False
-        except OSError:
-            return False
-    try:
-        writer.link(path, live, old[0])
-    except FileNotFoundError:
-        return False
-    return True
-
-
-# ---- the build ---------------------------------------------------------------------------------
+# ---- what the invariants read --------------------------------------------------------------------
 
 # What validate.invariants reads of each aggregate: every other body is dropped once written, and
 # of the long lists only these fields of each row are kept (the bodies are tens of megabytes at
@@ -374,293 +279,10 @@ INVARIANT_READS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
-@dataclass(frozen=True)
-class _Carried:
-    file: Path
-    sha: str
-
-
-# path -> (sha256, what the invariants read of it) for the aggregates of this process's last
-# build: a watch carries /stakers build after build, and parsing it each time would cost more
-# than the rest of such a build.
-_REMEMBERED: dict[str, tuple[str, object]] = {}
-
-
-def _kept(path: str, body):
-    """What the invariants need of an aggregate's body (None: nothing but that it exists)."""
+def extract(path: str, body):
+    """What the invariants need of a body (None: nothing but that it exists)."""
     if path not in INVARIANT_READS or not isinstance(body, dict):
         return None
     lists = INVARIANT_READS[path]
     return {k: [{f: row[f] for f in lists[k] if f in row} for row in v if isinstance(row, dict)]
             if k in lists and isinstance(v, list) else v for k, v in body.items()}
-
-
-@dataclass
-class _Carry:
-    """What an entity file may be carried from: the live tree and its record (same run key)."""
-
-    live: Path
-    files: dict[str, list]
-
-
-@dataclass
-class _Share:
-    """One worker's part of the per-entity files."""
-
-    done: list[tuple[str, str, int, str | None]] = field(default_factory=list)  # path, sha256, size, inputs key
-    problems: list[str] = field(default_factory=list)
-    written: int = 0
-    rendered: int = 0
-    carried: int = 0
-
-
-def _entities(ctx: Context, share: int, n: int, writer: TreeWriter, carry: _Carry | None,
-              memo: dict[int, bytes]) -> _Share:
-    """Every n-th per-entity file from the ``share``-th: carried from the live tree while its
-    inputs key is unchanged, else rendered, validated and written."""
-    out, before = _Share(), writer.written
-    for ep, path, value in itertools.islice(bodies(ctx, entities=True), share, None, n):
-        ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
-        old = carry.files.get(path) if carry else None
-        if carry and old and ikey and old[2] == ikey and _carry(writer, path, carry.live, old):
-            out.done.append((path, old[0], old[1], ikey))  # same inputs, same content
-            out.carried += 1
-            continue
-        out.rendered += 1
-        body = resolve(value)
-        if ep.content_type == JSON:
-            errors = schema_problems(ep, path, body)
-            if errors:
-                out.problems += errors
-                continue
-        data = encode(path, body)
-        sha = sha256(data)
-        writer.write(path, data, sha)
-        out.done.append((path, sha, len(data), ikey))
-    out.written = writer.written - before
-    return out
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-class _Workers:
-    """``_entities`` over forked processes, one per core, each taking every n-th entity, while the
-    parent renders the aggregates: forked after the snapshot is in memory, a worker is sent
-    nothing and returns only digests. Inline with one core."""
-
-    def __init__(self, ctx: Context, writer: TreeWriter, carry: _Carry | None, memo: dict[int, bytes]):
-        self.ctx, self.writer, self.carry, self.memo = ctx, writer, carry, memo
-        self.n = _cores() if hasattr(os, "fork") else 1
-        self.children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
-
-    def __enter__(self):
-        for share in range(self.n if self.n > 1 else 0):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the worker: never returns into the caller's code
-                status = 1
-                try:
-                    # A collection would write to every object it visits, copying pages the
-                    # worker only reads: a worker lives for one build and never collects.
-                    gc.disable()
-                    os.close(r)
-                    try:
-                        result: tuple = ("ok", _entities(self.ctx, share, self.n, self.writer, self.carry, self.memo))
-                    except BaseException as exc:  # every failure goes to the parent
-                        result = ("error", exc)
-                    try:
-                        data = pickle.dumps(result)
-                    except Exception:  # an exception that does not pickle: its text
-                        data = pickle.dumps(("error", PublisherError(repr(result[1]))))
-                    with os.fdopen(w, "wb") as pipe:
-                        pipe.write(data)
-                    status = 0
-                finally:
-                    os._exit(status)
-            os.close(w)
-            self.children.append((pid, r))
-        return self
-
-    def results(self) -> Iterator[_Share]:
-        """Each share; the files a worker wrote count in the parent's writer."""
-        if self.n == 1:
-            yield _entities(self.ctx, 0, 1, self.writer, self.carry, self.memo)
-        while self.children:
-            pid, r = self.children[0]
-            with os.fdopen(r, "rb") as pipe:
-                data = pipe.read()
-            os.waitpid(pid, 0)
-            self.children.pop(0)
-            if not data:
-                raise PublisherError("a build worker died without an answer")
-            kind, value = pickle.loads(data)
-            if kind == "error":
-                raise value
-            self.writer.written += value.written
-            yield value
-
-    def __exit__(self, *exc) -> None:
-        for pid, r in self.children:  # left when the parent failed: stop them before the tree goes
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(r)
-        self.children.clear()
-
-
-def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool = False,
-          full: bool = False) -> Built:
-    """Render, validate and write what changed since the live tree; guards; flip ``out_dir``.
-
-    ``full``: render and validate every file, ignoring the previous run's record (the result is
-    byte for byte the same; the tests hold the incremental build to it)."""
-    # Every object alive now (the snapshot above all) outlives the build: the collector need not
-    # visit them again and again while the build allocates.
-    gc.freeze()
-    try:
-        return _build(snap, profile, out_dir, force=force, full=full)
-    finally:
-        gc.unfreeze()
-
-
-def _build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool, full: bool) -> Built:
-    t0 = time.monotonic()
-    stages: dict[str, float] = {}
-    check_snapshot(snap)
-    load_all()  # the registry imports its modules once, here, not in each worker
-    ctx = context(snap, profile)
-    out = Path(os.path.abspath(out_dir))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    live, tree = trees(out)
-    if live is not None and not force:
-        # First, before anything is rendered: a block older than the live run's is refused as such.
-        try:
-            went_back = older_block(TreeFiles(live)["/status"], snap.network, snap.chain_id, snap.block.number)
-        except KeyError:
-            went_back = None
-        if went_back:
-            raise PublisherError(f"refusing to write {out_dir}: {went_back}; --force overrides")
-    run = run_key(snap, profile)
-    prev = None if full else read_record(live)
-    prev_files: dict[str, list] = prev["files"] if prev else {}
-    same_run = prev is not None and prev.get("run") == run
-    held = read_record(tree) if tree.exists() else None
-    stages["records"] = time.monotonic() - t0
-
-    writer = TreeWriter(tree, held["files"] if held else None)
-    entries: dict[str, list] = {}  # path -> [sha256, size, inputs key, content key]
-    kept = _Bodies()  # what the invariants read of each file (_kept); entities: None
-    memo: dict[int, bytes] = {}
-    problems: list[str] = []
-    rendered = carried = 0
-    t = time.monotonic()
-    try:
-        # The workers take the per-entity files (carried or rendered) while the aggregates are
-        # rendered here.
-        # The snapshot's records are digested once, here, for the workers and the aggregates alike.
-        _describe([], (snap.stakers, snap.minipools), memo)
-        workers = _Workers(ctx, writer, _Carry(live, prev_files) if same_run and live is not None else None, memo)
-        with workers:
-            for ep, path, value in bodies(ctx, entities=False):
-                old = prev_files.get(path)
-                ikey = inputs_key(value, memo) if isinstance(value, Deferred) else None
-                if ikey and same_run and old and old[2] == ikey and live is not None and _carry(writer, path, live, old, verify=True):
-                    # Same inputs, same content: the previous file, block stamp included.
-                    entries[path] = old
-                    kept[path] = _Carried(live / file_for(path), old[0]) if path in INVARIANT_READS else None
-                    carried += 1
-                    continue
-                body = resolve(value)
-                kept[path] = _kept(path, body)
-                data = b""
-                ckey = None
-                if isinstance(body, dict) and isinstance(body.get("meta"), dict):
-                    data, ckey = encode_stamped(path, body)
-                    before: tuple[str, bytes | None] | None
-                    if prev is not None:
-                        before = (old[3], None) if old else None
-                    else:
-                        before = _previous_content(live, path)
-                    if before and before[0] == ckey and live is not None:
-                        # Only meta would change: keep the previous bytes.
-                        if before[1] is not None:
-                            data = before[1]
-                            writer.write(path, data, sha256(data))
-                            entries[path] = [sha256(data), len(data), ikey, ckey]
-                            carried += 1
-                            continue
-                        if old is not None and _carry(writer, path, live, old, verify=True):
-                            entries[path] = [old[0], old[1], ikey, ckey]
-                            carried += 1
-                            continue
-                rendered += 1
-                if ep.content_type == JSON:
-                    errors = schema_problems(ep, path, body)
-                    if errors:
-                        problems += errors
-                        continue
-                data = data or encode(path, body)
-                sha = sha256(data)
-                writer.write(path, data, sha)
-                entries[path] = [sha, len(data), ikey, ckey]
-                if path in INVARIANT_READS:
-                    kept.exact[path] = sha
-            for share in workers.results():
-                problems += share.problems
-                rendered += share.rendered
-                carried += share.carried
-                for path, sha, size, ikey in share.done:
-                    if path in entries:
-                        raise PublisherError(f"two responses for {path}")
-                    kept[path] = None
-                    entries[path] = [sha, size, ikey, None]
-        stages["render+validate+write"] = time.monotonic() - t
-
-        t = time.monotonic()
-        final = {}
-        for ep, path, body in final_bodies(ctx, {p: (e[0], e[1]) for p, e in entries.items()}):
-            problems += schema_problems(ep, path, body)
-            final[path] = encode(path, body)
-            kept[path] = body
-        problems += invariants(kept, profile.feed_max_age, profile.oracle_max_age, now=snap.block.timestamp)
-        if live is not None and not force:
-            problems += compare_previous(TreeFiles(live), TreeFiles(tree, final),
-                                         max_price_move_pct=profile.max_price_move_pct,
-                                         max_staker_drop_pct=profile.max_staker_drop_pct)
-        if problems:
-            raise PublisherError(f"refusing to write {out_dir}: {every_cause(problems)}")
-        for path, data in final.items():
-            sha = sha256(data)
-            writer.write(path, data, sha)
-            entries[path] = [sha, len(data), None, None]
-        writer.finish({"format": RECORD_FORMAT, "run": run, "network": snap.network, "chainId": snap.chain_id,
-                       "block": {"number": snap.block.number, "hash": snap.block.hash,
-                                 "timestamp": snap.block.timestamp},
-                       "files": entries})
-        flip(out, tree)
-        kept.remember()
-        stages["guards+status+swap"] = time.monotonic() - t
-    except BaseException:
-        shutil.rmtree(tree, ignore_errors=True)  # never live; the next build writes it afresh
-        raise
-    endpoints = sum(1 for e in load_all().values() if not e.is_function)
-    return Built(out, tree, len(entries), sum(e[1] for e in entries.values()), endpoints, rendered, carried,
-                 writer.written, time.monotonic() - t0, stages)
-
-
-def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> None:
-    """Write given files as the tree behind ``out_dir``, unvalidated and without a record (so
-    nothing trusts them): for directories made by hand."""
-    out = Path(os.path.abspath(out_dir))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _, tree = trees(out)
-    writer = TreeWriter(tree, None)
-    try:
-        for path, data in files.items():
-            writer.write(path, data, sha256(data))
-        flip(out, tree)
-    except BaseException:
-        shutil.rmtree(tree, ignore_errors=True)
-        raise

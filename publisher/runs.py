@@ -7,11 +7,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import incremental, pipeline
 from .collect import Collected, collect
 from .config import Profile
 from .errors import PublisherError
-from .pipeline import Built, build
+from .incremental import Cache
+from .pipeline import Built
 from .progress import Progress
+from .snapshot import Snapshot
 from .sources import history
 from .validate import older_block, strict_loads
 
@@ -36,18 +39,29 @@ class Run:
     seconds: dict[str, float] = field(default_factory=dict)  # by stage
 
 
-def read_and_build(profile: Profile, out: str | Path, block: int | None = None, *, force: bool = False,
-                   full: bool = False, progress: Progress | None = None, history_from: Path | None = None) -> Run:
-    """The snapshot at ``block`` (the head when None), built into ``out``. The price history
-    resumes from ``history_from`` (a published ``/prices/history``), else from the one ``out``
-    already holds."""
+def build(snap: Snapshot, profile: Profile, out: str | Path, *, cache: Cache, workers: int, force: bool = False,
+          full: bool = False) -> Built:
+    """``snap`` built into ``out``: by the incremental layer with the caller's ``cache`` and
+    ``workers`` processes, or with ``full`` by the plain core (every file rendered and validated
+    in this process; the same bytes)."""
+    if full:
+        return pipeline.build(snap, profile, out, force=force)
+    return incremental.build(snap, profile, out, cache=cache, workers=workers, force=force)
+
+
+def read_and_build(profile: Profile, out: str | Path, block: int | None = None, *, cache: Cache, workers: int,
+                   force: bool = False, full: bool = False, progress: Progress | None = None,
+                   history_from: Path | None = None) -> Run:
+    """The snapshot at ``block`` (the head when None), built into ``out`` (see ``build``). The price
+    history resumes from ``history_from`` (a published ``/prices/history``), else from the one
+    ``out`` already holds."""
     t0 = time.monotonic()
     prior = history.load_published(history_from or Path(out) / "prices" / "history.json")
     got = collect(profile, block, progress, history_prior=prior)
     if got.replaced is not None and not force:
         _new_head_not_older(got, Path(out))
     t1 = time.monotonic()
-    built = build(got.snapshot, profile, out, force=force, full=full)
+    built = build(got.snapshot, profile, out, cache=cache, workers=workers, force=force, full=full)
     return Run(got, built, seconds={"read": t1 - t0, "build": time.monotonic() - t1})
 
 
@@ -65,7 +79,8 @@ def _new_head_not_older(got: Collected, out: Path) -> None:
                              f"last run's {live}: nothing was written")
 
 
-def read_build_publish(profile: Profile, out: str | Path, target: Target, *, history_from: Path | None = None) -> Run:
+def read_build_publish(profile: Profile, out: str | Path, target: Target, *, cache: Cache, workers: int,
+                       history_from: Path | None = None) -> Run:
     """A whole run at the head: nothing is published unless the build passed every guard, and
     publish applies its own (the change bounds against the live data, /status last)."""
     from .publish import publish
@@ -73,7 +88,7 @@ def read_build_publish(profile: Profile, out: str | Path, target: Target, *, his
     # The change bounds are applied once, by publish, against the live data users see: the local
     # tree may be older than what is live (a move published by hand with --force), and bounding
     # against it would refuse that move forever. Schemas and invariants still hold every build.
-    run = read_and_build(profile, out, force=True, history_from=history_from)
+    run = read_and_build(profile, out, cache=cache, workers=workers, force=True, history_from=history_from)
     t0 = time.monotonic()
     run.published = publish(out, target.bucket, target.prefix, endpoint_url=target.endpoint_url,
                             region=target.region, distribution_id=target.distribution_id, max_age=target.max_age)

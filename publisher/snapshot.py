@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import PublisherError
+from .errors import PublisherError, every_cause
 
 SNAPSHOT_FORMAT = 1
 T = typing.TypeVar("T")
@@ -343,6 +343,37 @@ class Snapshot:
             raise PublisherError(f"snapshot {path} is not UTF-8 text") from None
         return cls.from_json(text)
 
+
+def check(snap: Snapshot) -> None:
+    """Exact invariants of the chain data itself, checked before anything derives from it; then
+    the chain values the rewards formula refuses (an inflation rate above 2x per interval, an
+    implausible cycle), named here rather than as an error deep in rendering."""
+    problems = []
+    total = sum(s.ggp_staked for s in snap.stakers)
+    if total != snap.total_ggp_stake:
+        problems.append(f"sum of staker ggpStaked ({total}) != getTotalGGPStake ({snap.total_ggp_stake})")
+    if len(snap.minipools) != snap.minipool_count:
+        problems.append(f"{len(snap.minipools)} minipools read, getMinipoolCount() is {snap.minipool_count}")
+    if any(m.status > 6 for m in snap.minipools):
+        problems.append("a minipool has an unknown status")
+    if snap.oracle.price <= 0:
+        problems.append("oracle GGP price is not positive")
+    if snap.ggavax.amount_available_for_staking > snap.ggavax.total_assets:
+        problems.append("ggAVAX amountAvailableForStaking exceeds totalAssets")
+    for s in snap.stakers:
+        if s.effective_ggp_staked > s.ggp_staked:
+            problems.append(f"staker {s.staker_addr}: effective stake exceeds stake")
+            break
+    if problems:
+        raise PublisherError(f"snapshot invariant violated: {every_cause(problems)}")
+
+    from .compute import params as P  # the formula's inputs are computed from a snapshot
+    from .compute import rewards as R
+
+    try:
+        R.parse_params(json.loads(R.canonical_json(P.rewards_params(snap))))
+    except R.ParamsError as exc:
+        raise PublisherError(f"chain value outside the rewards formula's range at block {snap.block.number}: {exc}") from None
 
 _SAFE = 2**53
 # The C JSON parser recurses on the C stack. py_ecc (pulled in by web3) raises the recursion limit

@@ -35,6 +35,7 @@ from .chain.rpc import RpcClient
 from .config import Profile
 from .deadline import DeadlineExceeded, deadline, run_seconds
 from .errors import PublisherError, cause
+from .incremental import Cache
 from .runs import Run, Target, read_build_publish
 from .snapshot import BlockRef, Snapshot
 
@@ -123,9 +124,12 @@ class Follower:
 
 
 def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, heartbeat: float,
-          runs: int = 0, echo: Callable[[str], None] = print) -> int:
-    """Follow the head until interrupted (or ``runs`` publishes). Returns the publishes made."""
+          workers: int, runs: int = 0, echo: Callable[[str], None] = print) -> int:
+    """Follow the head until interrupted (or ``runs`` publishes). Returns the publishes made.
+    Builds use ``workers`` processes and one ``Cache`` for the watch's life: each build reuses
+    what the one before it made."""
     live = LiveData(target, Path(out))
+    cache = Cache()
     follower = Follower(RpcClient(list(profile.rpc_urls), max_attempts=2), profile)
     done = failures = 0
     last_publish = float("-inf")
@@ -149,7 +153,7 @@ def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, hea
                 history_from = live.history_if_not_ours()
                 if history_from:
                     echo("resumed   the price history from the live /prices/history (the live data is not this watch's)")
-                run = read_build_publish(profile, out, target, history_from=history_from)
+                run = read_build_publish(profile, out, target, cache=cache, workers=workers, history_from=history_from)
                 live.published()
                 follower.published(run.collected.snapshot)
         except (PublisherError, DeadlineExceeded, OSError) as exc:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from web3 import Web3
 
-from publisher.build import build, render
 from publisher.compute.nodeid import node_id_bytes
 from publisher.config import load_profile
 from publisher.errors import PublisherError
+from publisher.pipeline import build
 from publisher.validate import load_dir, validate
 
 ARTIFACTS = json.loads((Path(__file__).parents[1] / "publisher/devnet/artifacts.json").read_text())["contracts"]
@@ -119,7 +119,8 @@ def test_check_passes_on_build_output(built):
 
 def test_rebuild_from_saved_snapshot_is_byte_identical(demo_snapshot, demo_profile, tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
-    first = render(demo_snapshot, demo_profile)
+    build(demo_snapshot, demo_profile, tmp_path / "first" / "out")
+    first = load_dir(tmp_path / "first" / "out")
     demo_snapshot.save(tmp_path / "snap.json")
     env = {**os.environ, "SOURCE_DATE_EPOCH": "1800000000"}
     run = subprocess.run([sys.executable, "-m", "publisher.cli", "build", "--from-snapshot", str(tmp_path / "snap.json"),

@@ -12,7 +12,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from publisher.build import build
+from publisher.pipeline import build
 from publisher.serve import make_server
 
 

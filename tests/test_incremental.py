@@ -2,9 +2,10 @@
 
 Each step changes a few things on a private demo devnet through the devnet-only setters (a
 staker's unclaimed rewards, a staker's stake — which moves every estimate —, a new staker, or
-nothing but a new block), reads it again, and builds twice: incrementally over the previous tree,
-and with ``full=True`` (every file rendered and validated) over its own previous tree. The two
-trees must hold the same bytes every time.
+nothing but a new block), reads it again, and builds twice: with the incremental layer over the
+previous tree (one cache for every step, as ``publisher watch``; forked workers), and with the plain
+core (every file rendered and validated) over its own previous tree. The two trees must hold the
+same bytes every time.
 """
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ import threading
 
 import pytest
 
+from publisher import pipeline
 from publisher.collect import collect, devnet_profile
 from publisher.config import load_profile
 from publisher.devnet import running
 from publisher.devnet.changes import write_stakers
 from publisher.errors import PublisherError
-from publisher.pipeline import RECORD, build
+from publisher.incremental import Cache
+from publisher.incremental import build as incremental
 from publisher.snapshot import Staker
+from publisher.tree import RECORD
 from publisher.validate import load_dir
 
 EPOCH = "1800000000"
@@ -48,6 +52,11 @@ def pinned_time(monkeypatch):
 KINDS = ("rewards", "stake", "new", "nothing")
 
 
+def build(snap, profile, out, cache: Cache | None = None):
+    """The incremental build, as a watch makes it (with its cache) or a fresh process (without)."""
+    return incremental(snap, profile, out, cache=cache or Cache(), workers=2)
+
+
 def change(net, snap, rng: random.Random, kind: str) -> str:
     stakers = list(snap.stakers)
     picked: list[Staker] = []
@@ -66,10 +75,10 @@ def change(net, snap, rng: random.Random, kind: str) -> str:
 
 def test_incremental_builds_equal_full_builds_over_random_changes(net, profile, tmp_path):
     rng = random.Random(int(os.environ.get("INCREMENTAL_SEED", "15")))
-    inc, full = tmp_path / "inc" / "out", tmp_path / "full" / "out"
+    inc, full, cache = tmp_path / "inc" / "out", tmp_path / "full" / "out", Cache()
     snap = collect(profile).snapshot
-    build(snap, profile, inc)
-    build(snap, profile, full, full=True)
+    build(snap, profile, inc, cache)
+    pipeline.build(snap, profile, full)
     kinds = [*KINDS, *rng.choices(KINDS, k=3)]
     rng.shuffle(kinds)  # every kind of change at least once, in a random order
     steps: list[str] = []
@@ -77,8 +86,8 @@ def test_incremental_builds_equal_full_builds_over_random_changes(net, profile, 
         steps.append(change(net, snap, rng, kind))
         before = load_dir(inc)
         snap = collect(profile).snapshot
-        built = build(snap, profile, inc)
-        build(snap, profile, full, full=True)
+        built = build(snap, profile, inc, cache)
+        pipeline.build(snap, profile, full)
         after = load_dir(inc)
         assert after == load_dir(full), f"after {steps}"
         assert json.loads(after["/status"])["block"]["number"] == snap.block.number
@@ -124,7 +133,7 @@ def test_out_is_never_missing_while_builds_swap_it(net, profile, tmp_path):
     reader.start()
     try:
         for _ in range(6):
-            build(snap, profile, out, full=True)
+            pipeline.build(snap, profile, out)
     finally:
         stop.set()
         reader.join()

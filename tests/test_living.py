@@ -14,22 +14,22 @@ from fractions import Fraction
 
 from eth_utils import to_checksum_address
 
-import publisher.devnet.live as live_module
-from publisher.build import build
 from publisher.chain import abis
 from publisher.collect import collect, devnet_profile
 from publisher.config import load_profile
-from publisher.devnet.live import planned_end, running_live
+from publisher.devnet import running_live
+from publisher.devnet.live import planned_end
 from publisher.devnet.scenarios import DAY, STAKING
 from publisher.devnet.seed import manual_mining
+from publisher.pipeline import build
 
 WAD = 10**18
 YEAR = 365 * DAY
 
 
 @contextmanager
-def live_devnet(seed: int):
-    with running_live(seed) as (net, live):
+def live_devnet(seed: int, zero_reward_odds: float | None = None):
+    with running_live(seed, zero_reward_odds=zero_reward_odds) as (net, live):
         yield net, live, devnet_profile(load_profile("devnet"), net)
 
 
@@ -74,9 +74,8 @@ def record_validation_ends(live, until: int) -> int:
             ended += 1
 
 
-def test_ggp_forecast_equals_the_distribution_to_the_wei(tmp_path, monkeypatch):
-    monkeypatch.setattr(live_module, "ZERO_REWARD_ODDS", 0)  # no slashing between build and distribution
-    with live_devnet(seed=3) as (_net, live, profile):
+def test_ggp_forecast_equals_the_distribution_to_the_wei(tmp_path):
+    with live_devnet(seed=3, zero_reward_odds=0) as (_net, live, profile):  # no slashing between build and distribution
         for _ in range(4):
             live.step()
         read = publish(profile, tmp_path / "out")
@@ -114,14 +113,13 @@ def test_overdue_ggp_forecast_equals_the_late_distribution_to_the_wei(tmp_path):
         assert check_every_staker_is_paid_its_forecast(read, dist, stakers, now + 1) >= 10
 
 
-def test_a_staker_under_the_floor_whose_minipools_all_end_is_paid_its_forecast(tmp_path, monkeypatch):
+def test_a_staker_under_the_floor_whose_minipools_all_end_is_paid_its_forecast(tmp_path):
     """Under 10 % collateralization its effective stake is 0 today, but its only minipool's
     validation ends before the distribution without another cycle: nothing is assigned then, the
     contract's 10 % gate (which divides by avaxAssigned) no longer applies, and the distribution
     pays it on min(G, 1.5·HW/P). The forecast says so, and every staker, TEGS included, is paid
     its forecast to the wei after Rialto records every validation end that falls before it."""
-    monkeypatch.setattr(live_module, "ZERO_REWARD_ODDS", 0)  # no slashing between build and distribution
-    with live_devnet(seed=3) as (net, live, profile):
+    with live_devnet(seed=3, zero_reward_odds=0) as (net, live, profile):  # no slashing between build and distribution
         op = live.op
         while not live.distributions:  # a cycle just started: a whole cycle ahead
             live.step()

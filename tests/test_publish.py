@@ -16,11 +16,12 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 
-from publisher.build import build, write_tree
 from publisher.endpoints.registry import CACHE_POLICIES, match
 from publisher.errors import PublisherError
+from publisher.pipeline import build
 from publisher.publish import publish
 from publisher.publish.plan import MANIFEST_FORMAT, MANIFEST_KEY, SHARD_DIR, object_key
+from publisher.tree import write_files
 from publisher.validate import load_dir
 
 SECRET = "SeCrEt-9f2c1e-never-print-me"
@@ -104,7 +105,7 @@ def cli(*args, check=True):
 
 
 def copy_of(files: dict[str, bytes], directory):
-    write_tree(directory, files)
+    write_files(directory, files)
     return directory
 
 

@@ -14,7 +14,7 @@ from publisher.collect import collect, devnet_profile
 from publisher.compute import queue as Q
 from publisher.compute.nodeid import node_id
 from publisher.config import load_profile
-from publisher.devnet.live import running_live
+from publisher.devnet import running_live
 from publisher.protocol import MinipoolStatus
 
 DAY = 86_400

@@ -14,7 +14,6 @@ import pytest
 from support.chain import header
 from support.flaky_proxy import FlakyProxy
 
-from publisher.build import build
 from publisher.chain import abis
 from publisher.chain.reader import find_blocks_at, header_ref
 from publisher.chain.rpc import RpcClient
@@ -24,6 +23,8 @@ from publisher.config import load_profile
 from publisher.devnet import running
 from publisher.devnet.operator import Operator
 from publisher.devnet.seed import Sender, deposit_from_staking, manual_mining
+from publisher.incremental import Cache
+from publisher.pipeline import build
 from publisher.runs import read_and_build
 from publisher.sources import history, shareprice
 from publisher.validate import compare_accumulated, load_dir, validate
@@ -193,9 +194,9 @@ def test_later_runs_add_days_and_complete_the_running_one(twins, tmp_path):
     assert today < cycle_end < today + 12 * DAY  # a reward sync falls in the days played below
 
     out = tmp_path / "out"
-    read_and_build(profile, out)
+    read_and_build(profile, out, cache=Cache(), workers=1)
     twins.at(today + 12 * 3600, prices(ggp, avax))
-    second = read_and_build(profile, out).collected.snapshot
+    second = read_and_build(profile, out, cache=Cache(), workers=1).collected.snapshot
     before = published(out)
     saved = tmp_path / "history-2.json"
     shutil.copy(out / "prices" / "history.json", saved)
@@ -217,7 +218,7 @@ def test_later_runs_add_days_and_complete_the_running_one(twins, tmp_path):
             actions.append(lambda op: op.deposit(depositor, 250 * WAD))
         twins.at(day + 3600, *actions)
     assert synced
-    third = read_and_build(profile, out).collected.snapshot
+    third = read_and_build(profile, out, cache=Cache(), workers=1).collected.snapshot
     after = published(out)
     assert not any("share price" in w and ("unknown" in w or "not" in w) for w in third.warnings)
 
@@ -237,7 +238,7 @@ def test_later_runs_add_days_and_complete_the_running_one(twins, tmp_path):
     assert state["lastSync"] == twins.ops[0].call("TokenggAVAX", abis.lastSync) > running_day["ggavaxTime"]
 
     # A history built from scratch on the archive node at the same block has the same points.
-    scratch = read_and_build(devnet_profile(load_profile("devnet"), full), tmp_path / "scratch")
+    scratch = read_and_build(devnet_profile(load_profile("devnet"), full), tmp_path / "scratch", cache=Cache(), workers=1)
     assert scratch.collected.snapshot.block == third.block
     assert [{k: v for k, v in p.items() if k != "ggavaxSource"} for p in published(tmp_path / "scratch")["points"]] == \
         [{k: v for k, v in p.items() if k != "ggavaxSource"} for p in new]
@@ -257,7 +258,7 @@ def test_later_runs_add_days_and_complete_the_running_one(twins, tmp_path):
                                                "address": archive, "topics": [shareprice.TOPIC_DEPOSIT]}])
     lost = deposits[0]["transactionHash"]
     with FlakyProxy(pruned.url, edit_logs=lambda logs: [lg for lg in logs if lg["transactionHash"] != lost]) as proxy:
-        tampered = read_and_build(profile.with_overrides(rpc_urls=(proxy.url,)), tmp_path / "tampered", history_from=saved)
+        tampered = read_and_build(profile.with_overrides(rpc_urls=(proxy.url,)), tmp_path / "tampered", history_from=saved, cache=Cache(), workers=1)
     warnings = tampered.collected.snapshot.warnings
     assert any("not rebuilt from the vault's events" in w and "previous run" in w for w in warnings)
     points = published(tmp_path / "tampered")["points"]
@@ -271,7 +272,7 @@ def test_a_history_from_before_the_share_price_blocks_is_completed_once(demo, rp
     what was recorded, and the accumulation guard accepts it."""
     profile = devnet_profile(load_profile("devnet"), pruned)
     out = tmp_path / "out"
-    read_and_build(profile, out)
+    read_and_build(profile, out, cache=Cache(), workers=1)
     doc = published(out)
     legacy = dict(doc)
     legacy.pop("ggavaxState")
@@ -282,7 +283,7 @@ def test_a_history_from_before_the_share_price_blocks_is_completed_once(demo, rp
     saved = tmp_path / "legacy.json"
     saved.write_text(json.dumps(legacy))
 
-    run = read_and_build(profile, tmp_path / "next", history_from=saved)
+    run = read_and_build(profile, tmp_path / "next", history_from=saved, cache=Cache(), workers=1)
     points = published(tmp_path / "next")["points"]
     assert points[3]["ggavaxAssetsPerShareWei"] == "1000000000000000001" and points[3]["ggavaxBlock"] is None
     rebuilt = [p for i, p in enumerate(points) if i != 3]

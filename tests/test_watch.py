@@ -105,7 +105,7 @@ def test_watch_publishes_each_change_and_nothing_else(net, moto, bucket, tmp_pat
             send(client, a["Oracle"], set_price.encode(state["oracle"], ts + 1))
 
     done = watch(profile, tmp_path / "out", Target(bucket, endpoint_url=moto), poll=0.1,
-                 heartbeat=3600, runs=6, echo=on_line)
+                 heartbeat=3600, workers=2, runs=6, echo=on_line)
     reasons = [r for r, _ in seen]
     assert done == 6
     assert reasons == ["start", "logs", "settings", "logs", "reorg", "error", "logs"], seen
@@ -117,7 +117,7 @@ def test_watch_publishes_each_change_and_nothing_else(net, moto, bucket, tmp_pat
 def test_heartbeat_publishes_an_unchanged_chain(net, moto, bucket, tmp_path):
     profile = devnet_profile(load_profile("devnet"), net)
     lines: list[tuple[float, str]] = []
-    watch(profile, tmp_path / "out", Target(bucket, endpoint_url=moto), poll=0.1, heartbeat=1.5, runs=2,
+    watch(profile, tmp_path / "out", Target(bucket, endpoint_url=moto), poll=0.1, heartbeat=1.5, workers=1, runs=2,
           echo=lambda line: lines.append((time.monotonic(), line)))
     assert [line.split("(")[1].split(";")[0] for _, line in lines] == ["start", "heartbeat"]
     assert lines[1][0] - lines[0][0] >= 1.5
@@ -157,7 +157,7 @@ def test_watch_follows_the_living_devnet(moto, bucket, tmp_path):
     each is published, and after each the bucket holds exactly the tree the build left."""
     import hashlib
 
-    from publisher.devnet.live import running_live
+    from publisher.devnet import running_live
     from publisher.publish.plan import object_key
     from publisher.validate import load_dir
 
@@ -182,7 +182,7 @@ def test_watch_follows_the_living_devnet(moto, bucket, tmp_path):
             for _ in range(4):  # four protocol days before the next look
                 live.step()
 
-        watch(profile, out, Target(bucket, endpoint_url=moto), poll=0.1, heartbeat=3600, runs=10, echo=on_line)
+        watch(profile, out, Target(bucket, endpoint_url=moto), poll=0.1, heartbeat=3600, workers=2, runs=10, echo=on_line)
         moved = len(live.distributions) - distributions
     assert [line.split("(")[1].split(" ")[0].rstrip(";") for line in lines] == ["start"] + ["logs"] * 9
     assert moved >= 1  # at least one GGP distribution happened under the watch
@@ -191,6 +191,7 @@ def test_watch_follows_the_living_devnet(moto, bucket, tmp_path):
 def test_a_move_the_bounds_refuse_waits_for_a_person_then_the_watch_carries_on(moto, bucket, tmp_path):
     """GGP triples (beyond the 50 % bound; the price API agrees): the watch refuses it every
     turn, the live data stays; once a person publishes it with --force, the watch goes on."""
+    from publisher.incremental import Cache
     from publisher.publish import publish
     from publisher.runs import read_and_build
 
@@ -212,10 +213,10 @@ def test_a_move_the_bounds_refuse_waits_for_a_person_then_the_watch_carries_on(m
                 net.standins.refresh()  # the USD cross-check sees the same move
             elif len(lines) == 3:
                 assert read(moto, bucket, "status") == state["live"]  # refused twice, nothing changed
-                read_and_build(profile, tmp_path / "by-hand", force=True)
+                read_and_build(profile, tmp_path / "by-hand", cache=Cache(), workers=1, force=True)
                 publish(tmp_path / "by-hand", bucket, endpoint_url=moto, force=True)
 
-        watch(profile, tmp_path / "out", Target(bucket, endpoint_url=moto), poll=0.1, heartbeat=3600, runs=2,
+        watch(profile, tmp_path / "out", Target(bucket, endpoint_url=moto), poll=0.1, heartbeat=3600, workers=1, runs=2,
               echo=on_line)
     assert [line.split()[0] for line in lines] == ["block", "error", "error", "resumed", "block"], lines
     assert "refusing to publish" in lines[1] and "ggpInAvax moved 200.0%" in lines[1]

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from support.chain import eth_call
 
-from publisher.build import build
+from publisher import incremental
 from publisher.chain import abis
 from publisher.collect import collect, devnet_profile
 from publisher.config import load_profile
-from publisher.devnet import running
-from publisher.devnet.live import running_live
+from publisher.devnet import running, running_live
 from publisher.errors import PublisherError
+from publisher.pipeline import build
 from publisher.validate import load_dir, validate
 
 DAY = 86_400
@@ -123,7 +123,8 @@ def test_the_watch_and_the_history_go_on_through_the_wind_down(tmp_path):
         client = net_client(net)
         out = tmp_path / "out"
         snap = collect(profile).snapshot
-        build(snap, profile, out)
+        cache = incremental.Cache()  # one process building again and again, as the watch
+        incremental.build(snap, profile, out, cache=cache, workers=1)
         follower = Follower(client, profile)
         follower.published(snap)
         reasons, before = [], load_dir(out)
@@ -132,7 +133,7 @@ def test_the_watch_and_the_history_go_on_through_the_wind_down(tmp_path):
             _, why = follower.look()
             reasons.append(why)
             snap = collect(profile, history_prior=history.load_published(out / "prices" / "history.json")).snapshot
-            build(snap, profile, out)
+            incremental.build(snap, profile, out, cache=cache, workers=1)
             follower.published(snap)
             after = load_dir(out)
             assert compare_accumulated(before, after) == []

@@ -11,10 +11,10 @@ import pytest
 from support.chain import checkpoint, eth_call, header
 from web3 import Web3
 
-from publisher.build import build
 from publisher.chain.abi import Fn
 from publisher.collect import collect
 from publisher.errors import PublisherError
+from publisher.pipeline import build
 from publisher.validate import load_dir, validate
 
 ARTIFACTS = json.loads((Path(__file__).parents[1] / "publisher/devnet/artifacts.json").read_text())["contracts"]

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from ..protocol import MinipoolStatus
-from ..snapshot import Minipool, Snapshot, Staker, Validator
 from . import rewards
 from .nodeid import node_id
+
+if TYPE_CHECKING:  # the snapshot module checks its values with this one
+    from ..snapshot import Minipool, Snapshot, Staker, Validator
 
 WAD = rewards.WAD
 YEAR = rewards.YEAR

@@ -6,11 +6,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..chain.rpc import RpcClient
 from .anvil import CHAIN_ID, GENESIS_TIME, Anvil
 from .scenarios import Scenario, build
 from .standins import NETWORK, Standins
+
+if TYPE_CHECKING:
+    from .live import Live
 
 
 @dataclass
@@ -70,3 +74,15 @@ def running(scenario: str = "demo", port: int | None = None, *, as_network: str 
             rehearsal.fresh_feed(client, addresses, sc)
         net.seconds = time.monotonic() - t0
         yield net
+
+
+@contextmanager
+def running_live(seed: int = 1, *, wind_down_at: int | None = None,
+                 zero_reward_odds: float | None = None) -> Iterator[tuple[Devnet, Live]]:
+    """The demo devnet with a ``live.Live`` driver for it (ending operations at ``wind_down_at``;
+    ``zero_reward_odds``: the odds that a validation ends unrewarded, the driver's own by default)."""
+    from .live import ZERO_REWARD_ODDS, Live
+
+    with running("demo") as net:
+        odds = ZERO_REWARD_ODDS if zero_reward_odds is None else zero_reward_odds
+        yield net, Live(net, seed=seed, wind_down_at=wind_down_at, zero_reward_odds=odds)

@@ -38,20 +38,21 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from eth_utils import keccak, to_checksum_address
 
 from ..chain import abis
 from ..chain.reader import registry_key
 from ..chain.rpc import RpcClient
-from . import Devnet, running
 from . import operator as O
 from .operator import YEAR, Distribution, Operator, network_reward
 from .scenarios import CANCELED, DAY, ERROR, FINISHED, LAUNCHED, PRELAUNCH, STAKING, WAD, WIND_DOWN_PAUSED, WITHDRAWABLE
 from .seed import Sender, manual_mining
+
+if TYPE_CHECKING:  # the devnet runs this module's wind-down while it seeds
+    from . import Devnet
 
 LATE_DAYS = (0, 0, 0, 0.5, 1.5, 3.5)  # how late each GGP distribution runs, drawn per cycle
 ZERO_REWARD_ODDS = 0.05
@@ -109,6 +110,7 @@ class Live:
     # When operations end (protocol time); None: they never do. A time already past winds the
     # protocol down in the next step, unless the chain is wound down already (its flags set).
     wind_down_at: int | None = None
+    zero_reward_odds: float = ZERO_REWARD_ODDS  # odds that a validation ends with no reward (slashed)
 
     def __post_init__(self) -> None:
         self.client = RpcClient([self.net.url], max_attempts=2)
@@ -487,7 +489,7 @@ class Live:
         nid = m["nodeID"]
         principal = m["avaxNodeOpAmt"] + m["avaxLiquidStakerAmt"]
         seconds = end - m["startTime"]
-        reward = 0 if self.rng.random() < ZERO_REWARD_ODDS else network_reward(principal, seconds, self.rate_bp)
+        reward = 0 if self.rng.random() < self.zero_reward_odds else network_reward(principal, seconds, self.rate_bp)
         ls = m["avaxLiquidStakerAmt"]
         if reward == 0:  # the contract slashes what the stakers' AVAX should have earned
             expected = ls * self.op.setting("ExpectedAVAXRewardsRate") // WAD * seconds // YEAR
@@ -587,10 +589,3 @@ def play_wind_down(net: Devnet) -> Live:
     sc.now = live.now
     sc.stakers = live.op.stakers()
     return live
-
-
-@contextmanager
-def running_live(seed: int = 1, *, wind_down_at: int | None = None) -> Iterator[tuple[Devnet, Live]]:
-    """The demo devnet with a ``Live`` driver for it (ending operations at ``wind_down_at``)."""
-    with running("demo") as net:
-        yield net, Live(net, seed=seed, wind_down_at=wind_down_at)

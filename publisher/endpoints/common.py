@@ -1,6 +1,8 @@
 """Values several endpoints share, computed once per build through ``Context.cached``."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..compute.nodeid import node_id, tx_id
 from ..compute.prices import stale_oracle, usd_prices
 from ..compute.rewards import UINT256_MAX
@@ -38,11 +40,12 @@ def oracle_staleness(ctx: Context) -> str | None:
     return stale_oracle(ctx.snap, ctx.oracle_max_age)
 
 
-def staker_minipools(ctx: Context) -> dict[str, list[Minipool]]:
+def staker_minipools(ctx: Context) -> dict[str, tuple[Minipool, ...]]:
+    """Each owner's minipools, as tuples: they are inputs of the owner's files."""
     out: dict[str, list[Minipool]] = {}
     for m in ctx.snap.minipools:
         out.setdefault(m.owner, []).append(m)
-    return out
+    return {owner: tuple(pools) for owner, pools in out.items()}
 
 
 def minipool_record(m: Minipool) -> dict:
@@ -75,7 +78,7 @@ def minipool_record(m: Minipool) -> dict:
     }
 
 
-def staker_record(st: Staker, pools: list[Minipool]) -> dict:
+def staker_record(st: Staker, pools: Sequence[Minipool]) -> dict:
     counts = status_counts(pools)
     return {
         "stakerAddr": st.staker_addr,

@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from functools import partial
 
 from ..compute.nodeid import node_id
+from ..compute.params import DistributionStake
 from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
+from ..snapshot import Minipool, Staker, Validator
 from . import schema as S
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
-from .registry import Deferred, Param, Rows, endpoint, listing
-from .rewards import ADDRESS_REWARDS, distribution_stakes, rewards_inputs, staker_rewards
+from .registry import Deferred, Each, Param, endpoint
+from .rewards import ADDRESS_REWARDS, Estimating, distribution_stakes, estimating, staker_rewards
 from .units import tokens
 
 TOKENS = S.NON_NEGATIVE
@@ -74,9 +75,6 @@ def staker_path(address: str) -> str:
     return address.lower()
 
 
-_STAKER_ROWS = Rows()  # /stakers' rows, reused while a staker and its minipools are unchanged
-
-
 @endpoint(
     "/stakers", tag="Node operators", summary="Every GGP staker",
     description="All stakers registered in the protocol's Staking contract with their on-chain fields (token amounts in whole "
@@ -88,12 +86,18 @@ _STAKER_ROWS = Rows()  # /stakers' rows, reused while a staker and its minipools
     }),
 )
 def stakers(ctx: Context):
-    def make(limit: int | None = None):
-        pools = ctx.cached(staker_minipools)
-        rows = _STAKER_ROWS.listing(ctx.snap.stakers, lambda st: (st, tuple(pools.get(st.staker_addr, ()))),
-                                    lambda st: staker_record(st, pools.get(st.staker_addr, [])), limit)
-        return {"stakers": rows, "count": len(ctx.snap.stakers), "meta": meta(ctx)}
-    yield "/stakers", Deferred((ctx.snap.stakers, ctx.snap.minipools), make, make)
+    pools = ctx.cached(staker_minipools)
+    items = tuple((st, pools.get(st.staker_addr, ())) for st in ctx.snap.stakers)
+    yield "/stakers", Deferred((Each(staker_row, items), len(items)), stakers_body, meta=meta(ctx))
+
+
+def staker_row(item: tuple[Staker, tuple[Minipool, ...]]) -> dict:
+    st, mine = item
+    return staker_record(st, mine)
+
+
+def stakers_body(rows: list, count: int) -> dict:
+    return {"stakers": rows, "count": count}
 
 
 @endpoint(
@@ -109,17 +113,16 @@ def stakers(ctx: Context):
 )
 def staker(ctx: Context):
     pools = ctx.cached(staker_minipools)
-    shared = ctx.cached(rewards_inputs)
+    shared = ctx.cached(estimating)
     then = ctx.cached(distribution_stakes)
     for st in ctx.snap.stakers:
-        mine = pools.get(st.staker_addr, [])
-        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, mine, shared, then[st.staker_addr]),
-                                                                  partial(_staker_body, ctx, st, mine))
+        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, pools.get(st.staker_addr, ()), shared, then[st.staker_addr]),
+                                                                  staker_body)
 
 
-def _staker_body(ctx: Context, st, mine: list) -> dict:
+def staker_body(st: Staker, mine: tuple[Minipool, ...], shared: Estimating, then: DistributionStake) -> dict:
     return {"staker": staker_record(st, mine), "minipools": [minipool_record(m) for m in mine],
-            "rewards": staker_rewards(ctx, st)}
+            "rewards": staker_rewards(st, shared, then)}
 
 
 @endpoint(
@@ -134,11 +137,12 @@ def _staker_body(ctx: Context, st, mine: list) -> dict:
     }),
 )
 def minipools(ctx: Context):
-    def make(limit: int | None = None):
-        rows = listing(ctx.snap.minipools, minipool_record, limit)
-        counts = status_counts(ctx.snap.minipools)
-        return {"minipools": rows, "count": len(ctx.snap.minipools), "countsByStatus": counts, "meta": meta(ctx)}
-    yield "/minipools", Deferred(ctx.snap.minipools, make, make)
+    s = ctx.snap
+    yield "/minipools", Deferred((Each(minipool_record, s.minipools), s.minipools), minipools_body, meta=meta(ctx))
+
+
+def minipools_body(rows: list, pools: tuple[Minipool, ...]) -> dict:
+    return {"minipools": rows, "count": len(pools), "countsByStatus": status_counts(pools)}
 
 
 @endpoint(
@@ -149,10 +153,10 @@ def minipools(ctx: Context):
 )
 def minipool(ctx: Context):
     for m in ctx.snap.minipools:
-        yield f"/minipools/{node_id(m.node_id)}", Deferred(m, partial(_minipool_body, m))
+        yield f"/minipools/{node_id(m.node_id)}", Deferred((m,), minipool_body)
 
 
-def _minipool_body(m) -> dict:
+def minipool_body(m: Minipool) -> dict:
     return {"minipool": minipool_record(m)}
 
 
@@ -190,27 +194,26 @@ PROVIDER = S.obj({
 )
 def validators(ctx: Context):
     s = ctx.snap
-    inputs = (s.minipools, s.validators, s.missing_validators, s.validator_source)
-    yield "/validators", Deferred(inputs, partial(validators_body, ctx), partial(validators_body, ctx))
-
-
-def validators_body(ctx: Context, limit: int | None = None) -> dict:
-    s = ctx.snap
     by_node = {v.node_id: v for v in s.validators}
+    active = tuple((m, by_node.get(node_id(m.node_id))) for m in s.minipools if m.status in ACTIVE_STATUSES)
+    yield "/validators", Deferred((Each(validator_row, active), len(active), s.missing_validators, s.validator_source),
+                                  validators_body, meta=meta(ctx))
 
-    def row(m) -> dict:
-        v = by_node.get(node_id(m.node_id))
-        return {"minipool": minipool_record(m), "provider": None if v is None else {
-            "source": v.source, "txHash": v.tx_hash, "startTimestamp": v.start_timestamp,
-            "endTimestamp": v.end_timestamp, "amountStaked": tokens(v.amount_staked, 9),
-            "amountDelegated": tokens(v.amount_delegated, 9), "delegationFeePct": float(Decimal(v.delegation_fee_pct)),
-            "delegatorCount": v.delegator_count,
-            "uptimePct": float(Decimal(v.uptime_pct)) if v.uptime_pct is not None else None,
-            "potentialValidationReward": tokens(v.validation_reward, 9),
-            "potentialDelegationReward": tokens(v.delegation_reward, 9),
-            "avalanchegoVersion": v.avalanchego_version,
-        }}
 
-    active = [m for m in s.minipools if m.status in ACTIVE_STATUSES]
-    return {"validators": listing(active, row, limit), "count": len(active), "missing": list(s.missing_validators),
-            "source": s.validator_source, "meta": meta(ctx)}
+def validators_body(rows: list, count: int, missing: tuple[str, ...], source: str | None) -> dict:
+    return {"validators": rows, "count": count, "missing": list(missing), "source": source}
+
+
+def validator_row(item: tuple[Minipool, Validator | None]) -> dict:
+    """An active minipool with the provider's record of its node (None: the provider does not list it)."""
+    m, v = item
+    return {"minipool": minipool_record(m), "provider": None if v is None else {
+        "source": v.source, "txHash": v.tx_hash, "startTimestamp": v.start_timestamp,
+        "endTimestamp": v.end_timestamp, "amountStaked": tokens(v.amount_staked, 9),
+        "amountDelegated": tokens(v.amount_delegated, 9), "delegationFeePct": float(Decimal(v.delegation_fee_pct)),
+        "delegatorCount": v.delegator_count,
+        "uptimePct": float(Decimal(v.uptime_pct)) if v.uptime_pct is not None else None,
+        "potentialValidationReward": tokens(v.validation_reward, 9),
+        "potentialDelegationReward": tokens(v.delegation_reward, 9),
+        "avalanchegoVersion": v.avalanchego_version,
+    }}

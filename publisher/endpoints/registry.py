@@ -2,6 +2,7 @@
 render function — and build, check, the OpenAPI document, serve and publish all read it."""
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -18,18 +19,86 @@ CACHE_POLICIES = {
 Render = Callable[..., Iterable[tuple[str, Any]]]  # (ctx), or (ctx, files) for final endpoints
 
 
-@dataclass(frozen=True)
 class Deferred:
-    """A body computed only when a build needs it. ``inputs`` is everything the body is computed
-    from; its ``repr`` is hashed, so a build reuses the previous file while the hash is unchanged.
-    Per-entity endpoints yield these (thousands of files whose inputs rarely change), and so do the
-    large aggregates."""
+    """A body made only when a build needs it, from declared inputs: ``make(*inputs)``.
 
-    inputs: Any
-    make: Callable[[], Any]
-    # The body with its long lists cut to their first ``n`` items (each a ``Head``), for a page
-    # showing an excerpt: rendering every row of a large aggregate to show two costs a build.
-    head: Callable[[int], Any] | None = None
+    ``inputs`` is a tuple of everything the body is made from and ``make`` a module-level function
+    whose parameters are those inputs, in order. The maker receives the inputs and nothing else:
+    a maker that closes over a variable (the context, above all), is not defined at module level,
+    or whose parameters do not take the inputs is refused here, when the Deferred is made. A build
+    keys the file by a digest of the maker's name and the inputs and keeps the previous file while
+    the key is unchanged, so a carried file is the file the maker would make: the incremental build
+    equals the full one by construction, not by a list kept in step with the maker by hand.
+
+    An input is a scalar (str, int, float, bool, None, bytes), a tuple, list or dict of inputs, a
+    frozen dataclass (a snapshot record, or a value derived from the snapshot such as
+    ``rewards.Estimating``) or an ``Each`` (a long list made row by row). A derived value several
+    files need is computed once by the render function (``ctx.cached``) and declared as an input
+    of each; a maker reads no module state either.
+
+    ``meta``: the run's stamp (``common.meta(ctx)``) for an aggregate, set into the body after
+    ``make``. It is not an input: an aggregate carried from an earlier run keeps that run's stamp
+    (its content was read then and still holds), and /status names this run's block.
+    """
+
+    __slots__ = ("inputs", "make", "meta")
+
+    def __init__(self, inputs: tuple, make: Callable[..., Any], meta: dict | None = None):
+        if type(inputs) is not tuple:
+            raise TypeError(f"Deferred inputs are a tuple, not {type(inputs).__name__}")
+        problem = _maker_problem(make, len(inputs))
+        if problem:
+            raise TypeError(problem)
+        self.inputs, self.make, self.meta = inputs, make, meta
+
+    def __repr__(self) -> str:
+        make = getattr(self, "make", None)
+        return f"Deferred({getattr(make, '__qualname__', make)}, {len(getattr(self, 'inputs', ()))} inputs)"
+
+
+class Each:
+    """An input that is a long list made row by row, ``[row(item) for item in items]``; the maker
+    receives the list. ``row`` is a module-level function of one item, ``items`` a tuple of
+    hashable inputs (snapshot records, tuples of them). A build given a ``Rows`` memo reuses a row,
+    its JSON included, whose item equals one it made in the build before; a page excerpt makes the
+    first few rows only (a ``Head``). Keyed by the row function and the items."""
+
+    __slots__ = ("items", "row")
+
+    def __init__(self, row: Callable[[Any], dict], items: tuple):
+        if type(items) is not tuple:
+            raise TypeError(f"Each items are a tuple, not {type(items).__name__}")
+        problem = _maker_problem(row, 1)
+        if problem:
+            raise TypeError(problem)
+        self.row, self.items = row, items
+
+    def make(self, rows: Rows | None = None) -> list:
+        if rows is not None:
+            return rows.make(self.row, self.items)
+        row = self.row
+        return [Row(row(item)) for item in self.items]
+
+    def head(self, n: int) -> Head:
+        return Head([self.row(item) for item in self.items[:n]], len(self.items))
+
+
+@cache
+def _maker_problem(make: Callable, count: int) -> str | None:
+    """Why ``make`` cannot be a maker of ``count`` inputs (None: it can). Checked once per function."""
+    if not inspect.isfunction(make):
+        return f"{make!r} is not a function: a maker is a module-level function of its declared inputs"
+    where = f"{make.__module__}.{make.__qualname__}"
+    if make.__closure__ or "<" in make.__qualname__:  # a closure, a lambda, a function in a function
+        names = ", ".join(make.__code__.co_freevars)
+        return (f"{where} is not a module-level function{f' (it closes over {names})' if names else ''}: "
+                f"a maker receives its declared inputs and nothing else")
+    signature = inspect.signature(make)
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        return f"{where}({', '.join(signature.parameters)}) does not take the {count} input(s) declared for it"
+    return None
 
 
 class Head(list):
@@ -40,13 +109,6 @@ class Head(list):
         self.total = total
 
 
-def listing(items, row: Callable[[Any], Any], limit: int | None = None) -> list:
-    """``row`` of every item; with ``limit``, of the first ``limit`` only, as a ``Head``."""
-    if limit is None:
-        return [row(x) for x in items]
-    return Head([row(x) for x in items[:limit]], len(items))
-
-
 class Row(dict):
     """A row of a long list, which keeps its canonical JSON once a build has encoded it (``json``)."""
 
@@ -55,36 +117,52 @@ class Row(dict):
 
 
 class Rows:
-    """A long list's rows as this process last made them, by the inputs each was made from
-    (hashable values: frozen snapshot records). A row whose inputs are equal is reused, JSON and
-    all: a watch rewrites /stakers for one changed staker without making and encoding 10 000 rows
-    again. Holds the rows of the last full listing only."""
+    """Rows made for ``Each`` inputs, by row function and item: the last ones made, reused while an
+    item is equal (frozen records compare by value), and this build's, which ``turn`` makes the
+    last. A watch rewrites /stakers for one changed staker without making and encoding 10 000 rows
+    again. Owned by the caller's build cache (``incremental.Cache``), never by a module."""
 
     def __init__(self) -> None:
-        self.last: dict[Any, Row] = {}
+        self.last: dict[Callable, dict[Any, Row]] = {}
+        self.made: dict[Callable, dict[Any, Row]] = {}
 
-    def listing(self, items, inputs: Callable[[Any], Any], row: Callable[[Any], dict], limit: int | None = None) -> list:
-        if limit is not None:  # an excerpt for a page: not remembered
-            return listing(items, row, limit)
-        last, made, out = self.last, {}, []
-        for x in items:
-            key = inputs(x)
-            r = last.get(key)
+    def make(self, row: Callable[[Any], dict], items: tuple) -> list:
+        last, made = self.last.get(row, {}), self.made.setdefault(row, {})
+        out = []
+        for item in items:
+            r = last.get(item)
             if r is None:
-                r = Row(row(x))
-            made[key] = r
+                r = Row(row(item))
+            made[item] = r
             out.append(r)
-        self.last = made
         return out
 
+    def turn(self) -> None:
+        """The end of a build: the rows it made replace the last ones of the same row function."""
+        self.last.update(self.made)
+        self.made = {}
 
-def resolve(value: Any) -> Any:
-    return value.make() if isinstance(value, Deferred) else value
+
+def resolve(value: Any, rows: Rows | None = None) -> Any:
+    """The body: a Deferred's ``make(*inputs)``, each ``Each`` made first (reusing ``rows``), its
+    ``meta`` set; any other value as it is."""
+    if type(value) is not Deferred:
+        return value
+    body = value.make(*[x.make(rows) if type(x) is Each else x for x in value.inputs])
+    if value.meta is not None:
+        body["meta"] = value.meta
+    return body
 
 
 def excerpt(value: Any, n: int) -> Any:
-    """The body, its long lists cut to ``n`` items where the endpoint can render it so."""
-    return value.head(n) if isinstance(value, Deferred) and value.head else resolve(value)
+    """The body with each ``Each`` list cut to its first ``n`` rows (a ``Head``), for a page
+    showing an example: making every row of a large aggregate to show two costs a build."""
+    if type(value) is not Deferred:
+        return value
+    body = value.make(*[x.head(n) if type(x) is Each else x for x in value.inputs])
+    if value.meta is not None:
+        body["meta"] = value.meta
+    return body
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ paths are declared before it and win in ``registry.match``.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-from functools import partial
+from dataclasses import dataclass
+from functools import cached_property
 
 from ..compute import params as P
 from ..compute import rewards as R
@@ -278,24 +278,34 @@ def nodeop_apr(ctx: Context) -> tuple[float, float]:
     return low, high
 
 
-def rewards_inputs(ctx: Context) -> str:
-    """A digest of everything staker_rewards reads besides the staker itself (the params without
-    their block stamp, the distribution time, the eligibility rule, the price's timestamp): per-staker
-    files are rendered again when it changes."""
-    s = ctx.snap
+@dataclass(frozen=True)
+class Estimating:
+    """What a staker's rewards view reads besides the staker, declared as an input of each
+    per-staker file: the formula's parameters, /rewards/params without its block stamp, as
+    canonical JSON. No estimate reads the stamp, so the files stay as they are from block to block
+    while the parameters do; ``params`` is parsed from this text alone (under a blank stamp), so
+    an estimate cannot read anything its key does not cover."""
+
+    doc: bytes
+
+    @cached_property
+    def params(self) -> R.Params:
+        return R.parse_params({**json.loads(self.doc), "block": UNSTAMPED})
+
+
+UNSTAMPED = {"number": 0, "hash": "", "timestamp": 0}
+
+
+def estimating(ctx: Context) -> Estimating:
     doc = {k: v for k, v in ctx.cached(rewards_params).items() if k != "block"}
-    shared = [doc, P.next_distribution_time(s), s.settings.rewards_eligibility_min_seconds, s.oracle.timestamp]
-    return hashlib.sha256(R.canonical_json(shared)).hexdigest()
+    return Estimating(R.canonical_json(doc))
 
 
-def staker_rewards(ctx: Context, st: Staker) -> dict:
-    """Rewards view of one staker (also embeddable in /stakers/{address})."""
-    p = ctx.cached(parsed_params)
-    s = ctx.snap
-    when = P.next_distribution_time(s)
-    min_seconds = s.settings.rewards_eligibility_min_seconds
+def staker_rewards(st: Staker, shared: Estimating, then: P.DistributionStake) -> dict:
+    """Rewards view of one staker (also embedded in /stakers/{address})."""
+    p = shared.params
+    when, min_seconds = p.next_distribution, p.eligibility_min_seconds
     eligible_next = P.eligible_at(st, when, min_seconds)
-    then = ctx.cached(distribution_stakes)[st.staker_addr]
     return {
         "address": st.staker_addr,
         "ggpStaked": R.tokens(st.ggp_staked), "ggpStakedWei": str(st.ggp_staked),
@@ -316,7 +326,7 @@ def staker_rewards(ctx: Context, st: Staker) -> dict:
         "nextDistributionTime": when,
         "distributionExpected": p.distribution_expected,
         "noDistributionReason": p.no_distribution_reason,
-        "ggpPriceTimestamp": s.oracle.timestamp,
+        "ggpPriceTimestamp": p.price_timestamp,
         "estimate": R.operator_estimate(
             p, ggp_staked=st.ggp_staked, avax_staked=st.avax_staked, avax_validating=st.avax_validating,
             effective_ggp_staked=then.effective, eligible_next=eligible_next,
@@ -429,7 +439,7 @@ function_endpoint(
                   {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, lowercase=True),),
 )
 def address_rewards(ctx: Context):
-    shared = ctx.cached(rewards_inputs)
+    shared = ctx.cached(estimating)
     then = ctx.cached(distribution_stakes)
     for st in ctx.snap.stakers:
-        yield rewards_path(st.staker_addr), Deferred((st, shared, then[st.staker_addr]), partial(staker_rewards, ctx, st))
+        yield rewards_path(st.staker_addr), Deferred((st, shared, then[st.staker_addr]), staker_rewards)

@@ -2,15 +2,13 @@
 /withdrawals/{address} (one requester's open requests)."""
 from __future__ import annotations
 
-from functools import partial
-
 from ..compute import queue as Q
 from ..compute.nodeid import node_id
-from ..snapshot import UnstakeRequest
+from ..snapshot import PstAvax, UnstakeRequest, WithdrawQueue
 from . import schema as S
 from .common import meta
 from .context import Context
-from .registry import Deferred, Param, endpoint, listing
+from .registry import Deferred, Each, Param, endpoint
 from .units import tokens
 
 AVAX = S.NON_NEGATIVE
@@ -129,39 +127,36 @@ def _queue_state(ctx: Context) -> Q.Schedule:
     }),
 )
 def withdrawals(ctx: Context):
-    s = ctx.snap
-    inputs = (s.withdraw_queue, s.withdraw_queue_note, s.pst_avax, s.ggavax, s.minipools, s.validators,
-              s.settings, s.stakers, s.oracle, s.block.timestamp)
-    yield "/withdrawals", Deferred(inputs, partial(withdrawals_body, ctx), partial(withdrawals_body, ctx))
-
-
-def withdrawals_body(ctx: Context, limit: int | None = None) -> dict:
     s, q = ctx.snap, ctx.snap.withdraw_queue
-    pst = None if s.pst_avax is None else {"address": s.pst_avax.address, "totalSupply": tokens(s.pst_avax.total_supply),
-                                          "vaultShares": tokens(s.pst_avax.vault_shares)}
     if q is None:
-        empty = dict.fromkeys(("address", "parameters", "pending", "funded", "expired", "requesters", "sharesHeld",
-                               "liquidity", "schedule"))
-        return {"status": "noQueue", "reason": s.withdraw_queue_note or "no withdrawal queue", **empty,
-                "pstAvax": pst, "meta": meta(ctx)}
-    now = s.block.timestamp
+        yield "/withdrawals", Deferred((s.withdraw_queue_note or "no withdrawal queue", s.pst_avax), no_queue_body,
+                                       meta=meta(ctx))
+        return
     sched = ctx.cached(_queue_state)
+    line, cumulative = [], 0
+    for r in Q.line(s):
+        cumulative += r.expected_assets
+        line.append((r, cumulative, sched.places[r.id]))
+    # The schedule's figures (its places enter through the line's rows) and the vault's WAVAX; the
+    # sums are inputs, so that a page's excerpt of the lists keeps them whole.
+    outlook = (sched.liquidity, sum(r.avax for r in sched.returns), sched.unscheduled_avax, sched.covered,
+               sched.shortfall, sched.last_funding_time, s.ggavax.liquid_avax)
+    yield "/withdrawals", Deferred((q, s.block.timestamp, s.pst_avax, outlook, Each(_return_row, sched.returns),
+                                    Each(_line_row, tuple(line))), withdrawals_body, meta=meta(ctx))
+
+
+def no_queue_body(reason: str, pst: PstAvax | None) -> dict:
+    empty = dict.fromkeys(("address", "parameters", "pending", "funded", "expired", "requesters", "sharesHeld",
+                           "liquidity", "schedule"))
+    return {"status": "noQueue", "reason": reason, **empty, "pstAvax": _pst_record(pst)}
+
+
+def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, returns: list, line: list) -> dict:
+    liquidity, returns_avax, unscheduled, covered, shortfall, last_funding_time, vault_wavax = outlook
     pending = [r for r in q.requests if not r.fulfilled]
     funded = [r for r in q.requests if r.fulfilled]
     claimable = [r for r in funded if now < r.expiration_time]
     expired = [r for r in q.requests if now >= r.expiration_time]
-    line, cumulative = [], 0
-    for r in Q.line(s):
-        cumulative += r.expected_assets
-        line.append((r, cumulative))
-
-    def row(item):
-        r, total = item
-        place = sched.places[r.id]
-        return {"position": place.position, "id": r.id, "requester": r.requester, "status": place.status.value,
-                "expectedAvax": tokens(r.expected_assets), "cumulativeAvax": tokens(total),
-                "fundableNow": place.fundable_now, "estimatedFundingTime": place.funding_time}
-
     demand = sum(r.expected_assets for r in pending)
     return {
         "status": "ok", "reason": None, "address": q.address,
@@ -175,20 +170,32 @@ def withdrawals_body(ctx: Context, limit: int | None = None) -> dict:
         "expired": {**_sums(expired), "fundedCount": sum(1 for r in expired if r.fulfilled)},
         "requesters": len({r.requester for r in q.requests}),
         "sharesHeld": tokens(q.shares_held),
-        "liquidity": {"queueAvax": tokens(sched.liquidity), "vaultWavax": tokens(s.ggavax.liquid_avax),
-                      "pendingShortfallAvax": tokens(max(0, demand - sched.liquidity))},
+        "liquidity": {"queueAvax": tokens(liquidity), "vaultWavax": tokens(vault_wavax),
+                      "pendingShortfallAvax": tokens(max(0, demand - liquidity))},
         "schedule": {
             "assumptions": list(Q.ASSUMPTIONS),
-            "returns": listing(sched.returns, _return_row, limit),
-            "returnsAvax": tokens(sum(r.avax for r in sched.returns)),
-            "unscheduledAvax": tokens(sched.unscheduled_avax),
-            "coveredCount": sched.covered, "uncoveredCount": len(pending) - sched.covered,
-            "shortfallAvax": tokens(sched.shortfall), "lastFundingTime": sched.last_funding_time,
-            "line": listing(line, row, limit),
+            "returns": returns,
+            "returnsAvax": tokens(returns_avax),
+            "unscheduledAvax": tokens(unscheduled),
+            "coveredCount": covered, "uncoveredCount": len(pending) - covered,
+            "shortfallAvax": tokens(shortfall), "lastFundingTime": last_funding_time,
+            "line": line,
         },
-        "pstAvax": pst,
-        "meta": meta(ctx),
+        "pstAvax": _pst_record(pst),
     }
+
+
+def _pst_record(pst: PstAvax | None) -> dict | None:
+    if pst is None:
+        return None
+    return {"address": pst.address, "totalSupply": tokens(pst.total_supply), "vaultShares": tokens(pst.vault_shares)}
+
+
+def _line_row(item: tuple[UnstakeRequest, int, Q.Place]) -> dict:
+    r, total, place = item
+    return {"position": place.position, "id": r.id, "requester": r.requester, "status": place.status.value,
+            "expectedAvax": tokens(r.expected_assets), "cumulativeAvax": tokens(total),
+            "fundableNow": place.fundable_now, "estimatedFundingTime": place.funding_time}
 
 
 def _sums(requests: list[UnstakeRequest]) -> dict:
@@ -227,11 +234,11 @@ def requester(ctx: Context):
         mine.setdefault(r.requester, []).append(r)
     for who, requests in mine.items():
         # A request's file depends on the request and what the build derived for it, nothing else.
-        inputs = tuple((r, sched.places[r.id]) for r in requests)
-        yield f"/withdrawals/{who.lower()}", Deferred(inputs, partial(_requester_body, who, inputs))
+        items = tuple((r, sched.places[r.id]) for r in requests)
+        yield f"/withdrawals/{who.lower()}", Deferred((who, items), requester_body)
 
 
-def _requester_body(who: str, items) -> dict:
+def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place], ...]) -> dict:
     rows = [_request_record(r, place) for r, place in items]
     return {"requester": who, "requests": rows, "count": len(rows), "totals": {
         "shares": tokens(sum(r.shares for r, _ in items)),

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..endpoints.registry import file_for
 from ..errors import PublisherError, every_cause
-from ..pipeline import read_record
+from ..tree import read_record
 from ..validate import compare_previous, load_dir, network_profile, strict_loads, validate
 from .plan import (
     MANIFEST_KEY,

@@ -1,0 +1,308 @@
+"""The incremental layer beside the build core: the same files, with work in proportion to change.
+
+``build(snap, profile, out, cache=, workers=)`` runs the core (``pipeline.build``) with its own way
+of making the files before /status:
+
+- a file made from declared inputs (``registry.Deferred``) is keyed by a digest of its maker's name
+  and those inputs. A key equal to the live record's, in a run of the same code for the same
+  network, means the same file: it is hard-linked from the live tree instead of made. Makers
+  receive their declared inputs and nothing else, so that holds by construction;
+- an aggregate made again whose content is unchanged keeps the live bytes (the core's rule; the
+  live record's content key saves reading the file);
+- the tree being written keeps what it already holds with the right digest (``TreeWriter``);
+- the per-entity files are walked by ``workers`` forked processes, each taking every n-th, while
+  this process makes the aggregates; a worker returns only digests;
+- ``cache`` (a ``Cache``, owned by the caller) is what a build leaves for the next one in the same
+  process: long lists' rows by their item, and what the invariants read of a carried aggregate by
+  the sha256 of its bytes. Nothing else outlives a build.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import pickle
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from functools import cache, partial
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import Profile
+from .endpoints.context import Context
+from .endpoints.registry import Deferred, Each, Rows, file_for, resolve
+from .endpoints.units import dumps
+from .errors import PublisherError
+from .pipeline import INVARIANT_READS, Built, Made, bodies, extract, keep_live
+from .pipeline import build as core_build
+from .snapshot import Snapshot
+from .tree import TreeWriter, read_record, sha256
+from .validate import strict_loads
+from .workers import Workers
+
+
+class Cache:
+    """What one build leaves for the next in the same process; the caller owns it (``publisher
+    watch`` keeps one for its life, ``publisher build`` starts with a fresh one). Everything in it
+    is kept by what it was made from, so a build writes the same bytes with a fresh cache or one
+    that has seen any number of builds."""
+
+    def __init__(self, *, keep_rows: bool = True) -> None:
+        # Rows of long lists (``Each``), by row function and item. ``keep_rows=False`` is for a
+        # process that builds once: each list's rows are then dropped once written (at 100 000
+        # stakers, rows kept for a next build are the largest thing a build holds).
+        self.rows: Rows | None = Rows() if keep_rows else None
+        # path -> (sha256 of a carried aggregate's bytes, what the invariants read of them): a
+        # watch carries /stakers build after build, and parsing it each time would cost more than
+        # the rest of such a build.
+        self.reads: dict[str, tuple[str, object]] = {}
+
+
+def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, cache: Cache, workers: int,
+          force: bool = False) -> Built:
+    """``pipeline.build``, carrying what is unchanged from the live tree (see the module)."""
+    layer = _Layer(cache, workers)
+    try:
+        built = core_build(snap, profile, out_dir, force=force, files=layer)
+    finally:
+        if cache.rows is not None:
+            cache.rows.turn()
+    cache.reads = layer.reads.exact_values() if layer.reads is not None else {}
+    return built
+
+
+class _Layer:
+    def __init__(self, cache: Cache, workers: int):
+        self.cache, self.workers = cache, workers
+        self.reads: _Reads | None = None
+
+    def __call__(self, ctx: Context, live: Path | None, target: Path) -> Made:
+        t0 = time.monotonic()
+        record = read_record(live)
+        run = run_key(ctx.snap, ctx.oracle_max_age)
+        old = record["files"] if record else {}
+        same_run = record is not None and record.get("run") == run
+        held = read_record(target) if target.exists() else None
+        made = Made(TreeWriter(target, held["files"] if held else None), run=run)
+        made.reads = reads = self.reads = _Reads(self.cache.reads)
+        made.stages["records"] = time.monotonic() - t0
+
+        t = time.monotonic()
+        keys = Keys()
+        keys.warm(ctx.snap.stakers, ctx.snap.minipools)  # once, here, for the workers and the aggregates alike
+        carry = old if same_run and live is not None else {}
+        job = partial(_entities, ctx, made.writer, live, carry, keys, self.cache.rows)
+        with Workers(self.workers, job) as pool:
+            for ep, path, value in bodies(ctx, entities=False):
+                key = keys.of(value) if type(value) is Deferred else None
+                was = carry.get(path)
+                if key is not None and was is not None and was[2] == key and _link(made.writer, live, path, was[0], verify=True):
+                    made.entries[path] = was  # same inputs, same content: the live file, block stamp included
+                    reads.carried(path, f"{live}/{file_for(path)}", was[0])
+                    made.carried += 1
+                    continue
+                if record is not None:  # the live record knows each aggregate's content
+                    keep = partial(_keep_recorded, made.writer, live, path, old.get(path))
+                else:
+                    keep = partial(keep_live, made.writer, live, path)
+                sha = made.put(ep, path, resolve(value, self.cache.rows), key, keep)
+                if sha is not None and path in INVARIANT_READS:
+                    reads.exact[path] = sha
+            for share in pool.results():
+                for path, entry in share.entries.items():
+                    if path in made.entries:
+                        raise PublisherError(f"two responses for {path}")
+                    made.entries[path] = entry
+                    reads[path] = None
+                made.problems += share.problems
+                made.rendered += share.rendered
+                made.carried += share.carried
+                if pool.forked:  # the files a worker wrote count in this process's writer
+                    made.writer.written += share.written
+        made.stages["render+validate+write"] = time.monotonic() - t
+        return made
+
+
+@dataclass
+class _Share:
+    """One worker's part of the per-entity files."""
+
+    entries: dict[str, list]
+    problems: list[str]
+    rendered: int
+    carried: int
+    written: int
+
+
+def _entities(ctx: Context, writer: TreeWriter, live: Path | None, carry: dict[str, list], keys: Keys,
+              rows: Rows | None, share: int, n: int) -> _Share:
+    """Every n-th per-entity file from the ``share``-th: linked from the live tree while its key is
+    unchanged, else rendered, validated and written."""
+    made, before = Made(writer), writer.written
+    for ep, path, value in itertools.islice(bodies(ctx, entities=True), share, None, n):
+        key = keys.of(value) if type(value) is Deferred else None
+        was = carry.get(path)
+        if key is not None and was is not None and was[2] == key and _link(writer, live, path, was[0]):
+            made.entries[path] = was
+            made.carried += 1
+            continue
+        made.put(ep, path, resolve(value, rows), key)
+    return _Share(made.entries, made.problems, made.rendered, made.carried, writer.written - before)
+
+
+def _link(writer: TreeWriter, live: Path | None, path: str, sha: str, verify: bool = False) -> bool:
+    """Link the live tree's file; False if it is gone (then it is rendered again). ``verify``
+    (aggregates: few files, and the guards compare them) also refuses a file that no longer
+    matches its record, edited in place since the build that wrote it."""
+    if live is None:
+        return False
+    if verify:
+        try:
+            if sha256((live / file_for(path)).read_bytes()) != sha:
+                return False
+        except OSError:
+            return False
+    try:
+        writer.link(path, live, sha)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _keep_recorded(writer: TreeWriter, live: Path | None, path: str, was: list | None, ckey: str) -> list | None:
+    """The live aggregate, linked into the tree, if its recorded content key is ``ckey``."""
+    if was is None or was[3] != ckey or not _link(writer, live, path, was[0], verify=True):
+        return None
+    return was
+
+
+# ---- keys ----------------------------------------------------------------------------------------
+
+
+@cache
+def code_digest() -> str:
+    """Digest of the package's code and templates: a key says nothing about the code that makes
+    the file, so a different build of the publisher makes everything again."""
+    root = Path(__file__).parent
+    h = hashlib.sha256(__version__.encode())
+    for f in sorted([*root.rglob("*.py"), *root.rglob("*.j2")]):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def run_key(snap: Snapshot, oracle_max_age: int) -> str:
+    """What every key leaves out: the code that makes the files, the network an aggregate's stamp
+    names besides its block, and the age past which the Oracle price is labelled stale (the label's
+    bound is the profile's, not the chain's)."""
+    return sha256(dumps([code_digest(), snap.network, snap.chain_id, oracle_max_age]))
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None), bytes))
+
+
+class Keys:
+    """Keys of Deferred bodies for one build: a digest of the maker's name and a complete, stable
+    description of its inputs. Each frozen dataclass is digested once per build however many
+    files read it (the memo holds the object, so its id is not reused while the build lasts)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, tuple[object, bytes]] = {}
+        self.getters: dict[type, Callable[[Any], tuple]] = {}
+
+    def of(self, value: Deferred) -> str:
+        make = value.make
+        parts = [f"{make.__module__}.{make.__qualname__}".encode(), b"\0"]
+        self._describe(parts, value.inputs)
+        return hashlib.blake2b(b"".join(parts), digest_size=16).hexdigest()
+
+    def warm(self, *values) -> None:
+        """Digest these values' records now (before the workers fork, so they share the memo)."""
+        self._describe([], values)
+
+    def _describe(self, parts: list[bytes], x) -> None:
+        kind = type(x)
+        if kind is tuple or kind is list:
+            parts.append(b"(" if kind is tuple else b"[")
+            memo = self.memo
+            for item in x:  # tens of thousands of records per build: the memo first
+                hit = memo.get(id(item))
+                if hit is None:
+                    self._describe(parts, item)
+                else:
+                    parts.append(hit[1])
+            parts.append(b")")
+        elif kind in _SCALARS:
+            parts.append(repr(x).encode() + b"\0")
+        elif hasattr(kind, "__dataclass_fields__"):
+            hit = self.memo.get(id(x))
+            if hit is None:
+                if not kind.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+                    raise TypeError(f"cannot key an input of {kind.__qualname__}: a dataclass input is frozen")
+                # Its class and field values, pickled: pickle's bytes determine the value they
+                # load as, so two different records never share them.
+                data = pickle.dumps((kind.__module__, kind.__qualname__, self._values(kind)(x)), 5)
+                hit = self.memo[id(x)] = (x, hashlib.blake2b(data, digest_size=16).digest())
+            parts.append(hit[1])
+        elif kind is dict:
+            parts.append(b"{")
+            for k, v in x.items():  # in order: a maker may read them in order
+                self._describe(parts, k)
+                self._describe(parts, v)
+            parts.append(b"}")
+        elif kind is Each:
+            parts.append(f"each {x.row.__module__}.{x.row.__qualname__}\0".encode())
+            self._describe(parts, x.items)
+        else:
+            raise TypeError(f"cannot key an input of type {kind.__qualname__}: an input is a scalar, a tuple, list "
+                            f"or dict of inputs, a frozen dataclass or an Each")
+
+    def _values(self, kind: type) -> Callable[[Any], tuple]:
+        """The values of a dataclass's fields, in order (not any other attribute it holds)."""
+        get = self.getters.get(kind)
+        if get is None:
+            names = [f.name for f in fields(kind)]
+            get = self.getters[kind] = attrgetter(*names) if len(names) > 1 else lambda x: tuple(getattr(x, n) for n in names)
+        return get
+
+
+# ---- what the invariants read of carried aggregates ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Carried:
+    file: str
+    sha: str
+
+
+class _Reads(dict):
+    """What the invariants read of each file; a carried aggregate is read from its file only when
+    one reads it, and only if the cache holds no extract of those very bytes."""
+
+    def __init__(self, kept: dict[str, tuple[str, object]]):
+        super().__init__()
+        self.kept = kept
+        self.exact: dict[str, str] = {}  # path -> sha256 of the bytes its value was read from or made as
+
+    def carried(self, path: str, file: str, sha: str) -> None:
+        self[path] = _Carried(file, sha) if path in INVARIANT_READS else None
+
+    def __getitem__(self, path):
+        value = super().__getitem__(path)
+        if type(value) is _Carried:
+            carried, kept = value, self.kept.get(path)
+            value = kept[1] if kept and kept[0] == carried.sha else extract(path, strict_loads(Path(carried.file).read_bytes()))
+            self[path] = value
+            self.exact[path] = carried.sha
+        return value
+
+    def get(self, path, default=None):
+        try:
+            return self[path]
+        except KeyError:
+            return default
+
+    def exact_values(self) -> dict[str, tuple[str, object]]:
+        """What to keep for the next build: each extract read or made from known bytes."""
+        return {path: (sha, dict.__getitem__(self, path)) for path, sha in self.exact.items()}

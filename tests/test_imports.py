@@ -1,0 +1,86 @@
+"""The package's modules import one another in one direction: the only circle is the endpoint
+registry's (``registry.load_all`` imports the endpoint modules, which register with it)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).parents[1] / "publisher"
+REGISTRY_CIRCLE = "publisher.endpoints."
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for f in PACKAGE.rglob("*.py"):
+        parts = list(f.relative_to(PACKAGE.parent).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    return out
+
+
+def imports(name: str, f: Path, known: dict[str, Path]) -> set[str]:
+    """The package's modules ``name`` imports, at module level or in a function (not the ones it
+    names for type checking only)."""
+    tree = ast.parse(f.read_text())
+    typing_only = {id(n) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                   for n in ast.walk(node)}
+    package = name if f.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - (node.level - 1)] if node.level else []
+            mod = ".".join([*base, *([node.module] if node.module else [])])
+            subs = [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in known]
+            targets = subs if len(subs) == len(node.names) else [mod, *subs]
+        else:
+            continue
+        for t in targets:
+            while t and t not in known:
+                t = t.rsplit(".", 1)[0] if "." in t else ""
+            if t and t != name:
+                out.add(t)
+    return out
+
+
+def circles(edges: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for v in edges:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle_outside_the_endpoint_registry():
+    known = modules()
+    edges = {name: imports(name, f, known) for name, f in known.items()}
+    assert "publisher.pipeline" in edges["publisher.incremental"]  # the walk sees imports
+    others = [sorted(c) for c in circles(edges) if not all(m.startswith(REGISTRY_CIRCLE) for m in c)]
+    assert others == []
