@@ -55,6 +55,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "latestRoundData": ("PriceFeed",),
     "getReserves": ("DexPair",), "token0": ("DexPair",), "token1": ("DexPair",),
     "aggregate3": ("Multicall3",), "getCurrentBlockTimestamp": ("Multicall3",),
+    **{n: ("WithdrawQueue",) for n in dir(abis) if n.startswith("wq_")},
 }
 
 EVENTS = {
@@ -131,6 +132,8 @@ def _sample_args(attr: str, fn: Fn, ctx: dict) -> tuple:
         "getClaimingContractDistribution": ("ClaimNodeOp",), "getClaimingContractPct": ("ClaimNodeOp",),
         "getContractPaused": ("Oracle",),
         "aggregate3": ([(a["Storage"], True, abis.storage_getAddress.encode(registry_key("contract.address", "Oracle")))],),
+        "wq_requests": (1,), "wq_isRequestPending": (1,), "wq_isFulfilledRequest": (1,), "wq_canClaimRequest": (1,),
+        "wq_getRequestsByOwner": (ctx["staker"], 0, 0),
     }
     args = table.get(attr, ())
     assert len(args) == len(fn.inputs), f"give {attr} sample arguments"

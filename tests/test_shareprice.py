@@ -213,7 +213,9 @@ def test_later_runs_add_days_and_complete_the_running_one(twins, tmp_path):
             synced = True
         actions = [prices(ggp + d * 10**14, avax + d * 10**6), rewards(3 * WAD)]
         if d == 1:
-            actions.append(lambda op: op.redeem(depositor, shares))
+            # Redemptions go through the queue: a request, and the depositor serving the line
+            # (the vault burns the served requests' shares: Withdraw and Transfer-to-zero events).
+            actions += [lambda op: op.request_unstake(depositor, shares), lambda op: op.serve(b"TEST")]
         if d == 9:
             actions.append(lambda op: op.deposit(depositor, 250 * WAD))
         twins.at(day + 3600, *actions)

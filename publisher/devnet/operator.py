@@ -13,7 +13,23 @@ from dataclasses import dataclass
 from ..chain import abis
 from ..chain.abi import Fn
 from ..chain.rpc import RpcClient
-from .seed import QUEUE_GAS, SERVE_GAS, Sender
+from . import seed as seed_fns
+from .seed import (
+    QUEUE_GAS,
+    SERVE_GAS,
+    Sender,
+    approve,
+    cancel_request,
+    claim_unstake,
+    fulfilled_ids,
+    pending_ids,
+    pst_deposit_wavax,
+    queue_request,
+    reclaim_expired,
+    request_unstake,
+    wavax_mint,
+    withdraw_via_queue,
+)
 
 WAD = 10**18
 NAVAX = 10**9
@@ -33,23 +49,12 @@ withdraw_funds = Fn("withdrawMinipoolFunds(address)")
 stake_ggp_for = Fn("stakeGGPFor(address,uint256)")
 sync_rewards = Fn("syncRewards()")
 deposit_for = Fn("depositFor(address,uint256)")
-# The withdraw queue (mainnet signatures) and pstAVAX (depositWAVAX is the devnet token's).
-approve = Fn("approve(address,uint256)")
-request_unstake = Fn("requestUnstake(uint256,uint48)")
-claim_unstake = Fn("claimUnstake(uint256)")
-cancel_request = Fn("cancelRequest(uint256)")
-reclaim_expired = Fn("reclaimExpiredRequest(uint256)")
-serve_line = Fn("depositFromStaking(uint256,uint256,bytes32)")
+# The withdraw queue and pstAVAX: the seeder's signatures, and the depositor's call and the pause.
+serve_line = seed_fns.queue_deposit
 pause_queue = Fn("pause()")
 unpause_queue = Fn("unpause()")
-queue_paused = Fn("paused()", "bool")
-pending_ids = Fn("getAllPendingRequests()", "uint256[]")
-fulfilled_ids = Fn("getAllFulfilledRequests()", "uint256[]")
-queue_request = Fn("requests(uint256)", "(address,uint256,uint256,uint48,uint48,uint48,uint256)")
+queue_paused = abis.wq_paused
 REQUEST_FIELDS = ("requester", "shares", "expectedAssets", "requestTime", "claimableTime", "expirationTime", "allocatedFunds")
-wavax_mint = Fn("mint(address,uint256)")
-pst_deposit_wavax = Fn("depositWAVAX(uint256)")
-withdraw_via_queue = Fn("withdrawViaQueue(uint256,uint48)")
 set_price = Fn("setGGPPriceInAVAX(uint256,uint256)")
 update_answer = Fn("updateAnswer(int256,uint256)")
 set_paused = Fn("setPaused(string,bool)")
