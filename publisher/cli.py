@@ -171,21 +171,22 @@ def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int 
         raise click.UsageError(f"the {scenario} scenario has wound down already")
     stop_on_signals()
     with running(scenario, port, as_network=as_network, stakers=stakers, minipools=minipools, ggp_quote=ggp_quote) as net:
-        sc = net.scenario
-        click.echo(f"devnet '{sc.name}'{f' rehearsing {as_network}' if as_network else ''} ready in {net.seconds:.1f}s: "
-                   f"{len(sc.stakers):,} stakers, {len(sc.minipools):,} minipools")
-        click.echo(f"RPC URL   {net.url}   (chain id {net.chain_id})")
-        for name, addr in sorted(net.addresses.items()):
-            click.echo(f"  {name:<16} {addr}")
-        click.echo("stand-ins for third-party APIs:")
-        for name, url in sorted(net.services.items()):
-            click.echo(f"  {name:<16} {url}")
-        click.echo("use it:")
-        click.echo(f"  export PUBLISHER_VALIDATOR_API_URL={net.services['validator_api']} "
-                   f"PUBLISHER_PCHAIN_RPC_URL={net.services['pchain_rpc']} PUBLISHER_PRICE_API_URL={net.services['price_api']}")
-        click.echo(f"  {own_command()} build{f' --network {as_network}' if as_network else ''} --rpc-url {net.url}")
-        click.echo("Ctrl-C to stop")
+        # A Ctrl-C at any moment after the devnet is up (while its addresses print, too) stops it cleanly.
         try:
+            sc = net.scenario
+            click.echo(f"devnet '{sc.name}'{f' rehearsing {as_network}' if as_network else ''} ready in {net.seconds:.1f}s: "
+                       f"{len(sc.stakers):,} stakers, {len(sc.minipools):,} minipools")
+            click.echo(f"RPC URL   {net.url}   (chain id {net.chain_id})")
+            for name, addr in sorted(net.addresses.items()):
+                click.echo(f"  {name:<16} {addr}")
+            click.echo("stand-ins for third-party APIs:")
+            for name, url in sorted(net.services.items()):
+                click.echo(f"  {name:<16} {url}")
+            click.echo("use it:")
+            click.echo(f"  export PUBLISHER_VALIDATOR_API_URL={net.services['validator_api']} "
+                       f"PUBLISHER_PCHAIN_RPC_URL={net.services['pchain_rpc']} PUBLISHER_PRICE_API_URL={net.services['price_api']}")
+            click.echo(f"  {own_command()} build{f' --network {as_network}' if as_network else ''} --rpc-url {net.url}")
+            click.echo("Ctrl-C to stop")
             if live:
                 from .devnet.live import Live
 
