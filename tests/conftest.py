@@ -28,6 +28,16 @@ def demo_snapshot(demo_profile):
     return collect(demo_profile).snapshot
 
 
+@pytest.fixture(scope="module")
+def built(demo_snapshot, demo_profile, tmp_path_factory):
+    """The demo snapshot built into a fresh out/ (the plain build core), once per module."""
+    from publisher.pipeline import build
+
+    out = tmp_path_factory.mktemp("api") / "out"
+    build(demo_snapshot, demo_profile, out)
+    return out
+
+
 @pytest.fixture
 def rpc(demo):
     return RpcClient([demo.url])

@@ -21,13 +21,6 @@ from publisher.validate import load_dir, validate
 ARTIFACTS = json.loads((Path(__file__).parents[1] / "publisher/devnet/artifacts.json").read_text())["contracts"]
 
 
-@pytest.fixture(scope="module")
-def built(demo_snapshot, demo_profile, tmp_path_factory):
-    out = tmp_path_factory.mktemp("api") / "out"
-    build(demo_snapshot, demo_profile, out)
-    return out
-
-
 def body(out: Path, name: str):
     return json.loads((out / name).read_text())
 

@@ -24,13 +24,6 @@ claim = Fn("claimUnstake(uint256)")
 next_request_id = Fn("nextRequestId()", "uint256")
 
 
-@pytest.fixture(scope="module")
-def built(demo_snapshot, demo_profile, tmp_path_factory):
-    out = tmp_path_factory.mktemp("api") / "out"
-    build(demo_snapshot, demo_profile, out)
-    return out
-
-
 def body(out: Path, name: str):
     return json.loads((out / name).read_text())
 
