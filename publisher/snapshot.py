@@ -268,6 +268,21 @@ class WithdrawQueue:
 
 
 @dataclass(frozen=True)
+class QueueActivity:
+    """What the queue's own logs say up to the pinned block: when the depositor last called
+    (any event only ``depositFromStaking`` emits) and last funded a request, and the line's front:
+    ids below it were popped (funded, or dropped as closed) and ids from it on are still in the
+    contract's private line, closed ones as stale entries that count against the per-call limit."""
+
+    cursor: int  # last block whose logs are folded in (the pinned block)
+    line_front: int  # first id the line has not popped (0 when none was ever popped)
+    last_call_block: int | None
+    last_call_time: int | None
+    last_funding_block: int | None
+    last_funding_time: int | None
+
+
+@dataclass(frozen=True)
 class PstAvax:
     """The principal-only token that parks AVAX as ggAVAX and exits through the queue."""
 
@@ -312,6 +327,7 @@ class Snapshot:
     withdraw_queue: WithdrawQueue | None = None
     withdraw_queue_note: str | None = None
     pst_avax: PstAvax | None = None
+    queue_activity: QueueActivity | None = None  # from the queue's logs (None: not read)
     format: int = SNAPSHOT_FORMAT
 
     def to_json(self) -> str:
