@@ -1,53 +1,74 @@
-"""The withdrawal queue at the build block: each open request's state, its place in line, and
-when the vault's liquidity is expected to reach it.
+"""The withdrawal queue at the build block: each open request's state, what its requester (or
+anyone) can do with it now, its place in line, and when the vault's liquidity is expected to
+reach it.
 
-The queue pays strictly in line order (request id order) from the vault's liquidity, as the
-contract measures it (ggAVAX totalAssets − stakingTotalAssets, floored at 0), stopping at the first
-request that liquidity does not cover. The chain has no arrival time for a request; the funding
-schedule forecasts one from what the snapshot knows: the liquidity now, the reward stream already
-scheduled, and the liquid stakers' AVAX each staking minipool hands back when its validation ends.
-Every assumption it makes is published with it (``ASSUMPTIONS``).
+The funding schedule replays the contracts' own rules forward from the snapshot, event by event:
+each staking minipool's validation ends when the validator provider says (an overdue one in the
+next block) and Rialto records it; MinipoolManager restakes it only while it is not paused, the
+pool's duration has room for another cycle at the time the end is processed, and its owner's GGP
+still covers MinCollateralizationRatio with the AVAX assigned at that moment; otherwise the
+stakers' AVAX goes back to the vault. After each event the depositor serves the line: calls of at
+most ``maxRequestsPerDeposit`` steps (a closed id still in the line costs a step), each request
+redeemed at the share price of that block, the call stopping at the first request the liquidity
+does not cover and failing whole when a redemption is worth more than the liquidity left (the
+queue's checked subtraction). Every assumption is published with the schedule (``assumptions``).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from ..protocol import MinipoolStatus
-from ..snapshot import Minipool, Snapshot, Staker, UnstakeRequest
-from .params import validation_end
+from ..snapshot import Minipool, Snapshot, UnstakeRequest, Validator
+from .nodeid import node_id as encode_node_id
+from .rewards import WAD, collateralization_ratio, mul_wad
 
-MIN_EXPIRATION_DELAY = 3 * 86_400
-WAD = 10**18  # the queue's constant floor for a requester's expiration delay
+MIN_EXPIRATION_DELAY = 3 * 86_400  # the queue's constant floor for a requester's expiration delay
+NANO = 10**9  # the validator provider's amounts are nAVAX
+MIN_PERIOD = 3600  # Rialto's shortest validation period on the devnet
 
 
 class RequestStatus(StrEnum):
-    """A request's state as the contract defines it, at the block's time."""
+    """What an open request is at the block's time, in the terms its requester acts on."""
 
-    PENDING = "pending"  # in line, waiting for liquidity
-    FUNDED = "funded"  # AVAX allocated; the requester can claim it at once
-    EXPIRED = "expired"  # past its expiration: only reclaimable (shares back), by anyone
+    PENDING = "pending"  # in line for liquidity
+    PENDING_EXPIRED = "pendingExpired"  # in line past its expiration: cancel or reclaim (shares back); still fundable
+    FUNDED = "funded"  # AVAX allocated: the requester can claim it
+    EXPIRED_FUNDED = "expiredFunded"  # funded, then expired: anyone can reclaim it (the AVAX is deposited back as shares)
+    STUCK = "stuck"  # funded, then expired, and reclaiming reverts now: nothing can be done until deposits reopen
 
 
-ASSUMPTIONS = (
-    "requests are served strictly in line order (request id), each needing its expected AVAX, and stop at the first request the liquidity does not cover",
-    "the depositor serves the line as soon as AVAX returns, calling as many times as the per-call request limit requires",
-    "each staking minipool hands its liquid stakers' AVAX back to the vault at the end of its validation period, on time (the validator provider's end time); one whose requested duration has room for another cycle restakes it instead, when its owner's GGP still covers the minimum collateralization",
-    "the vault's current reward stream releases as scheduled until its cycle ends; rewards not yet synced and later syncs are not counted",
-    "no new deposits, requests, cancellations or reclaims, no minipool launched from the vault's AVAX, and the share price stays as it is now (a funded request uses its shares' current value in AVAX)",
-    "launched minipools that have not started validating, and minipools without a known end time, return nothing within the schedule",
-)
+STATUS_TEXT = {
+    RequestStatus.PENDING: "in line for liquidity; the requester may cancel it (shares back at today's rate)",
+    RequestStatus.PENDING_EXPIRED: "past its expiration and still in line: the requester may cancel it, anyone may reclaim it (its original shares go back to the requester), and the depositor may still fund it",
+    RequestStatus.FUNDED: "AVAX allocated: the requester can claim it until its expiration",
+    RequestStatus.EXPIRED_FUNDED: "funded but not claimed before its expiration: anyone can reclaim it, which deposits its AVAX back into ggAVAX for the requester",
+    RequestStatus.STUCK: "funded but not claimed before its expiration, and reclaiming it reverts now (it deposits the AVAX back into ggAVAX, and ggAVAX deposits are paused): nothing can be done with it until deposits reopen",
+}
+
+DEPOSITS_PAUSED = "ggAVAX (TokenggAVAX) deposits are paused: reclaiming a funded request deposits its AVAX back, which reverts"
 
 
 @dataclass(frozen=True)
 class Return:
-    """AVAX a minipool is expected to hand back to the vault."""
+    """AVAX a minipool is expected to hand back to the vault for good."""
 
-    time: int
-    avax: int
+    time: int  # end of the validation period
+    avax: int  # the liquid stakers' principal it returns
     node_id: str  # hex, as in the snapshot
-    overdue: bool  # its end time has passed but the AVAX has not come back yet
+    overdue: bool  # its end has passed but it was not recorded by the build block
+    after_restakes: int  # how many restakes come first (0: its current validation)
+
+
+@dataclass(frozen=True)
+class Restake:
+    """A minipool the contracts are expected to start again instead of returning its AVAX."""
+
+    time: int  # when its end is processed
+    node_id: str
+    avax: int  # the liquid stakers' AVAX it takes again (principal plus their reward)
+    reward: int  # the liquid stakers' reward it keeps out of the vault (liquidity drops by this)
 
 
 @dataclass(frozen=True)
@@ -58,34 +79,95 @@ class Place:
     status: RequestStatus
     can_claim: bool
     can_cancel: bool
+    can_reclaim: bool
+    stuck_reason: str | None
     position: int | None  # 1-based place in the pending line (None when not pending)
     ahead_avax: int  # expected AVAX of the pending requests before it
     funding_time: int | None  # estimated funding time (None: fundable now, or beyond the known returns)
-    fundable_now: bool  # the vault's liquidity covers it (and everything ahead) already
+    fundable_now: bool  # the liquidity covers it (and everything ahead) at the depositor's next calls
+    depositor_calls: int | None  # fundable now: how many depositor calls reach it (1 = the next)
     funded_by: str | None  # "liquidity", "returns" or None (not covered by what is known)
+    expires_first: bool  # pending, and its expiration comes before its estimated funding
 
 
 @dataclass(frozen=True)
 class Schedule:
     liquidity: int  # what the queue can use now, AVAX wei
     returns: tuple[Return, ...]  # expected returns, by time
+    restakes: tuple[Restake, ...]  # expected restakes, by time
     unscheduled_avax: int  # liquid stakers' AVAX out in minipools with no known return
     places: dict[int, Place]  # request id -> its place
     covered: int  # pending requests the liquidity and known returns cover
     shortfall: int  # AVAX still missing for the rest of the line after every known return
     last_funding_time: int | None  # when the last covered request is expected to be funded
+    stale_entries: int  # closed ids still in the line (each costs a depositor call a step)
+    front_known: bool  # the line's front came from the queue's logs (else: assumed at the first pending id)
+    reverted_calls: int  # depositor calls the schedule expects to fail whole (checked subtraction)
+    assumptions: tuple[str, ...] = field(default=())
 
 
-def status(r: UnstakeRequest, now: int) -> RequestStatus:
-    if now >= r.expiration_time:
-        return RequestStatus.EXPIRED
-    return RequestStatus.FUNDED if r.fulfilled else RequestStatus.PENDING
+def assumptions(snap: Snapshot, sched_front_known: bool) -> tuple[str, ...]:
+    mm_paused = bool(snap.paused.get("MinipoolManager"))
+    out = [
+        "the depositor calls in the block after the build block and again right after every minipool end below; "
+        "each call takes at most maxRequestsPerDeposit steps (a closed id still in the line costs one), serves "
+        "requests strictly in line order, redeems each at the share price of that block, stops at the first "
+        "request the liquidity does not cover, and fails whole when a redemption is worth more than the liquidity "
+        "left; it calls again while that lets it fund more",
+        "Rialto records each staking minipool's end at the end time the validator provider reports (one already "
+        "past is recorded in the block after the build block); each validation earns the reward the provider "
+        "reports as its potential reward (a restaked period earns at the same rate), and none is slashed; the "
+        "depositor also calls when the vault's current reward stream has released all of it",
+    ]
+    if mm_paused:
+        out.append("MinipoolManager is paused: no minipool restakes (recordStakingEndThenMaybeCycle reverts), so "
+                   "each hands its liquid stakers' AVAX back at its end")
+    else:
+        out.append("a minipool restakes when its end is processed if MinipoolManager is not paused, the pool's "
+                   "duration has room for another cycle at that time (MinipoolCycleDuration, "
+                   "MinipoolCycleDelayTolerance) and its owner's GGP covers MinCollateralizationRatio with the AVAX "
+                   "assigned then (after its earlier ends); Rialto starts the next validation at once, for one cycle "
+                   "or the rest of the duration, and the pool returns its AVAX at the end of its last cycle")
+    out += [
+        "the vault's current reward stream releases as scheduled until its cycle ends; rewards not yet synced and "
+        "later syncs are not counted",
+        "no new deposits, requests, cancellations or reclaims, no minipool launched, and the Oracle's GGP price "
+        "stays as it is",
+        "launched minipools that have not started validating, and staking minipools without a known end time, "
+        "return nothing within the schedule",
+    ]
+    if not sched_front_known:
+        out.append("the queue's logs were not read: closed ids before the first pending request are taken as already "
+                   "dropped from the line")
+    return tuple(out)
 
 
-def can_cancel(r: UnstakeRequest, now: int, deposits_paused: bool = False) -> bool:
-    """Pending: any time. Funded: only before its claimable time, and only while ggAVAX takes
-    deposits (the allocated AVAX is deposited back for fresh shares). The requester alone may."""
+def status(r: UnstakeRequest, now: int, deposits_paused: bool) -> RequestStatus:
+    if now < r.expiration_time:
+        return RequestStatus.FUNDED if r.fulfilled else RequestStatus.PENDING
+    if not r.fulfilled:
+        return RequestStatus.PENDING_EXPIRED
+    return RequestStatus.STUCK if deposits_paused else RequestStatus.EXPIRED_FUNDED
+
+
+def can_claim(r: UnstakeRequest, now: int) -> bool:
+    """claimUnstake: the requester, a funded request, before its expiration."""
+    return r.fulfilled and now < r.expiration_time
+
+
+def can_cancel(r: UnstakeRequest, now: int, deposits_paused: bool) -> bool:
+    """cancelRequest: a pending request any time; a funded one only before its claimable time, and
+    only while ggAVAX takes deposits (the allocated AVAX is deposited back for fresh shares)."""
     return not r.fulfilled or (now < r.claimable_time and not deposits_paused)
+
+
+def can_reclaim(r: UnstakeRequest, now: int, deposits_paused: bool) -> bool:
+    """reclaimExpiredRequest (anyone): past the expiration; a funded one deposits its AVAX back."""
+    return now >= r.expiration_time and not (r.fulfilled and deposits_paused)
+
+
+def deposits_paused(snap: Snapshot) -> bool:
+    return bool(snap.paused.get("TokenggAVAX"))
 
 
 def line(snap: Snapshot) -> list[UnstakeRequest]:
@@ -99,6 +181,103 @@ def queue_liquidity(snap: Snapshot) -> int:
     return max(0, v.total_assets - v.staking_total_assets)
 
 
+def restakes(snap: Snapshot, m: Minipool, processed_at: int) -> bool:
+    """Whether MinipoolManager's end-and-cycle call would start another cycle for ``m`` when its
+    end is processed at ``processed_at``: not paused, and the pool's requested duration (with the
+    delay tolerance) still has room for a whole cycle from then. The owner's collateral test comes
+    after this (``collateral_allows``). Without the cycle settings (an older ProtocolDAO) no pool
+    cycles. One rule for the queue's schedule and the rewards forecast."""
+    cycle, tolerance = snap.settings.minipool_cycle_duration, snap.settings.minipool_cycle_delay_tolerance
+    if snap.paused.get("MinipoolManager") or not cycle or tolerance is None:
+        return False
+    return processed_at + cycle <= m.initial_start_time + m.duration + tolerance
+
+
+def collateral_allows(snap: Snapshot, ggp_staked: int, assigned_after: int) -> bool:
+    """recreateMinipool's test: the owner's collateralization with the restaked AVAX assigned."""
+    return collateralization_ratio(ggp_staked, assigned_after, snap.oracle.price) >= snap.settings.min_collateralization_ratio
+
+
+def next_period_end(snap: Snapshot, m: Minipool, start: int) -> int:
+    """End of a restaked pool's next validation, started at ``start``: one cycle, or the rest of
+    its duration if shorter (and not under Rialto's shortest period)."""
+    cycle = snap.settings.minipool_cycle_duration or 0
+    left = m.initial_start_time + m.duration - start
+    return start + max(min(cycle, left), MIN_PERIOD)
+
+
+def period_reward(reward: int, principal: int, seconds: int, next_principal: int, next_seconds: int) -> int:
+    """A later validation's reward at the rate of the current one (the provider's potential reward)."""
+    if principal <= 0 or seconds <= 0:
+        return 0
+    return reward * next_principal * next_seconds // (principal * seconds)
+
+
+def liquid_staker_reward(snap: Snapshot, reward: int) -> int:
+    """MinipoolManager.recordStakingEnd's split: the stakers' half less the operator's commission."""
+    half = reward // 2
+    return half - mul_wad(half, snap.settings.minipool_node_commission_fee_pct)
+
+
+def validation_end(snap: Snapshot, m: Minipool, vals: dict[str, Validator]) -> int | None:
+    """When a Staking minipool's current validation ends: the validator provider's end time, else
+    its start plus one minipool cycle (or the rest of its duration, if shorter); None if unknown."""
+    v = vals.get(encode_node_id(m.node_id))
+    if v is not None and v.end_timestamp:
+        return v.end_timestamp
+    cycle = snap.settings.minipool_cycle_duration
+    if cycle is None or m.start_time <= 0:
+        return None
+    return m.start_time + min(cycle, max(m.initial_start_time + m.duration - m.start_time, 0))
+
+
+def current_reward(m: Minipool, vals: dict[str, Validator]) -> int:
+    """The current validation's reward as the provider reports it (potential), AVAX wei."""
+    v = vals.get(encode_node_id(m.node_id))
+    return v.validation_reward * NANO if v is not None else 0
+
+
+def processing_time(end: int, now: int) -> int:
+    """When Rialto records an end: at the end time, or in the block after the build block when it
+    is overdue already."""
+    return end if end > now else now + 1
+
+
+@dataclass
+class _Pool:
+    m: Minipool
+    end: int
+    ls: int  # liquid stakers' AVAX out
+    node_op: int
+    reward: int  # this period's total reward
+    start: int
+    restakes: int = 0
+
+
+@dataclass
+class _Vault:
+    """TokenggAVAX's books as the contract keeps them, moved by the schedule's events."""
+
+    released: int
+    rewards: int
+    last_sync: int
+    cycle_end: int
+    supply: int
+    staking: int
+
+    def total_assets(self, t: int) -> int:
+        if t >= self.cycle_end:
+            return self.released + self.rewards
+        return self.released + self.rewards * (t - self.last_sync) // (self.cycle_end - self.last_sync)
+
+    def liquidity(self, t: int) -> int:
+        return max(0, self.total_assets(t) - self.staking)
+
+    def redeem(self, shares: int, t: int) -> int:
+        """redeemAVAX(shares) at time ``t``: convertToAssets rounded down."""
+        return shares if self.supply == 0 else shares * self.total_assets(t) // self.supply
+
+
 def streamed(snap: Snapshot, t: int) -> int:
     """Reward-stream AVAX released by time ``t`` (as TokenggAVAX.totalAssets counts it)."""
     v = snap.ggavax
@@ -107,14 +286,45 @@ def streamed(snap: Snapshot, t: int) -> int:
     return v.last_rewards_amt * (min(t, v.rewards_cycle_end) - v.last_sync) // (v.rewards_cycle_end - v.last_sync)
 
 
-def expected_returns(snap: Snapshot) -> tuple[tuple[Return, ...], int]:
-    """(the returns the schedule counts, by time; the AVAX out in minipools it cannot date)."""
-    vals = {v.node_id: v for v in snap.validators}
+class _Line:
+    """The queue's private line: ids from its front on, pending ones and closed (stale) ones."""
+
+    def __init__(self, snap: Snapshot):
+        q = snap.withdraw_queue
+        assert q is not None
+        pending = line(snap)
+        self.requests = {r.id: r for r in pending}
+        act = snap.queue_activity
+        first = pending[0].id if pending else q.next_request_id
+        self.front_known = act is not None
+        front = min(act.line_front, first) if act is not None else first
+        open_ids = {r.id for r in q.requests}
+        last = pending[-1].id if pending else front - 1
+        # Closed ids from the front to the last pending one cost steps; later ones never matter.
+        self.entries = [i for i in range(front, last + 1) if i in self.requests or i not in open_ids]
+        self.stale = sum(1 for i in self.entries if i not in self.requests)
+        self.at = 0
+
+    def has_pending(self) -> bool:
+        return any(i in self.requests for i in self.entries[self.at:])
 
 
+def schedule(snap: Snapshot) -> Schedule:
+    """The funding schedule: replays the contracts' rules from the snapshot (module docstring)."""
     now = snap.block.timestamp
-    owners = {st.staker_addr: st for st in snap.stakers}
-    out: list[Return] = []
+    v = snap.ggavax
+    vault = _Vault(v.total_released_assets, v.last_rewards_amt, v.last_sync, v.rewards_cycle_end, v.total_supply,
+                   v.staking_total_assets)
+    q = snap.withdraw_queue
+    paused_deposits = deposits_paused(snap)
+    places: dict[int, Place] = {}
+    if q is None:
+        return Schedule(queue_liquidity(snap), (), (), 0, places, 0, 0, None, 0, False, 0, assumptions(snap, False))
+    ln = _Line(snap)
+    limit = q.max_requests_per_deposit or len(ln.entries) or 1
+    vals = {val.node_id: val for val in snap.validators}
+    owners = {st.staker_addr: [st.ggp_staked, st.avax_assigned] for st in snap.stakers}
+    pools: list[_Pool] = []
     unscheduled = 0
     for m in snap.minipools:
         if m.status == MinipoolStatus.LAUNCHED:
@@ -125,83 +335,156 @@ def expected_returns(snap: Snapshot) -> tuple[tuple[Return, ...], int]:
         if not end:
             unscheduled += m.avax_liquid_staker_amt
             continue
-        if _cycles_again(snap, m, end, owners.get(m.owner)):
-            continue
-        out.append(Return(end, m.avax_liquid_staker_amt, m.node_id, end <= now))
-    out.sort(key=lambda r: (r.time, r.node_id))
-    return tuple(out), unscheduled
+        pools.append(_Pool(m, end, m.avax_liquid_staker_amt, m.avax_node_op_amt, current_reward(m, vals), m.start_time))
 
+    funded: dict[int, tuple[int, int]] = {}  # id -> (time, serve number)
+    calls_at_first: dict[int, int] = {}
+    reverted = 0
+    serves = 0
 
-def _cycles_again(snap: Snapshot, m: Minipool, end: int, owner: Staker | None) -> bool:
-    """Whether the protocol restakes this pool at ``end``: its requested duration has room for
-    another cycle, and its owner's GGP still covers the minimum collateralization once the pool's
-    own AVAX is matched again (the contract refuses the restake otherwise). The rewards the period
-    adds to the restaked AVAX are not known in advance and are left out."""
-    cycle, tolerance = snap.settings.minipool_cycle_duration, snap.settings.minipool_cycle_delay_tolerance
-    if not cycle or end + cycle > m.initial_start_time + m.duration + (tolerance or 0):
-        return False
-    if owner is None:
-        return True
-    assigned = owner.avax_assigned - m.avax_liquid_staker_amt + m.avax_node_op_amt
-    if assigned <= 0:
-        return True
-    ratio = owner.ggp_staked * snap.oracle.price // WAD * WAD // assigned
-    return ratio >= snap.settings.min_collateralization_ratio
+    def serve(t: int) -> None:
+        """The depositor's calls at time ``t``: another one while the last used all its steps."""
+        nonlocal reverted, serves
+        serves += 1
+        calls = 0
+        while ln.has_pending():
+            calls += 1
+            liquid = vault.liquidity(t)
+            saved = (ln.at, vault.released, vault.supply)
+            done: list[int] = []
+            steps = 0
+            while steps < limit and ln.has_pending():
+                i = ln.entries[ln.at]
+                r = ln.requests.get(i)
+                if r is not None:
+                    if liquid < r.expected_assets:
+                        break  # InsufficientLiquidity: the call ends, what it funded stays
+                    paid = vault.redeem(r.shares, t)
+                    if paid < r.expected_assets or paid > liquid:
+                        # InvalidRedemptionAmount, or the queue's checked subtraction: the whole call reverts
+                        ln.at, vault.released, vault.supply = saved
+                        reverted += 1
+                        return
+                    vault.released -= paid
+                    vault.supply -= r.shares
+                    liquid -= paid
+                    done.append(i)
+                ln.at += 1  # funded, or a closed id dropped: either way one step
+                steps += 1
+            for i in done:
+                funded[i] = (t, serves)
+                if serves == 1:
+                    calls_at_first[i] = calls
+            if steps < limit:  # stopped by the liquidity, or the line is served
+                return
 
+    serve(now + 1)
+    returns: list[Return] = []
+    restaked: list[Restake] = []
+    # Events in processing order; a restake schedules the pool's next end.
+    todo: list[tuple[int, int, _Pool | None]] = [(processing_time(p.end, now), p.m.index, p) for p in pools]
+    if v.rewards_cycle_end > now + 1:  # the stream's last release: the depositor calls then too
+        todo.append((v.rewards_cycle_end, -1, None))
+    todo.sort(key=lambda e: (e[0], e[1]))
+    while todo:
+        t = todo[0][0]
+        batch = [e for e in todo if e[0] == t]
+        todo = [e for e in todo if e[0] != t]
+        for _, _, p in batch:
+            if p is None:
+                continue
+            owner = owners.setdefault(p.m.owner, [0, 0])
+            ls_reward = liquid_staker_reward(snap, p.reward)
+            vault.staking -= p.ls  # recordStakingEnd: the principal back; the reward waits for a sync
+            owner[1] -= p.ls
+            compounded = p.node_op + ls_reward
+            if restakes(snap, p.m, t) and collateral_allows(snap, owner[0], owner[1] + compounded):
+                owner[1] += compounded
+                vault.staking += compounded
+                restaked.append(Restake(t, p.m.node_id, compounded, ls_reward))
+                end = next_period_end(snap, p.m, t)
+                reward = period_reward(p.reward, p.ls + p.node_op, p.end - p.start, 2 * compounded, end - t)
+                todo.append((end, p.m.index, _Pool(p.m, end, compounded, compounded, reward, t, p.restakes + 1)))
+            else:
+                returns.append(Return(p.end, p.ls, p.m.node_id, p.end <= now, p.restakes))
+        todo.sort(key=lambda e: (e[0], e[1]))
+        serve(t)
+    returns.sort(key=lambda r: (r.time, r.node_id))
 
-def redeemed(snap: Snapshot, r: UnstakeRequest) -> int:
-    """AVAX the vault pays out for a request's shares at today's share price (never below what
-    the requester is owed: the surplus is the yield earned while waiting)."""
-    v = snap.ggavax
-    value = r.shares * v.total_assets // v.total_supply if v.total_supply else r.shares
-    return max(value, r.expected_assets)
-
-
-def schedule(snap: Snapshot) -> Schedule:
-    now = snap.block.timestamp
     pending = line(snap)
-    returns, unscheduled = expected_returns(snap)
-    liquidity = queue_liquidity(snap)
-    places: dict[int, Place] = {}
-    funded: dict[int, tuple[int | None, str]] = {}
-    available, i, last = liquidity, 0, None
-
-    def serve(t: int | None, how: str) -> None:
-        nonlocal available, i, last
-        while i < len(pending) and available >= pending[i].expected_assets:
-            available -= redeemed(snap, pending[i])
-            funded[pending[i].id] = (t, how)
-            last = t if t is not None else last
-            i += 1
-
-    serve(None, "liquidity")
-    released = streamed(snap, now)
-    for t, group in _by_time(returns):
-        # Overdue AVAX is due now; its request keeps the pool's end as its (passed) estimate.
-        stream_now = streamed(snap, max(t, now))
-        available += sum(r.avax for r in group) + stream_now - released
-        released = stream_now
-        serve(t, "returns")
-    shortfall = sum(r.expected_assets for r in pending[i:]) - available if i < len(pending) else 0
     ahead = 0
+    covered = 0
+    last = None
     for k, r in enumerate(pending):
-        when, how = funded.get(r.id, (None, None))
-        places[r.id] = Place(status(r, now), False, True, k + 1, ahead, when, how == "liquidity", how)
+        when, n = funded.get(r.id, (None, None))
+        first = n == 1
+        if when is not None:
+            covered += 1
+            if not first:
+                last = when
+        st = status(r, now, paused_deposits)
+        places[r.id] = Place(
+            st, False, True, can_reclaim(r, now, paused_deposits), None, k + 1, ahead,
+            None if first else when, first, calls_at_first.get(r.id) if first else None,
+            None if when is None else ("liquidity" if first else "returns"),
+            when is not None and when >= r.expiration_time and st == RequestStatus.PENDING)
         ahead += r.expected_assets
-    for r in snap.withdraw_queue.requests if snap.withdraw_queue else ():
+    for r in q.requests:
         if r.fulfilled:
-            st = status(r, now)
-            paused = bool(snap.paused.get("TokenggAVAX"))
-            places[r.id] = Place(st, st == RequestStatus.FUNDED, can_cancel(r, now, paused), None, 0, None, False, None)
-    return Schedule(liquidity, returns, unscheduled, places, i, max(0, shortfall), last)
+            st = status(r, now, paused_deposits)
+            places[r.id] = Place(st, can_claim(r, now), can_cancel(r, now, paused_deposits),
+                                 can_reclaim(r, now, paused_deposits), DEPOSITS_PAUSED if st == RequestStatus.STUCK else None,
+                                 None, 0, None, False, None, None, False)
+    uncovered = pending[covered:]
+    shortfall = 0
+    if uncovered:
+        t_end = max([now + 1] + [r.time for r in returns])
+        shortfall = max(0, sum(r.expected_assets for r in uncovered) - vault.liquidity(t_end))
+    return Schedule(queue_liquidity(snap), tuple(returns), tuple(restaked), unscheduled, places, covered, shortfall,
+                    last, ln.stale, ln.front_known, reverted, assumptions(snap, ln.front_known))
 
 
-def _by_time(returns: Iterable[Return]):
-    group: list[Return] = []
-    for r in returns:
-        if group and r.time != group[0].time:
-            yield group[0].time, group
-            group = []
-        group.append(r)
-    if group:
-        yield group[0].time, group
+def cached_schedule(ctx) -> Schedule:
+    """The build's one schedule (``Context.cached``): /withdrawals, the requester files and the
+    pages all read the same replay."""
+    return schedule(ctx.snap)
+
+
+def when(t: int) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> str:
+    """What the requester can do now, and until when, in one or two sentences. ``window_end``: the
+    announced end of the withdrawal window, when there is one."""
+    st = place.status
+    window = (f", and before the announced withdrawal window closes ({when(window_end)})"
+              if window_end is not None and window_end > r.request_time else "")
+    if st == RequestStatus.FUNDED:
+        cancel = (f" Until {when(r.claimable_time)} you may also cancel it for ggAVAX instead."
+                  if place.can_cancel else "")
+        return (f"Claim it: the AVAX is set aside for you. Claim before it expires at {when(r.expiration_time)}{window};"
+                f" after that it can only be reclaimed as ggAVAX.{cancel}")
+    if st == RequestStatus.EXPIRED_FUNDED:
+        return ("It expired before it was claimed: the AVAX can no longer be claimed. Anyone can reclaim it, which "
+                "deposits the AVAX back into ggAVAX and sends you the shares.")
+    if st == RequestStatus.STUCK:
+        return (f"Nothing can be done with it now: it expired before it was claimed, and reclaiming it reverts because "
+                f"{DEPOSITS_PAUSED.split(':')[0]}. It stays in the queue, its AVAX set aside, until deposits reopen.")
+    if st == RequestStatus.PENDING_EXPIRED:
+        return ("Its expiration has passed while it waited in line: cancel it (ggAVAX back at today's rate) or let "
+                "anyone reclaim it (your original shares back). The depositor may still fund it, and a request "
+                "funded after its expiration can only be reclaimed.")
+    cancel = " You may cancel it at any time (ggAVAX back at today's rate)."
+    if place.fundable_now:
+        calls = "next call" if place.depositor_calls == 1 else f"{place.depositor_calls} calls from now"
+        wait = f"Wait: the vault's liquidity already covers it, and the depositor's {calls} funds it."
+    elif place.funding_time is not None:
+        wait = f"Wait: minipool returns are expected to fund it at {when(place.funding_time)}."
+    else:
+        wait = "Wait or cancel: no minipool return known today covers it."
+    if place.expires_first:
+        wait += (f" It expires at {when(r.expiration_time)}, before that: funded later, it could only be reclaimed;"
+                 " cancelling before then gets your ggAVAX back.")
+    return wait + cancel + (f" Once funded, claim it before it expires at {when(r.expiration_time)}{window}."
+                            if not place.expires_first else "")

@@ -28,6 +28,7 @@ from ..compute import queue as Q
 from ..compute import rewards as R
 from ..protocol import STATUS_LABELS
 from . import schema as S
+from .announcements import announcement_records
 from .context import Context
 from .openapi import document
 from .registry import endpoint, excerpt, load_all, resolve
@@ -221,22 +222,27 @@ def trailing_apy(share: list[tuple[int, float]], window_days: int = APY_WINDOW_D
 
 def queue_series(ctx: Context, days: int = QUEUE_CHART_DAYS) -> list[svg.Series]:
     """The queue's pending demand against the AVAX it can use over the next ``days``: liquidity now,
-    then each expected minipool return (and the reward stream) as a step, as the schedule counts them."""
+    then each expected minipool return (less the rewards restaked pools keep) and the reward stream
+    as a step, as the schedule counts them."""
     s = ctx.snap
     if s.withdraw_queue is None:
         return []
     now, end = s.block.timestamp, s.block.timestamp + days * 86_400
-    sched = Q.schedule(s)
+    sched = ctx.cached(Q.cached_schedule)
+    steps: dict[int, int] = {}
+    for r in sched.returns:
+        steps[max(r.time, now + 1)] = steps.get(max(r.time, now + 1), 0) + r.avax
+    for k in sched.restakes:
+        steps[k.time] = steps.get(k.time, 0) - k.reward
     available = sched.liquidity
     released = Q.streamed(s, now)
     points = [(now, available)]
-    for r in sched.returns:
-        t = max(r.time, now)
+    for t in sorted(steps):
         if t > end:
             break
-        points.append((t, available))  # the step: flat until the return lands
+        points.append((t, available))  # the step: flat until the event
         stream = Q.streamed(s, t)
-        available += r.avax + stream - released
+        available += steps[t] + stream - released
         released = stream
         points.append((t, available))
     points.append((end, available + Q.streamed(s, end) - released))
@@ -320,6 +326,7 @@ def _dashboard(ctx: Context) -> dict:
         "banners": _banners(prices, params, ggavax, queue),
         "counts": counts, "pool_count": pools["count"], "block": block, "charts": charts, "apy_window_days": APY_WINDOW_DAYS,
         "endpoints": _endpoint_links(ctx),
+        "announcements": announcement_records(ctx.announcements, ctx.snap.block.timestamp),
         "history_days": len(history), "share_points": len(hs["share"].points), "apy_points": len(hs["apy"].points),
     }
 

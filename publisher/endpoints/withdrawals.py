@@ -14,6 +14,7 @@ from .units import tokens
 AVAX = S.NON_NEGATIVE
 COUNT = {"type": "integer", "minimum": 0}
 STATUSES = [s.value for s in Q.RequestStatus]
+LINE_STATUSES = [Q.RequestStatus.PENDING.value, Q.RequestStatus.PENDING_EXPIRED.value]
 
 REQUESTER_PARAM = Param("address", "path", "Requester address (who files, claims or cancels the requests). Canonical "
                         "paths use the lower-case hex; the checksummed form is accepted and normalized.",
@@ -22,17 +23,23 @@ REQUESTER_PARAM = Param("address", "path", "Requester address (who files, claims
 ESTIMATE = {
     "position": S.described(S.nullable({"type": "integer", "minimum": 1}), "place in the pending line, 1 = served next (null when not pending)"),
     "aheadAvax": S.described(AVAX, "expected AVAX of the pending requests ahead of it, whole AVAX"),
-    "fundableNow": S.described(S.BOOLEAN, "the vault's liquidity already covers it and every request ahead: it is funded at the depositor's next call"),
-    "estimatedFundingTime": S.described(S.nullable(S.TIMESTAMP), "when minipool returns are expected to fund it, unix seconds (null when fundable now, already funded, or beyond the returns known today); in the past when the minipool that funds it is overdue"),
+    "fundableNow": S.described(S.BOOLEAN, "the vault's liquidity already covers it and every request ahead: the depositor's next calls fund it (how many: depositorCalls)"),
+    "depositorCalls": S.described(S.nullable({"type": "integer", "minimum": 1}), "when fundable now: the number of depositor calls that reach it, 1 = the next call (each call takes at most maxRequestsPerDeposit steps, and a closed id still in the line costs one); null otherwise"),
+    "estimatedFundingTime": S.described(S.nullable(S.TIMESTAMP), "when the schedule's replay of the contracts funds it (a minipool's end, processed), unix seconds; null when fundable now, already funded, or beyond the returns known today"),
+    "expiresBeforeFunding": S.described(S.BOOLEAN, "a pending request whose expiration comes before its estimated funding: funded after it, it could only be reclaimed"),
 }
+STATUS_DOC = "; ".join(f"{s.value}: {Q.STATUS_TEXT[s]}" for s in Q.RequestStatus)
 
 REQUEST = S.obj({
     "id": S.described(COUNT, "request id (ids count up from 0 in filing order)"),
     "requester": S.described(S.ADDRESS, "owner of the request: the only one who may claim or cancel it, and the one paid"),
-    "status": {"enum": STATUSES, "description": "pending: in line for liquidity; funded: AVAX allocated, claimable at once; expired: past its expiration, only reclaimable (its shares go back to the requester)"},
+    "status": {"enum": STATUSES, "description": STATUS_DOC},
     "fulfilled": S.described(S.BOOLEAN, "AVAX has been allocated to it (true for funded requests, and for expired ones that were funded first)"),
-    "canClaim": S.described(S.BOOLEAN, "the requester can claim the AVAX now (funded and not expired)"),
-    "canCancel": S.described(S.BOOLEAN, "the requester can still cancel: a pending request any time, a funded one only before its claimable time and while ggAVAX takes deposits (its AVAX is deposited back)"),
+    "canClaim": S.described(S.BOOLEAN, "the requester's claimUnstake succeeds at the block: funded and not expired"),
+    "canCancel": S.described(S.BOOLEAN, "the requester's cancelRequest succeeds at the block: a pending request any time, a funded one only before its claimable time and while ggAVAX takes deposits (its AVAX is deposited back)"),
+    "canReclaim": S.described(S.BOOLEAN, "anyone's reclaimExpiredRequest succeeds at the block: past its expiration, and for a funded request only while ggAVAX takes deposits (its AVAX is deposited back as shares)"),
+    "stuckReason": S.described(S.nullable(S.STRING), "why a stuck request can be neither claimed nor reclaimed now (null otherwise)"),
+    "advice": S.described(S.STRING, "what the requester can do now, and until when"),
     "shares": S.described(AVAX, "ggAVAX taken when the request was filed, whole tokens"),
     "expectedAvax": S.described(AVAX, "AVAX the requester is paid, fixed when the request was filed, whole AVAX"),
     "allocatedAvax": S.described(AVAX, "AVAX set aside for it (0 until funded), whole AVAX"),
@@ -46,11 +53,13 @@ LINE_ROW = S.obj({
     "position": S.described({"type": "integer", "minimum": 1}, "place in line, 1 = served next"),
     "id": S.described(COUNT, "request id"),
     "requester": S.described(S.ADDRESS, "owner of the request"),
-    "status": {"enum": ["pending", "expired"], "description": "expired requests stay in line until reclaimed or cancelled: the queue can still fund them (then only reclaimable)"},
+    "status": {"enum": LINE_STATUSES, "description": "pendingExpired requests stay in line until reclaimed or cancelled: the queue can still fund them (then only reclaimable)"},
     "expectedAvax": S.described(AVAX, "AVAX it needs, whole AVAX"),
     "cumulativeAvax": S.described(AVAX, "AVAX needed to serve the line up to and including it, whole AVAX"),
     "fundableNow": ESTIMATE["fundableNow"],
+    "depositorCalls": ESTIMATE["depositorCalls"],
     "estimatedFundingTime": ESTIMATE["estimatedFundingTime"],
+    "expiresBeforeFunding": ESTIMATE["expiresBeforeFunding"],
 })
 
 RETURN_ROW = S.obj({
@@ -58,14 +67,18 @@ RETURN_ROW = S.obj({
     "avax": S.described(AVAX, "liquid stakers' AVAX it hands back, whole AVAX"),
     "nodeID": S.described(S.NODE_ID, "the minipool's NodeID"),
     "overdue": S.described(S.BOOLEAN, "the end has passed and the AVAX has not come back yet"),
+    "afterRestakes": S.described(COUNT, "restakes before this return (0: the current validation's end)"),
+})
+
+RESTAKE_ROW = S.obj({
+    "time": S.described(S.TIMESTAMP, "when the end is processed and the minipool starts again, unix seconds"),
+    "nodeID": S.described(S.NODE_ID, "the minipool's NodeID"),
+    "avax": S.described(AVAX, "liquid stakers' AVAX it takes again (principal plus their reward), whole AVAX"),
+    "rewardAvax": S.described(AVAX, "the liquid stakers' reward it keeps out of the vault: the queue's liquidity drops by this, whole AVAX"),
 })
 
 SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "ggAVAX, whole tokens"),
         "expectedAvax": S.described(AVAX, "AVAX owed to their requesters, whole AVAX")}
-
-
-def _queue_state(ctx: Context) -> Q.Schedule:
-    return Q.schedule(ctx.snap)
 
 
 @endpoint(
@@ -95,9 +108,19 @@ def _queue_state(ctx: Context) -> Q.Schedule:
         "funded": S.nullable(S.obj({
             "count": S.described(COUNT, "requests funded and not yet claimed"),
             "avax": S.described(AVAX, "AVAX allocated to them (totalAllocatedFunds), whole AVAX"),
-            "claimableCount": S.described(COUNT, "of which claimable now (not expired)"),
+            "claimableCount": S.described(COUNT, "of which their requesters can claim now (not expired)"),
             "claimableAvax": S.described(AVAX, "AVAX of those, whole AVAX"),
+            "reclaimableCount": S.described(COUNT, "of which expired, and anyone can reclaim them now (their AVAX goes back into ggAVAX as the requester's shares)"),
+            "reclaimableAvax": S.described(AVAX, "AVAX of those, whole AVAX"),
+            "stuckCount": S.described(COUNT, "of which expired, and reclaiming them reverts now: neither claim nor reclaim works"),
+            "stuckAvax": S.described(AVAX, "AVAX of those, whole AVAX"),
+            "stuckReason": S.described(S.nullable(S.STRING), "why they are stuck (null when none is)"),
         }, description="requests funded and awaiting their claim")),
+        "pauses": S.nullable(S.obj({
+            "queueRequests": S.described(S.nullable(S.BOOLEAN), "the queue refuses new requests (null on an implementation without a pause)"),
+            "ggavaxDeposits": S.described(S.BOOLEAN, "TokenggAVAX refuses deposits: a funded request can then be neither cancelled nor reclaimed (both deposit its AVAX back)"),
+            "minipoolManager": S.described(S.BOOLEAN, "MinipoolManager is paused: no minipool restakes, each hands its AVAX back at its end"),
+        }, description="the pause flags the queue's rules depend on, at the block")),
         "expired": S.nullable(S.obj({**SUMS, "fundedCount": S.described(COUNT, "of which funded before expiring (their AVAX goes back into the vault on reclaim)")},
                                     description="requests past their expiration and not reclaimed: their shares go back to the requester on reclaim")),
         "requesters": S.described(S.nullable(COUNT), "addresses with an open request (each has a /withdrawals/{address} file)"),
@@ -109,7 +132,12 @@ def _queue_state(ctx: Context) -> Q.Schedule:
         }, description="the vault liquidity that can fund the queue")),
         "schedule": S.nullable(S.obj({
             "assumptions": S.described(S.array(S.STRING), "what the estimates assume; a broken assumption moves them"),
+            "outlook": S.described(S.STRING, "what the line waits for, in one paragraph"),
             "returns": S.described(S.array(RETURN_ROW), "AVAX the staking minipools are expected to hand back, by time"),
+            "restakes": S.described(S.array(RESTAKE_ROW), "minipools the contracts are expected to start again instead, by time"),
+            "staleEntries": S.described(COUNT, "closed ids still in the queue's line up to its last pending request: each costs a depositor call one step"),
+            "lineFrontKnown": S.described(S.BOOLEAN, "the line's front was read from the queue's logs (false: closed ids before the first pending one are assumed dropped)"),
+            "revertedCalls": S.described(COUNT, "depositor calls the replay expects to fail whole: a redemption worth more than the liquidity left (the queue's checked subtraction)"),
             "returnsAvax": S.described(AVAX, "their sum, whole AVAX"),
             "unscheduledAvax": S.described(AVAX, "liquid stakers' AVAX out in minipools with no known return time, whole AVAX"),
             "coveredCount": S.described(COUNT, "pending requests the liquidity and the known returns cover"),
@@ -132,7 +160,7 @@ def withdrawals(ctx: Context):
         yield "/withdrawals", Deferred((s.withdraw_queue_note or "no withdrawal queue", s.pst_avax), no_queue_body,
                                        meta=meta(ctx))
         return
-    sched = ctx.cached(_queue_state)
+    sched = ctx.cached(Q.cached_schedule)
     line, cumulative = [], 0
     for r in Q.line(s):
         cumulative += r.expected_assets
@@ -140,24 +168,34 @@ def withdrawals(ctx: Context):
     # The schedule's figures (its places enter through the line's rows) and the vault's WAVAX; the
     # sums are inputs, so that a page's excerpt of the lists keeps them whole.
     outlook = (sched.liquidity, sum(r.avax for r in sched.returns), sched.unscheduled_avax, sched.covered,
-               sched.shortfall, sched.last_funding_time, s.ggavax.liquid_avax)
-    yield "/withdrawals", Deferred((q, s.block.timestamp, s.pst_avax, outlook, Each(_return_row, sched.returns),
-                                    Each(_line_row, tuple(line))), withdrawals_body, meta=meta(ctx))
+               sched.shortfall, sched.last_funding_time, s.ggavax.liquid_avax, sched.stale_entries,
+               sched.front_known, sched.reverted_calls, sched.assumptions)
+    pauses = (q.paused, Q.deposits_paused(s), bool(s.paused.get("MinipoolManager")))
+    yield "/withdrawals", Deferred((q, s.block.timestamp, s.pst_avax, outlook, pauses, Each(_return_row, sched.returns),
+                                    Each(_restake_row, sched.restakes), Each(_line_row, tuple(line))),
+                                   withdrawals_body, meta=meta(ctx))
 
 
 def no_queue_body(reason: str, pst: PstAvax | None) -> dict:
-    empty = dict.fromkeys(("address", "parameters", "pending", "funded", "expired", "requesters", "sharesHeld",
-                           "liquidity", "schedule"))
+    empty = dict.fromkeys(("address", "parameters", "pending", "funded", "pauses", "expired", "requesters",
+                           "sharesHeld", "liquidity", "schedule"))
     return {"status": "noQueue", "reason": reason, **empty, "pstAvax": _pst_record(pst)}
 
 
-def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, returns: list, line: list) -> dict:
-    liquidity, returns_avax, unscheduled, covered, shortfall, last_funding_time, vault_wavax = outlook
+def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, pauses: tuple,
+                     returns: list, restakes: list, line: list) -> dict:
+    (liquidity, returns_avax, unscheduled, covered, shortfall, last_funding_time, vault_wavax, stale, front_known,
+     reverted, assumptions) = outlook
+    queue_paused, deposits_paused, mm_paused = pauses
     pending = [r for r in q.requests if not r.fulfilled]
     funded = [r for r in q.requests if r.fulfilled]
-    claimable = [r for r in funded if now < r.expiration_time]
+    by_status: dict[Q.RequestStatus, list[UnstakeRequest]] = {}
+    for r in funded:
+        by_status.setdefault(Q.status(r, now, deposits_paused), []).append(r)
+    claimable, reclaimable, stuck = (by_status.get(k, []) for k in (Q.RequestStatus.FUNDED, Q.RequestStatus.EXPIRED_FUNDED, Q.RequestStatus.STUCK))
     expired = [r for r in q.requests if now >= r.expiration_time]
     demand = sum(r.expected_assets for r in pending)
+    fundable_now = sum(1 for row in line if row["fundableNow"])
     return {
         "status": "ok", "reason": None, "address": q.address,
         "parameters": {"paused": q.paused, "unstakeDelay": q.unstake_delay, "maxExpirationDelay": q.max_expiration_delay,
@@ -165,24 +203,55 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
                        "maxRequestsPerDeposit": q.max_requests_per_deposit,
                        "minOnBehalfShares": None if q.min_on_behalf is None else tokens(q.min_on_behalf)},
         "pending": {**_sums(pending), "expiredCount": sum(1 for r in pending if now >= r.expiration_time)},
-        "funded": {"count": len(funded), "avax": tokens(q.total_allocated_funds), "claimableCount": len(claimable),
-                   "claimableAvax": tokens(sum(r.allocated_funds for r in claimable))},
+        "funded": {"count": len(funded), "avax": tokens(q.total_allocated_funds),
+                   "claimableCount": len(claimable), "claimableAvax": tokens(sum(r.allocated_funds for r in claimable)),
+                   "reclaimableCount": len(reclaimable), "reclaimableAvax": tokens(sum(r.allocated_funds for r in reclaimable)),
+                   "stuckCount": len(stuck), "stuckAvax": tokens(sum(r.allocated_funds for r in stuck)),
+                   "stuckReason": Q.DEPOSITS_PAUSED if stuck else None},
+        "pauses": {"queueRequests": queue_paused, "ggavaxDeposits": deposits_paused, "minipoolManager": mm_paused},
         "expired": {**_sums(expired), "fundedCount": sum(1 for r in expired if r.fulfilled)},
         "requesters": len({r.requester for r in q.requests}),
         "sharesHeld": tokens(q.shares_held),
         "liquidity": {"queueAvax": tokens(liquidity), "vaultWavax": tokens(vault_wavax),
                       "pendingShortfallAvax": tokens(max(0, demand - liquidity))},
         "schedule": {
-            "assumptions": list(Q.ASSUMPTIONS),
+            "assumptions": list(assumptions),
+            "outlook": _outlook(len(pending), fundable_now, covered, last_funding_time, shortfall, len(returns),
+                                deposits_paused, mm_paused),
             "returns": returns,
             "returnsAvax": tokens(returns_avax),
+            "restakes": restakes,
             "unscheduledAvax": tokens(unscheduled),
             "coveredCount": covered, "uncoveredCount": len(pending) - covered,
             "shortfallAvax": tokens(shortfall), "lastFundingTime": last_funding_time,
+            "staleEntries": stale, "lineFrontKnown": front_known, "revertedCalls": reverted,
             "line": line,
         },
         "pstAvax": _pst_record(pst),
     }
+
+
+def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: int, returns: int,
+             deposits_paused: bool, mm_paused: bool) -> str:
+    """What the line waits for, in words."""
+    if not pending:
+        return "The line is empty: nothing waits for funding."
+    parts = []
+    if now:
+        parts.append(f"{now} of {pending} pending request{'s' if pending != 1 else ''} can be funded from the vault's "
+                     f"liquidity now: they wait only for the depositor's next call{'s' if now > 1 else ''}")
+    later = covered - now
+    if later:
+        parts.append(f"{later} wait{'s' if later == 1 else ''} for minipool returns, the last expected at {Q.when(last) if last else 'the known returns'}")
+    rest = pending - covered
+    if rest:
+        why = []
+        if not returns:
+            why.append("no minipool return is expected" + (" (MinipoolManager is paused and no minipool is staking)" if mm_paused else ""))
+        why.append("new ggAVAX deposits are paused" if deposits_paused else "only new ggAVAX deposits or unscheduled returns can fund them")
+        parts.append(f"{rest} {'is' if rest == 1 else 'are'} beyond every known return, {tokens(shortfall)} AVAX short: "
+                     + "; ".join(why))
+    return "; ".join(parts) + "."
 
 
 def _pst_record(pst: PstAvax | None) -> dict | None:
@@ -195,7 +264,8 @@ def _line_row(item: tuple[UnstakeRequest, int, Q.Place]) -> dict:
     r, total, place = item
     return {"position": place.position, "id": r.id, "requester": r.requester, "status": place.status.value,
             "expectedAvax": tokens(r.expected_assets), "cumulativeAvax": tokens(total),
-            "fundableNow": place.fundable_now, "estimatedFundingTime": place.funding_time}
+            "fundableNow": place.fundable_now, "depositorCalls": place.depositor_calls,
+            "estimatedFundingTime": place.funding_time, "expiresBeforeFunding": place.expires_first}
 
 
 def _sums(requests: list[UnstakeRequest]) -> dict:
@@ -204,7 +274,12 @@ def _sums(requests: list[UnstakeRequest]) -> dict:
 
 
 def _return_row(r: Q.Return) -> dict:
-    return {"time": r.time, "avax": tokens(r.avax), "nodeID": node_id(r.node_id), "overdue": r.overdue}
+    return {"time": r.time, "avax": tokens(r.avax), "nodeID": node_id(r.node_id), "overdue": r.overdue,
+            "afterRestakes": r.after_restakes}
+
+
+def _restake_row(r: Q.Restake) -> dict:
+    return {"time": r.time, "nodeID": node_id(r.node_id), "avax": tokens(r.avax), "rewardAvax": tokens(r.reward)}
 
 
 @endpoint(
@@ -228,7 +303,7 @@ def requester(ctx: Context):
     q = ctx.snap.withdraw_queue
     if q is None:
         return
-    sched = ctx.cached(_queue_state)
+    sched = ctx.cached(Q.cached_schedule)
     mine: dict[str, list[UnstakeRequest]] = {}
     for r in q.requests:
         mine.setdefault(r.requester, []).append(r)
@@ -251,11 +326,13 @@ def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place], ...]) 
 def _request_record(r: UnstakeRequest, place: Q.Place) -> dict:
     return {
         "id": r.id, "requester": r.requester, "status": place.status.value, "fulfilled": r.fulfilled,
-        "canClaim": place.can_claim, "canCancel": place.can_cancel, "shares": tokens(r.shares),
+        "canClaim": place.can_claim, "canCancel": place.can_cancel, "canReclaim": place.can_reclaim,
+        "stuckReason": place.stuck_reason, "advice": Q.advice(r, place), "shares": tokens(r.shares),
         "expectedAvax": tokens(r.expected_assets), "allocatedAvax": tokens(r.allocated_funds),
         "requestTime": r.request_time, "claimableTime": r.claimable_time, "expirationTime": r.expiration_time,
         "position": place.position, "aheadAvax": tokens(place.ahead_avax), "fundableNow": place.fundable_now,
-        "estimatedFundingTime": place.funding_time,
+        "depositorCalls": place.depositor_calls, "estimatedFundingTime": place.funding_time,
+        "expiresBeforeFunding": place.expires_first,
     }
 
 
