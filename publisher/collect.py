@@ -18,7 +18,7 @@ from .config import Profile, load_profile
 from .errors import PublisherError
 from .progress import Progress
 from .snapshot import Minipool, Snapshot
-from .sources import history, prices, shareprice, validators
+from .sources import history, prices, queuelog, shareprice, validators
 from .sources.http import HttpCounters
 
 
@@ -58,11 +58,14 @@ def devnet_profile(profile: Profile, net) -> Profile:
 
 
 def collect(profile: Profile, block: int | None = None, progress: Progress | None = None, *,
-            history_prior: history.PriorHistory | None = None) -> Collected:
-    """The snapshot at ``block``: chain state, checked USD prices, validator records, price history.
+            history_prior: history.PriorHistory | None = None,
+            queue_prior: queuelog.PriorActivity | None = None) -> Collected:
+    """The snapshot at ``block``: chain state, checked USD prices, validator records, price history,
+    the withdraw queue's activity from its logs.
 
     ``history_prior`` (e.g. ``history.load_published(out/prices/history.json)``) lets the history
-    read only the blocks after the previous run.
+    read only the blocks after the previous run; ``queue_prior`` (``queuelog.load_published(
+    out/withdrawals.json)``) does the same for the queue's logs.
 
     Every chain read addresses the pinned block by hash and the run ends by checking that the
     block is still canonical. A reorg of the latest block is retried once at the new head (and
@@ -72,17 +75,19 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
     http = HttpCounters()
     t0 = time.monotonic()
     try:
-        return _collect(client, http, t0, profile, block, progress, history_prior)
+        return _collect(client, http, t0, profile, block, progress, history_prior, queue_prior)
     except Reorged as exc:
         if block is not None:
             raise
         replaced = exc
     # Once more at the new head; a second reorg ends the run.
-    return dataclasses.replace(_collect(client, http, t0, profile, block, progress, history_prior), replaced=replaced)
+    return dataclasses.replace(_collect(client, http, t0, profile, block, progress, history_prior, queue_prior),
+                               replaced=replaced)
 
 
 def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile, block: int | None,
-             progress: Progress | None, history_prior: history.PriorHistory | None) -> Collected:
+             progress: Progress | None, history_prior: history.PriorHistory | None,
+             queue_prior: queuelog.PriorActivity | None = None) -> Collected:
     early = _EarlyValidators(sources.glacier(profile, http), sources.pchain(profile, http))
     snap = Reader(client, profile, progress, on_minipools=early.start).read(block)
     # The chain's own invariants first: nothing may derive from values that break them (a zero
@@ -106,11 +111,12 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
     vals = early.result(warnings)
 
     points = _history(client, snap, profile, history_prior, warnings, progress)
+    activity = _queue_activity(client, snap, profile, queue_prior, warnings, progress)
     verify_canonical(client, snap.block)  # after the last chain read: the values are this block's
 
     snap = dataclasses.replace(
         snap, validators=vals.validators, missing_validators=vals.missing, validator_source=vals.source,
-        price_history=points, price_check=price_check, warnings=tuple(warnings),
+        price_history=points, price_check=price_check, queue_activity=activity, warnings=tuple(warnings),
     )
     return Collected(snap, client.counters, time.monotonic() - t0, http)
 
@@ -178,6 +184,23 @@ def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history
         # A rebuilt history (the prior unusable) has every share price to compute again.
         return shareprice.fill(client, snap, got.points, prior if got.resumed else None, floor=start, span=span,
                                warnings=warnings, on_range=progress.advance if progress else None).points
+    finally:
+        if progress:
+            progress.finish()
+
+
+def _queue_activity(client: RpcClient, snap: Snapshot, profile: Profile, prior: queuelog.PriorActivity | None,
+                    warnings: list[str], progress: Progress | None) -> snapshot.QueueActivity | None:
+    """The depositor's calls and the line's front from the queue's logs (None without a queue),
+    resumed from ``prior`` when it is this queue's. Secondary like the history: a failure is a
+    warning and the activity None, never the end of the run."""
+    if snap.withdraw_queue is None:
+        return None
+    try:
+        return queuelog.activity_for(client, snap, start=profile.queue_from_block, span=profile.history_log_span,
+                                     prior=prior, warnings=warnings,
+                                     on_start=(lambda n: progress.start("withdraw queue logs", n)) if progress else None,
+                                     on_range=progress.advance if progress else None)
     finally:
         if progress:
             progress.finish()

@@ -56,6 +56,13 @@ class Profile:
     history_from_block: int = field(default=0, metadata=_min(0))
     history_days: int = field(default=400, metadata=_min(1))  # how far back a history built from scratch reaches
     history_log_span: int = field(default=2048, metadata=_min(1))  # blocks per eth_getLogs; halved when refused
+    # The withdraw queue's logs (the depositor's calls, the line's front) are read from this block on
+    # the first time; later runs resume from the previous /withdrawals. 0: from genesis (the queue's
+    # deployment block is not recorded anywhere we could verify).
+    queue_from_block: int = field(default=0, metadata=_min(0))
+    # A depositor whose last call (a log of depositFromStaking) is older than this is labelled stale
+    # on /withdrawals, as is one with no call on record while requests wait.
+    depositor_max_age: int = field(default=2 * 86_400, metadata=_min(1))
     source_timeout: float = field(default=15.0, metadata=_min(0.1))  # seconds per request to a third-party API
     validator_default_rate_pct: float = field(default=7.5, metadata=_min(0))
     # Change bounds against the previous run (publish refuses beyond them unless forced).

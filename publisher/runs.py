@@ -15,7 +15,7 @@ from .incremental import Cache
 from .pipeline import Built
 from .progress import Progress
 from .snapshot import Snapshot
-from .sources import history
+from .sources import history, queuelog
 from .validate import older_block, strict_loads
 
 
@@ -54,10 +54,11 @@ def read_and_build(profile: Profile, out: str | Path, block: int | None = None, 
                    history_from: Path | None = None) -> Run:
     """The snapshot at ``block`` (the head when None), built into ``out`` (see ``build``). The price
     history resumes from ``history_from`` (a published ``/prices/history``), else from the one
-    ``out`` already holds."""
+    ``out`` already holds; the withdraw queue's log scan from the ``/withdrawals`` ``out`` holds."""
     t0 = time.monotonic()
     prior = history.load_published(history_from or Path(out) / "prices" / "history.json")
-    got = collect(profile, block, progress, history_prior=prior)
+    queue_prior = queuelog.load_published(Path(out) / "withdrawals.json")
+    got = collect(profile, block, progress, history_prior=prior, queue_prior=queue_prior)
     if got.replaced is not None and not force:
         _new_head_not_older(got, Path(out))
     t1 = time.monotonic()

@@ -140,6 +140,17 @@ EV_ANSWER_UPDATED = "AnswerUpdated(int256,uint256,uint256)"
 EV_NEW_REWARDS_CYCLE = "NewRewardsCycle(uint256,uint256)"
 EV_MINIPOOL_STATUS_CHANGED = "MinipoolStatusChanged(address,uint8)"
 
+# WithdrawQueue events the depositor's calls leave (sources/queuelog.py). All but QueueCleaned are
+# emitted only by depositFromStaking (DepositedFromStaking also by rescueStuckAVAX, source "RESCUE");
+# QueueCleaned also by getNextPendingRequestAmount, under its own reason.
+EV_WQ_DEPOSITED_FROM_STAKING = "DepositedFromStaking(uint256,uint256,bytes32,uint256)"
+EV_WQ_STAKE_DEPOSITED = "StakeDeposited(bytes32,address,uint256)"
+EV_WQ_REQUEST_FULFILLED = "RequestFulfilled(bytes32,uint256,uint256)"
+EV_WQ_INSUFFICIENT_LIQUIDITY = "InsufficientLiquidity(uint256,uint256)"
+EV_WQ_QUEUE_CLEANED = "QueueCleaned(bytes32,uint256)"
+EV_WQ_PENDING_NOT_PROCESSED = "PendingRequestsNotProcesses(uint256)"
+EV_WQ_YIELD_DEPOSITED = "YieldDeposited(uint256)"
+
 # Protocol contracts resolved through the Storage registry.
 REGISTRY_NAMES = (
     "TokenGGP", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp",

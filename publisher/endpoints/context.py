@@ -11,7 +11,8 @@ from ..snapshot import Snapshot
 class Context:
     def __init__(self, snapshot: Snapshot, *, flags: dict[str, bool] | None = None,
                  generated_at: int | None = None, cadence_seconds: int = 300, version: str = "",
-                 validator_default_rate_pct: float = 7.5, oracle_max_age: int = 7 * 86_400):
+                 validator_default_rate_pct: float = 7.5, oracle_max_age: int = 7 * 86_400,
+                 depositor_max_age: int = 2 * 86_400):
         self.snap = snapshot
         self.flags = flags or {}
         # Wall time of the run; only /status carries it, so entity files stay byte-stable.
@@ -20,6 +21,7 @@ class Context:
         self.version = version
         self.validator_default_rate_pct = validator_default_rate_pct
         self.oracle_max_age = oracle_max_age  # an older Oracle GGP price is published labelled stale
+        self.depositor_max_age = depositor_max_age  # an older last depositor call is labelled stale
         self._memo: dict[Callable, Any] = {}
 
     def cached(self, fn: Callable[[Context], Any]) -> Any:

@@ -1,0 +1,205 @@
+"""The withdraw queue's activity from its logs (sources/queuelog.py) against the living devnet: the
+depositor's last call and last funding, and the line's front, each checked against the chain read
+independently (web3: the depositor's transactions, eth_getLogs, the queue's views); resuming
+from a previous run equals reading from scratch; a node refusing wide ranges, or failing, and the
+staleness label and published record."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import jsonschema
+import pytest
+import requests
+from web3 import Web3
+
+from publisher.chain.rpc import RpcClient
+from publisher.collect import collect, devnet_profile
+from publisher.compute.depositor import depositor_stale
+from publisher.config import load_profile
+from publisher.devnet import running_live
+from publisher.devnet.scenarios import DAY
+from publisher.endpoints.depositor import DEPOSITOR_SCHEMA, depositor_record
+from publisher.snapshot import QueueActivity, Snapshot
+from publisher.sources import queuelog
+
+ARTIFACTS = json.loads((Path(__file__).parents[1] / "publisher/devnet/artifacts.json").read_text())["contracts"]
+FULFILLED = Web3.keccak(text="RequestFulfilled(bytes32,uint256,uint256)").to_0x_hex()
+CLEANED = Web3.keccak(text="QueueCleaned(bytes32,uint256)").to_0x_hex()
+
+
+@pytest.fixture(scope="module")
+def living():
+    """The demo chain; a snapshot (``before``); three requests filed and the depositor serving the
+    line; then, three days later, a block with no call in it; the snapshot there (``snap``)."""
+    with running_live(seed=1) as (net, live):
+        # The AVAX/USD feed has no round in the three quiet days: its age bound is widened.
+        profile = devnet_profile(load_profile("devnet"), net).with_overrides(feed_max_age=30 * DAY)
+        before = collect(profile).snapshot
+        live.file_requests(3, live.now + 60)
+        live.depositor_run()
+        assert live.fundings, "the depositor funded nothing: nothing to check"
+        live.file_requests(1, live.now + 3 * DAY)
+        snap = collect(profile).snapshot
+        yield net, profile, before, snap
+
+
+@pytest.fixture(scope="module")
+def chain(living):
+    net = living[0]
+    w3 = Web3(Web3.HTTPProvider(net.url))
+    queue = w3.eth.contract(address=net.addresses["WithdrawQueue"], abi=ARTIFACTS["WithdrawQueue"]["abi"])
+    return w3, queue
+
+
+def test_activity_equals_the_chain(living, chain):
+    _, _, before, snap = living
+    w3, queue = chain
+    a, head = snap.queue_activity, snap.block.number
+    assert a is not None and a.cursor == head and before.queue_activity is not None
+    # The last call: the block of the latest depositFromStaking transaction, sent by a depositor.
+    serve = Web3.keccak(text="depositFromStaking(uint256,uint256,bytes32)")[:4]
+    txs = (tx for n in range(head, -1, -1) for tx in w3.eth.get_block(n, full_transactions=True).transactions
+           if tx["to"] == queue.address and tx["input"][:4] == serve)
+    latest = next(txs, None)
+    assert latest is not None, "no depositFromStaking transaction on the chain"
+    assert queue.functions.hasRole(queue.functions.DEPOSITOR_ROLE().call(), latest["from"]).call()
+    assert a.last_call_block == latest["blockNumber"] > before.block.number
+    assert a.last_call_time == w3.eth.get_block(latest["blockNumber"])["timestamp"]
+    # The last funding: the latest RequestFulfilled.
+    logs = w3.eth.get_logs({"address": queue.address, "fromBlock": 0, "toBlock": head, "topics": [[FULFILLED, CLEANED]]})
+    funded = [e["blockNumber"] for e in logs if e["topics"][0].to_0x_hex() == FULFILLED]
+    assert a.last_funding_block == max(funded)
+    assert a.last_funding_time == w3.eth.get_block(max(funded))["timestamp"]
+    # The line's front: 1 + the largest id popped, and the ids popped are exactly those below it.
+    popped = sorted(int.from_bytes(e["topics"][2], "big") for e in logs)
+    assert a.line_front == max(popped) + 1 and popped == list(range(a.line_front))
+    pending = queue.functions.getAllPendingRequests().call(block_identifier=head)
+    assert pending and min(pending) >= a.line_front and a.line_front <= queue.functions.nextRequestId().call(block_identifier=head)
+    # The snapshot keeps it exactly.
+    assert Snapshot.from_json(snap.to_json()) == snap
+
+
+def test_resuming_equals_reading_from_scratch(living, tmp_path):
+    net, profile, before, snap = living
+    client, queue, head = RpcClient([net.url]), snap.withdraw_queue.address, snap.block.number
+    scratch = queuelog.build(client, queue=queue, head=head, span=37)
+    assert scratch.activity == snap.queue_activity and not scratch.resumed
+    for cursor in [*range(0, head, 61), before.block.number, head - 1, head]:
+        prior = queuelog.build(client, queue=queue, head=cursor, span=37).activity
+        got = queuelog.build(client, queue=queue, head=head, prior=prior, span=37)
+        assert got.resumed and got.activity == scratch.activity, cursor
+        assert got.ranges == [] if cursor == head else got.ranges[0][0] == cursor + 1
+
+    # Through the published /withdrawals: its depositor object and meta.
+    path = tmp_path / "withdrawals.json"
+    b = before.block
+    path.write_text(json.dumps({"address": queue, "meta": {"network": before.network, "chainId": before.chain_id,
+                    "block": {"number": b.number, "hash": b.hash, "timestamp": b.timestamp}},
+                    "depositor": depositor_record(before.queue_activity, None, profile.depositor_max_age)}))
+    loaded = queuelog.load_published(path)
+    assert loaded == queuelog.from_snapshot(before)
+    resumed = collect(profile, queue_prior=loaded).snapshot
+    assert resumed.queue_activity == snap.queue_activity
+    assert not [w for w in resumed.warnings if "queue" in w]
+
+    # A prior from another fork of the chain, or past the block, is ignored: read again.
+    for foreign in (dataclasses.replace(loaded, cursor_hash="0x" + "ab" * 32),
+                    dataclasses.replace(loaded, activity=dataclasses.replace(loaded.activity, cursor=head + 5)),
+                    dataclasses.replace(loaded, queue="0x" + "11" * 20)):
+        warnings: list[str] = []
+        got = queuelog.activity_for(client, snap, start=0, span=2048, prior=foreign, warnings=warnings)
+        assert got == snap.queue_activity
+        assert len(warnings) == 1 and "previous withdraw queue activity ignored" in warnings[0]
+
+
+class LimitedRpc:
+    """A JSON-RPC proxy in front of anvil whose eth_getLogs refuses ranges wider than ``limit``
+    blocks, as providers do, or (``fail``) answers every eth_getLogs with a server error."""
+
+    def __init__(self, upstream: str, limit: int = 10**9, fail: bool = False):
+        self.upstream, self.limit, self.fail, self.refused = upstream, limit, fail, 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                out = [proxy.answer(i) for i in (req if isinstance(req, list) else [req])]
+                data = json.dumps(out if isinstance(req, list) else out[0]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def answer(self, item):
+        if item["method"] == "eth_getLogs":
+            f = item["params"][0]
+            if self.fail:
+                return {"jsonrpc": "2.0", "id": item["id"], "error": {"code": -32000, "message": "internal error"}}
+            if int(f["toBlock"], 16) - int(f["fromBlock"], 16) + 1 > self.limit:
+                self.refused += 1
+                return {"jsonrpc": "2.0", "id": item["id"], "error": {"code": -32005, "message": f"query exceeds max block range {self.limit}"}}
+        return requests.post(self.upstream, json=item, timeout=10).json()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_node_refusing_wide_ranges_or_failing(living):
+    net, _, _, snap = living
+    head = snap.block.number
+    with LimitedRpc(net.url, limit=16) as proxy:
+        got = queuelog.build(RpcClient([proxy.url]), queue=snap.withdraw_queue.address, head=head, span=1000)
+    assert got.activity == snap.queue_activity
+    assert proxy.refused > 0 and all(b - a + 1 <= 16 for a, b in got.ranges)
+    assert [a for a, _ in got.ranges[1:]] == [b + 1 for _, b in got.ranges[:-1]] and (got.ranges[0][0], got.ranges[-1][1]) == (0, head)
+
+    # Logs that cannot be read: a warning, and the evidence unavailable (the build goes on).
+    warnings: list[str] = []
+    with LimitedRpc(net.url, fail=True) as proxy:
+        prior = queuelog.from_snapshot(snap)
+        got = queuelog.activity_for(RpcClient([proxy.url], max_attempts=1), snap, start=0, span=2048,
+                                    prior=None, warnings=warnings)
+        assert queuelog.activity_for(RpcClient([proxy.url], max_attempts=1), snap, start=0, span=2048, prior=prior,
+                                     warnings=[]) == snap.queue_activity  # nothing to read after its cursor
+    assert got is None and len(warnings) == 1 and "withdraw queue logs not read" in warnings[0]
+    record = depositor_record(None, depositor_stale(dataclasses.replace(snap, queue_activity=None), 1), 172_800)
+    jsonschema.validate(record, DEPOSITOR_SCHEMA)
+    assert record["available"] is False and record["stale"] is False and record["lineFront"] is None
+
+
+def test_the_stale_label(living):
+    _, profile, _, snap = living
+    a = snap.queue_activity
+    age = snap.block.timestamp - a.last_call_time
+    assert age >= 3 * DAY and profile.depositor_max_age == 2 * DAY
+    assert depositor_stale(snap, age) is None
+    reason = depositor_stale(snap, profile.depositor_max_age)
+    assert reason is not None and f"block {a.last_call_block}" in reason and "3 days ago" in reason
+    record = depositor_record(a, reason, profile.depositor_max_age)
+    jsonschema.validate(record, DEPOSITOR_SCHEMA)
+    assert record == {"available": True, "lastCallBlock": a.last_call_block, "lastCallTime": a.last_call_time,
+                      "lastFundingBlock": a.last_funding_block, "lastFundingTime": a.last_funding_time,
+                      "lineFront": a.line_front, "cursor": snap.block.number, "maxAgeSeconds": 2 * DAY,
+                      "stale": True, "staleReason": reason}
+    # No call on record: stale while requests wait, not with an empty line.
+    silent = dataclasses.replace(snap, queue_activity=QueueActivity(snap.block.number, 0, None, None, None, None))
+    assert "no call" in depositor_stale(silent, 10**9)
+    q = silent.withdraw_queue
+    served = dataclasses.replace(silent, withdraw_queue=dataclasses.replace(q, requests=tuple(r for r in q.requests if r.fulfilled)))
+    assert depositor_stale(served, 10**9) is None
