@@ -93,7 +93,9 @@ def test_every_queue_value_equals_the_chain(built, chain, demo_snapshot):
             assert (r["requestTime"], r["claimableTime"], r["expirationTime"]) == (requested, claimable, expires)
             assert r["fulfilled"] is call(queue, "isFulfilledRequest", r["id"])
             assert r["canClaim"] is call(queue, "canClaimRequest", r["id"])
-            assert r["status"] == ("expired" if now >= expires else "funded" if r["fulfilled"] else "pending")
+            expired = now >= expires
+            assert r["status"] == ({(True, True): "expiredFunded", (True, False): "pendingExpired",
+                                    (False, True): "funded", (False, False): "pending"}[expired, r["fulfilled"]])
             assert (r["position"] is None) is r["fulfilled"]
             if not r["fulfilled"]:
                 assert r["position"] == pending.index(r["id"]) + 1

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from ..chain import abis
 from ..chain.abi import Fn
-from ..chain.rpc import RpcClient
+from ..chain.rpc import RpcClient, RpcError
 from . import seed as seed_fns
 from .seed import (
+    DEPLOYER,
     QUEUE_GAS,
     SERVE_GAS,
     Sender,
@@ -215,6 +216,18 @@ class Operator:
     def serve(self, source: bytes) -> None:
         """One depositor call with no AVAX attached: serve the line from the vault's liquidity."""
         self.s.send(self.a["WithdrawQueue"], serve_line.encode(0, 0, source.ljust(32, b"\0")), "serve the line", SERVE_GAS)
+
+    def serve_reverts(self, source: bytes) -> bool:
+        """Whether the depositor's call would revert in the block being filled (its pending state):
+        a redemption worth more than the liquidity left fails the whole call, so a depositor does
+        not send it."""
+        tx = {"from": DEPLOYER, "to": self.a["WithdrawQueue"], "gas": hex(SERVE_GAS),
+              "data": "0x" + serve_line.encode(0, 0, source.ljust(32, b"\0")).hex()}
+        try:
+            self.s.client.request("eth_call", [tx, "pending"])
+        except RpcError:
+            return True
+        return False
 
     def pause_queue(self, paused: bool) -> None:
         self.send("WithdrawQueue", (pause_queue if paused else unpause_queue).encode(), f"queue paused={paused}")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from ..compute import queue as Q
 from ..compute.nodeid import node_id
-from ..snapshot import PstAvax, UnstakeRequest, WithdrawQueue
+from ..snapshot import PstAvax, QueueActivity, UnstakeRequest, WithdrawQueue
 from . import schema as S
 from .common import meta
 from .context import Context
+from .depositor import DEPOSITOR_SCHEMA, depositor_inputs, depositor_record
 from .registry import Deferred, Each, Param, endpoint
 from .units import tokens
 
@@ -133,6 +134,8 @@ SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "gg
         "schedule": S.nullable(S.obj({
             "assumptions": S.described(S.array(S.STRING), "what the estimates assume; a broken assumption moves them"),
             "outlook": S.described(S.STRING, "what the line waits for, in one paragraph"),
+            "stale": S.described(S.BOOLEAN, "the estimates rest on a depositor that looks stale (depositor.staleReason): every funding waits for its next call"),
+            "staleReason": S.described(S.nullable(S.STRING), "why (null when not stale)"),
             "returns": S.described(S.array(RETURN_ROW), "AVAX the staking minipools are expected to hand back, by time"),
             "restakes": S.described(S.array(RESTAKE_ROW), "minipools the contracts are expected to start again instead, by time"),
             "staleEntries": S.described(COUNT, "closed ids still in the queue's line up to its last pending request: each costs a depositor call one step"),
@@ -146,6 +149,7 @@ SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "gg
             "lastFundingTime": S.described(S.nullable(S.TIMESTAMP), "estimated funding time of the last covered request (null if none waits for a return)"),
             "line": S.described(S.array(LINE_ROW), "the pending line in order, with each place's estimate"),
         }, description="the funding forecast")),
+        "depositor": S.nullable(DEPOSITOR_SCHEMA),
         "pstAvax": S.nullable(S.obj({
             "address": S.described(S.ADDRESS, "the pstAVAX token"),
             "totalSupply": S.described(AVAX, "pstAVAX in circulation = AVAX principal owed to holders, whole tokens"),
@@ -171,19 +175,20 @@ def withdrawals(ctx: Context):
                sched.shortfall, sched.last_funding_time, s.ggavax.liquid_avax, sched.stale_entries,
                sched.front_known, sched.reverted_calls, sched.assumptions)
     pauses = (q.paused, Q.deposits_paused(s), bool(s.paused.get("MinipoolManager")))
-    yield "/withdrawals", Deferred((q, s.block.timestamp, s.pst_avax, outlook, pauses, Each(_return_row, sched.returns),
+    yield "/withdrawals", Deferred((q, s.block.timestamp, s.pst_avax, outlook, pauses, depositor_inputs(ctx),
+                                    Each(_return_row, sched.returns),
                                     Each(_restake_row, sched.restakes), Each(_line_row, tuple(line))),
                                    withdrawals_body, meta=meta(ctx))
 
 
 def no_queue_body(reason: str, pst: PstAvax | None) -> dict:
     empty = dict.fromkeys(("address", "parameters", "pending", "funded", "pauses", "expired", "requesters",
-                           "sharesHeld", "liquidity", "schedule"))
+                           "sharesHeld", "liquidity", "schedule", "depositor"))
     return {"status": "noQueue", "reason": reason, **empty, "pstAvax": _pst_record(pst)}
 
 
 def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, pauses: tuple,
-                     returns: list, restakes: list, line: list) -> dict:
+                     depositor: tuple, returns: list, restakes: list, line: list) -> dict:
     (liquidity, returns_avax, unscheduled, covered, shortfall, last_funding_time, vault_wavax, stale, front_known,
      reverted, assumptions) = outlook
     queue_paused, deposits_paused, mm_paused = pauses
@@ -217,7 +222,8 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
         "schedule": {
             "assumptions": list(assumptions),
             "outlook": _outlook(len(pending), fundable_now, covered, last_funding_time, shortfall, len(returns),
-                                deposits_paused, mm_paused),
+                                deposits_paused, mm_paused, depositor[0]),
+            "stale": depositor[1] is not None, "staleReason": depositor[1],
             "returns": returns,
             "returnsAvax": tokens(returns_avax),
             "restakes": restakes,
@@ -227,12 +233,13 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
             "staleEntries": stale, "lineFrontKnown": front_known, "revertedCalls": reverted,
             "line": line,
         },
+        "depositor": depositor_record(*depositor),
         "pstAvax": _pst_record(pst),
     }
 
 
 def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: int, returns: int,
-             deposits_paused: bool, mm_paused: bool) -> str:
+             deposits_paused: bool, mm_paused: bool, activity: QueueActivity | None) -> str:
     """What the line waits for, in words."""
     if not pending:
         return "The line is empty: nothing waits for funding."
@@ -251,7 +258,11 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
         why.append("new ggAVAX deposits are paused" if deposits_paused else "only new ggAVAX deposits or unscheduled returns can fund them")
         parts.append(f"{rest} {'is' if rest == 1 else 'are'} beyond every known return, {tokens(shortfall)} AVAX short: "
                      + "; ".join(why))
-    return "; ".join(parts) + "."
+    calls = ("Nothing is funded until the depositor calls depositFromStaking: "
+             + (f"its last call on record was at {Q.when(activity.last_call_time)} (block {activity.last_call_block})"
+                if activity is not None and activity.last_call_time is not None
+                else "no call of it is on record" if activity is not None else "its calls are unknown (the queue's logs were not read)"))
+    return "; ".join(parts) + ". " + calls + "."
 
 
 def _pst_record(pst: PstAvax | None) -> dict | None:
