@@ -22,7 +22,7 @@ from enum import StrEnum
 from ..protocol import MinipoolStatus
 from ..snapshot import Minipool, Snapshot, UnstakeRequest, Validator
 from .nodeid import node_id as encode_node_id
-from .rewards import WAD, collateralization_ratio, mul_wad
+from .rewards import collateralization_ratio, mul_wad
 
 MIN_EXPIRATION_DELAY = 3 * 86_400  # the queue's constant floor for a requester's expiration delay
 NANO = 10**9  # the validator provider's amounts are nAVAX
