@@ -1,0 +1,164 @@
+"""Every published funding estimate against the chain replaying it (support/replay.py): from the
+build block, each staking minipool's validation ends at its end time through the devnet's real
+contract calls, the contracts deciding what restakes and what the depositor's calls fund. Each
+pending request's published estimate must be the block time the replay funds it, to the second;
+a request fundable now must be funded by the depositor call the build names; one the known
+returns do not cover must stay unfunded. The published restakes and returns must be the
+contracts' own.
+
+Cases: the demo; the demo with MinipoolManager paused; the demo 3.5 days on with nothing
+processed; the demo with the Oracle's GGP price divided by 10; a per-call limit of 3 with closed
+ids at the line's front; the wound-down scenario; the living devnet through a wind-down with new
+requests filed after it. Each case's published and replayed times are written to
+``benchmarks/results/queue_replay.json``'s neighbour in the test's tmp dir for inspection.
+"""
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+
+import pytest
+
+from publisher.chain.abi import Fn
+from publisher.chain.rpc import RpcClient
+from publisher.collect import collect, devnet_profile
+from publisher.compute import queue as Q
+from publisher.compute.nodeid import node_id
+from publisher.config import load_profile
+from publisher.devnet import operator as O
+from publisher.devnet import running, running_live
+from publisher.devnet.seed import Sender, manual_mining
+from publisher.pipeline import build
+
+from support.chain import checkpoint, header
+from support.replay import replay
+
+DAY = 86_400
+set_max_per_deposit = Fn("setMaxRequestsPerStakingDeposit(uint256)")
+
+
+def published_against_replay(net, profile, tmp_path, name: str) -> dict:
+    """Build the API at the head, replay the chain from there, and compare; returns the table."""
+    snap = collect(profile).snapshot
+    out = tmp_path / name / "out"
+    build(snap, profile, out)
+    body = json.loads((out / "withdrawals.json").read_text())
+    got = replay(net.url, net.addresses, snap)
+    sched = body["schedule"]
+    rows = []
+    for row in sched["line"]:
+        funded = got.funded.get(row["id"])
+        rows.append({"id": row["id"], "fundableNow": row["fundableNow"], "depositorCalls": row["depositorCalls"],
+                     "published": row["estimatedFundingTime"], "replayed": funded})
+    (tmp_path / f"{name}.json").write_text(json.dumps(rows, indent=1))
+    first = snap.block.timestamp + 1
+    for r in rows:
+        funded = r["replayed"]
+        if r["fundableNow"]:
+            assert funded == (first, 1, r["depositorCalls"]), (name, r)
+        elif r["published"] is not None:
+            assert funded is not None and funded[0] == r["published"] and funded[1] > 1, (name, r)
+        else:
+            assert funded is None, (name, r)
+    assert [(k["time"], k["nodeID"]) for k in sched["restakes"]] == [(t, node_id(n)) for t, n in sorted(got.restaked)], name
+    assert sorted((r["time"], r["nodeID"]) for r in sched["returns"]) == sorted((t, node_id(n)) for t, n in got.returned), name
+    assert sched["revertedCalls"] == got.reverted_calls, name
+    return {"snapshot": snap, "body": body, "replay": got, "rows": rows}
+
+
+@contextmanager
+def changed(net, change):
+    """The demo chain with ``change(op, sender, now)`` applied in one block a second after the head;
+    afterwards the chain is exactly as before."""
+    client = RpcClient([net.url], max_attempts=2)
+    with checkpoint(client):
+        now = int(header(client)["timestamp"], 16)
+        with manual_mining(client):
+            sender = Sender(client, clock=now)
+            op = O.Operator(client, net.addresses, sender)
+            change(op, sender, now)
+            sender.check()
+        yield
+
+
+def test_the_demo(demo, demo_profile, tmp_path):
+    got = published_against_replay(demo, demo_profile, tmp_path, "demo")
+    assert sum(r["published"] is not None for r in got["rows"]) >= 3, "the demo must date some requests by returns"
+    assert any(r["fundableNow"] for r in got["rows"])
+
+
+def test_the_demo_with_minipool_manager_paused(demo, demo_profile, tmp_path):
+    def pause(op, sender, now):
+        with sender.one_block(now + 1):
+            op.pause("MinipoolManager", True)
+
+    with changed(demo, pause):
+        got = published_against_replay(demo, demo_profile, tmp_path, "mm-paused")
+    assert not got["body"]["schedule"]["restakes"] and got["body"]["pauses"]["minipoolManager"]
+    assert got["replay"].returned
+
+
+def test_the_demo_moved_3_5_days_without_processing(demo, demo_profile, tmp_path):
+    def later(op, sender, now):
+        sender.mine(now + int(3.5 * DAY))
+
+    with changed(demo, later):
+        got = published_against_replay(demo, demo_profile, tmp_path, "overdue")
+    assert any(r["overdue"] for r in got["body"]["schedule"]["returns"])
+
+
+def test_the_demo_with_the_oracle_price_divided_by_10(demo, demo_profile, tmp_path):
+    snap0 = collect(demo_profile).snapshot
+
+    def cheap(op, sender, now):
+        with sender.one_block(now + 1):
+            op.send("Oracle", O.set_price.encode(snap0.oracle.price // 10, sender.next_block_time()), "oracle price / 10")
+
+    with changed(demo, cheap):
+        got = published_against_replay(demo, demo_profile, tmp_path, "price-10")
+    plain = Q.schedule(snap0)
+    assert len(got["body"]["schedule"]["restakes"]) < len(plain.restakes), "a tenth of the price refuses some restakes"
+
+
+def test_a_per_call_limit_of_3_with_closed_ids_at_the_front(demo, demo_profile, tmp_path):
+    snap0 = collect(demo_profile).snapshot
+    line = Q.line(snap0)
+
+    def stale_front(op, sender, now):
+        with sender.one_block(now + 1):
+            op.send("WithdrawQueue", set_max_per_deposit.encode(3), "limit 3")
+            for r in line[:2]:
+                op.cancel_request(r.requester, r.id)
+
+    with changed(demo, stale_front):
+        got = published_against_replay(demo, demo_profile, tmp_path, "limit-3")
+    sched = got["body"]["schedule"]
+    assert sched["staleEntries"] >= 2 and sched["lineFrontKnown"]
+    calls = [r["depositorCalls"] for r in got["rows"] if r["fundableNow"]]
+    assert calls and calls[0] == 1 and max(calls) >= 2, calls
+
+
+@pytest.fixture(scope="module")
+def wound():
+    with running("wound-down") as net:
+        yield net, devnet_profile(load_profile("devnet"), net)
+
+
+def test_the_wound_down_scenario(wound, tmp_path):
+    net, profile = wound
+    got = published_against_replay(net, profile, tmp_path, "wound-down")
+    body = got["body"]
+    assert body["pauses"]["ggavaxDeposits"] and body["funded"]["stuckCount"] > 0
+    assert not body["schedule"]["restakes"]
+
+
+def test_the_living_devnet_through_a_wind_down_with_requests_after_it(tmp_path):
+    with running_live(seed=2) as (net, live):
+        start = live.now
+        live.wind_down_at = start + 6 * DAY
+        live.run(days=9, pace=0)
+        live.file_requests(3, live.now + 3600)
+        profile = devnet_profile(load_profile("devnet"), net)
+        got = published_against_replay(net, profile, tmp_path, "living")
+    assert got["body"]["pauses"]["minipoolManager"]
+    assert len(got["rows"]) >= 3
