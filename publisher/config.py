@@ -6,8 +6,11 @@ from the environment or flags only and are never printed unmasked.
 """
 from __future__ import annotations
 
+import calendar
 import json
 import os
+import re
+import time
 import types
 import typing
 from collections.abc import Callable
@@ -23,6 +26,51 @@ NETWORKS = ("devnet", "fuji", "mainnet")
 
 def _min(value: float) -> dict:
     return {"min": value}
+
+
+DAY = 86_400
+# The dates a profile may announce, each with the moment of its day it stands for: "start" is 00:00
+# UTC of the date, "end" is 24:00 UTC (00:00 UTC of the next day, the first second after it).
+ANNOUNCED = {"endOfOperations": "start", "withdrawalWindowEnd": "end"}
+_ANNOUNCEMENT_FIELDS = ("date", "meaning", "source")
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """A date the protocol's operator announced, which no contract holds: its key (ANNOUNCED), the
+    date (YYYY-MM-DD, UTC), what it means and where it was announced."""
+    key: str
+    date: str
+    meaning: str
+    source: str
+
+    @property
+    def time(self) -> int:
+        """Unix seconds of the moment the date stands for (ANNOUNCED: its day's start or end)."""
+        start = calendar.timegm(time.strptime(self.date, "%Y-%m-%d"))
+        return start + (DAY if ANNOUNCED[self.key] == "end" else 0)
+
+
+def _check_announcements(value: dict[str, dict[str, str]], where: str) -> None:
+    """Every announcement a known key with a calendar date, a meaning and a source, or a
+    PublisherError naming the key (``where`` names the file)."""
+    for key, entry in value.items():
+        at = f"{where}.{key}"
+        if key not in ANNOUNCED:
+            raise PublisherError(f"{at}: unknown announcement; choose one of {', '.join(ANNOUNCED)}")
+        unknown = sorted(set(entry) - set(_ANNOUNCEMENT_FIELDS))
+        if unknown:
+            raise PublisherError(f"{at}: unknown key {unknown[0]!r}")
+        for name in _ANNOUNCEMENT_FIELDS:
+            if not entry.get(name, "").strip():
+                raise PublisherError(f"{at}: missing {name!r}")
+        date = entry["date"]
+        try:
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+                raise ValueError
+            time.strptime(date, "%Y-%m-%d")
+        except ValueError:
+            raise PublisherError(f"{at}.date must be a calendar date YYYY-MM-DD (UTC), not {date!r}") from None
 
 
 @dataclass(frozen=True)
@@ -43,7 +91,9 @@ class Profile:
     price_api_url: str | None = None
     price_divergence_pct: float = field(default=5.0, metadata=_min(0))  # AVAX/USD: feed vs price API
     ggp_divergence_pct: float = field(default=25.0, metadata=_min(0))  # GGP/USD: oracle TWAP x feed vs a spot quote
-    oracle_max_age: int = field(default=7 * 86_400, metadata=_min(1))  # an older GGP/AVAX price is refused
+    # An older Oracle GGP/AVAX price is still published, labelled stale (/prices stale, a /status
+    # warning): it is the price the contracts use. Only the AVAX/USD feed's age (feed_max_age) refuses.
+    oracle_max_age: int = field(default=7 * 86_400, metadata=_min(1))
     validator_api_url: str | None = None
     validator_network: str = "mainnet"
     validator_api_key: str | None = None
@@ -71,6 +121,13 @@ class Profile:
     flags: dict[str, bool] = field(default_factory=dict)
     # Where each address above comes from and when it was checked: {"storage": {"source": …, "checked": "YYYY-MM-DD"}}.
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Dates the protocol's operator announced, which no contract holds; /status and the dashboard
+    # publish them with the days left. {"endOfOperations" | "withdrawalWindowEnd": {"date":
+    # "YYYY-MM-DD" (UTC), "meaning": one sentence, "source": where it was announced}}. Each date
+    # stands for one moment (ANNOUNCED): endOfOperations the start of its day (00:00 UTC, when
+    # operations had ended), withdrawalWindowEnd the end of its day (24:00 UTC, i.e. 00:00 UTC the
+    # day after), since the window closes on that day and is open through it.
+    announcements: dict[str, dict[str, str]] = field(default_factory=dict, metadata={"check": _check_announcements})
 
     def with_overrides(self, **values) -> Profile:
         known = {f.name for f in fields(self)}
@@ -78,6 +135,11 @@ class Profile:
         if unknown:
             raise TypeError(f"Profile has no field {sorted(unknown)[0]!r}")
         return replace(self, **{k: v for k, v in values.items() if v not in (None, ())})
+
+    def announced(self) -> tuple[Announcement, ...]:
+        """The announcements, in time order."""
+        dates = (Announcement(key, e["date"], e["meaning"], e["source"]) for key, e in self.announcements.items())
+        return tuple(sorted(dates, key=lambda a: (a.time, a.key)))
 
 
 @dataclass(frozen=True)
@@ -185,6 +247,9 @@ def profile_from(data: Any, name: str, source: str) -> Profile:
         low = meta[key].get("min")
         if low is not None and values[key] < low:
             raise PublisherError(f"profile {source}: {key} must be at least {low}")
+        check = meta[key].get("check")
+        if check is not None:
+            check(values[key], f"profile {source}: {key}")
     missing = [f.name for f in fields(Profile) if f.name != "name" and f.name not in values
                and f.default is MISSING and f.default_factory is MISSING]
     if missing:

@@ -184,6 +184,7 @@ def generated_at() -> int:
 def context(snap: Snapshot, profile: Profile) -> Context:
     return Context(snap, flags=profile.flags, generated_at=generated_at(),
                    cadence_seconds=profile.cadence_seconds, version=__version__,
+                   announcements=profile.announced(),
                    validator_default_rate_pct=profile.validator_default_rate_pct, oracle_max_age=profile.oracle_max_age,
                    depositor_max_age=profile.depositor_max_age)
 

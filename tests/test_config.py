@@ -23,6 +23,10 @@ def test_shipped_profiles_load(name):
     assert load_profile(name).name == name
 
 
+def announcing(key: str, **entry) -> dict:
+    return {"announcements": {key: {"date": "2026-12-31", "meaning": "m", "source": "s", **entry}}}
+
+
 @pytest.mark.parametrize(("data", "message"), [
     ({"cadence_seconds": "300"}, "cadence_seconds must be an integer, not a string"),
     ({"cadence_seconds": 300.5}, "cadence_seconds must be an integer, not a number"),
@@ -34,6 +38,14 @@ def test_shipped_profiles_load(name):
     ({"chain_id": True}, "chain_id must be an integer, not a boolean"),
     ({"dex_pair": 5}, "dex_pair must be a string or null, not an integer"),
     ({"validator_api_key": "k"}, "secrets come only from PUBLISHER_VALIDATOR_API_KEY"),
+    (announcing("withdrawalWindowEnd", date="2026-02-30"),
+     "announcements.withdrawalWindowEnd.date must be a calendar date YYYY-MM-DD (UTC), not '2026-02-30'"),
+    (announcing("endOfOperations", date="2026-8-15"), "announcements.endOfOperations.date must be a calendar date"),
+    (announcing("endOfOperations", date="2026-08-15T00:00:00Z"), "announcements.endOfOperations.date must be a calendar date"),
+    (announcing("endOfOperations", date=20260815), "announcements.endOfOperations.date must be a string, not an integer"),
+    (announcing("endOfOperations", source=" "), "announcements.endOfOperations: missing 'source'"),
+    (announcing("endOfOperations", time="0"), "announcements.endOfOperations: unknown key 'time'"),
+    (announcing("withdrawalsEnd"), "announcements.withdrawalsEnd: unknown announcement; choose one of endOfOperations, withdrawalWindowEnd"),
 ])
 def test_profile_file_errors_name_the_key_and_the_file(data, message):
     base = json.loads((PROFILE_DIR / "devnet.json").read_text())
@@ -47,6 +59,18 @@ def test_profile_requires_its_keys_and_an_object():
         profile_from({"storage": "0x0"}, "x", "p.json")
     with pytest.raises(PublisherError, match="must hold a JSON object"):
         profile_from([], "x", "p.json")
+
+
+@pytest.mark.parametrize("name", NETWORKS)
+def test_shipped_profiles_announce_both_dates_with_their_source(name):
+    """Every network announces the same two dates (the devnet's clock runs through both: the demo is
+    before them, the wound-down scenario between them), each at the moment its field describes."""
+    got = load_profile(name).announced()
+    assert [(a.key, a.date, a.time) for a in got] == [
+        ("endOfOperations", "2026-08-15", 1_786_752_000),  # 2026-08-15 00:00 UTC: the start of the day
+        ("withdrawalWindowEnd", "2026-12-31", 1_798_761_600)]  # 2027-01-01 00:00 UTC: the end of the day
+    for a in got:
+        assert a.meaning.endswith(".") and "DefiLlama yield-server adaptor for Hypha" in a.source and "2026-07-31" in a.source
 
 
 def test_numbers_widen_to_float_fields():

@@ -15,6 +15,7 @@ from fractions import Fraction
 from eth_utils import to_checksum_address
 
 from publisher.chain import abis
+from publisher.chain.reader import registry_key
 from publisher.collect import collect, devnet_profile
 from publisher.config import load_profile
 from publisher.devnet import running_live
@@ -91,6 +92,33 @@ def test_ggp_forecast_equals_the_distribution_to_the_wei(tmp_path):
         assert check_every_staker_is_paid_its_forecast(read, dist, stakers, due) >= 10
         # The metrics headline is the same pool.
         assert read("/metrics")["next_cycle_nodeop_ggp"] == dist.nodeop_total / WAD
+
+
+def test_a_paused_claimnodeop_still_distributes_the_forecast(tmp_path):
+    """No contract checks ClaimNodeOp's pause flag (mainnet's calculateAndDistributeRewards is
+    onlyMultisig, and Ocyticus.pauseEverything does not set it): with it alone paused a
+    distribution is still forecast, and it then pays every staker its forecast to the wei."""
+    with live_devnet(seed=3, zero_reward_odds=0) as (_net, live, profile):  # no slashing between build and distribution
+        for _ in range(4):
+            live.step()
+        with manual_mining(live.client):
+            with live.sender.one_block(live.now + 60):
+                live.op.pause("ClaimNodeOp", True)
+            live.sender.check()
+        read = publish(profile, tmp_path / "out")
+        params = read("/rewards/params")
+        assert params["paused"]["ClaimNodeOp"] is True and params["paused"]["RewardsPool"] is False
+        assert params["distributionExpected"] is True and params["noDistributionReason"] is None
+        assert int(params["forecast"]["nodeOpPoolWei"]) > 0
+        flags = read("/featureFlags")
+        assert flags["paused"]["ClaimNodeOp"] is True
+        assert flags["flags"]["rewardsDistribution"] is True and flags["flags"]["rewardsEstimator"] is True
+        due = params["nextDistributionTime"]
+        stakers = [st["stakerAddr"] for st in live.op.stakers()]
+        assert record_validation_ends(live, due) > 5
+        dist = live.distribute_at(due)  # the calls go through with the flag set
+        assert check_every_staker_is_paid_its_forecast(read, dist, stakers, due) >= 10
+        assert live.op.call("Storage", abis.storage_getBool, registry_key("contract.paused", "ClaimNodeOp"))  # all along
 
 
 def test_overdue_ggp_forecast_equals_the_late_distribution_to_the_wei(tmp_path):

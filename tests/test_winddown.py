@@ -77,6 +77,15 @@ def test_the_wound_down_chain_publishes_every_endpoint_labelled(wound):
     assert body(out, "validators.json")["count"] == 0
 
 
+def test_the_wound_down_chain_is_between_the_announced_dates(wound):
+    """At its block operations have ended and the announced withdrawal window is still open."""
+    _, _, _, out = wound
+    got = {a["key"]: (a["daysLeft"], a["passed"]) for a in body(out, "status.json")["announcements"]}
+    assert got == {"endOfOperations": (0, True), "withdrawalWindowEnd": (76, False)}
+    shown = (out / "index.html").read_text().split('id="announced-list"')[1].split("</ul>")[0]
+    assert shown.count("<strong>passed</strong>") == 1 and "76 days left" in shown
+
+
 def test_the_guards_that_must_refuse_still_refuse_on_the_wound_down_chain(wound, tmp_path):
     _, profile, snap, out = wound
     # The AVAX/USD feed is a live third-party feed: an old round is refused, not labelled.

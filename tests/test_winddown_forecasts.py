@@ -1,6 +1,7 @@
 """Forecasts and yields on a protocol that has stopped: no GGP distribution is expected once
-RewardsPool or ClaimNodeOp is paused or the rewards cycle is overdue by more than a whole cycle,
-and the ggAVAX APY is what the share price did after its reward stream ended (0 when flat).
+RewardsPool is paused or the rewards cycle is overdue by more than a whole cycle (ClaimNodeOp's
+pause flag, which no contract checks, changes nothing), and the ggAVAX APY is what the share price
+did after its reward stream ended (0 when flat).
 
 Built from the demo snapshot changed with ``dataclasses.replace``, and from the demo chain itself
 moved 60 days forward inside ``checkpoint`` (evm_snapshot / evm_revert)."""
@@ -162,8 +163,8 @@ def test_overdue_by_40_days_nothing_is_forecast(demo_snapshot, demo_profile, tmp
     assert "None expected" in page
 
 
-@pytest.mark.parametrize("name", ["RewardsPool", "ClaimNodeOp"])
-def test_a_paused_rewards_contract_means_no_distribution(demo_snapshot, demo_profile, tmp_path, monkeypatch, name):
+def test_a_paused_rewards_pool_means_no_distribution(demo_snapshot, demo_profile, tmp_path, monkeypatch):
+    name = "RewardsPool"
     s = demo_snapshot
     snap = dataclasses.replace(s, paused={**s.paused, name: True})
     assert P.cycle_end_time(s) > s.block.timestamp  # on time otherwise
@@ -174,6 +175,17 @@ def test_a_paused_rewards_contract_means_no_distribution(demo_snapshot, demo_pro
     flags = read("/featureFlags")["flags"]
     assert flags["rewardsDistribution"] is False and flags["rewardsEstimator"] is False
     assert_contract_fields(read)
+
+
+def test_a_paused_claimnodeop_changes_no_forecast(demo_snapshot):
+    """calculateAndDistributeRewards checks no pause flag (mainnet's is onlyMultisig), so with
+    ClaimNodeOp alone paused the params are those of the unpaused protocol but for the flag."""
+    s = demo_snapshot
+    assert not s.paused.get("ClaimNodeOp")
+    doc = P.rewards_params(dataclasses.replace(s, paused={**s.paused, "ClaimNodeOp": True}))
+    assert doc["distributionExpected"] is True and doc["noDistributionReason"] is None
+    assert doc["paused"]["ClaimNodeOp"] is True
+    assert {**doc, "paused": None} == {**P.rewards_params(s), "paused": None}
 
 
 def test_paused_contracts_turn_their_feature_flags_off(demo_snapshot, demo_profile, tmp_path, monkeypatch):

@@ -22,9 +22,12 @@ Two inputs are not single on-chain values and are derived here:
 The next cycle's mint compounds the supply once per inflation interval elapsed from
 ``InflationIntervalStartTime`` to the distribution time, as ``startRewardsCycle`` does: 30 when the
 distribution is on time, more when it is overdue (then the distribution time is the build's block).
-No distribution is expected at all while RewardsPool or ClaimNodeOp is paused, or once the cycle
-is overdue by more than one whole rewards cycle (``overdue_bound``): the params then say why
-(``distributionExpected``, ``noDistributionReason``) and the formula mints nothing.
+No distribution is expected at all while RewardsPool is paused (``startRewardsCycle`` refuses to
+start a cycle, so nothing is minted for one), or once the cycle is overdue by more than one whole
+rewards cycle (``overdue_bound``): the params then say why (``distributionExpected``,
+``noDistributionReason``) and the formula mints nothing. ClaimNodeOp's pause flag stops nothing:
+``calculateAndDistributeRewards`` checks only its caller (onlyMultisig), and Ocyticus's
+``pauseEverything`` does not set it, so it is no reason here.
 """
 from __future__ import annotations
 
@@ -75,10 +78,8 @@ def no_distribution_reason(snap: Snapshot) -> str | None:
     """Why no GGP distribution to node operators is expected, in words; None when one is."""
     reasons = []
     if snap.paused.get("RewardsPool"):
-        reasons.append("RewardsPool is paused: the protocol has stopped starting rewards cycles, so no GGP is minted "
-                       "for a next one")
-    if snap.paused.get("ClaimNodeOp"):
-        reasons.append("ClaimNodeOp is paused: the protocol has stopped its node-operator rewards")
+        reasons.append("RewardsPool is paused: startRewardsCycle refuses to start a rewards cycle while it is, so no "
+                       "GGP is minted for a next one")
     end, bound = cycle_end_time(snap), overdue_bound(snap)
     if snap.block.timestamp > end + bound:
         reasons.append(f"the rewards cycle ended at {end} and no new cycle has started within one whole rewards cycle "

@@ -50,7 +50,8 @@ QUEUE_COVERED = 3  # pending requests at the front of the line the vault's liqui
 # rewards cycle, no minipool is created, launched or cycled, ggAVAX stops syncing rewards, and the
 # protocol's pauser sets these Storage flags ("contract.paused" + name): ggAVAX deposits
 # (TokenggAVAX), minipool creation and cycling (MinipoolManager), GGP inflation and cycles
-# (RewardsPool) and node-operator rewards (ClaimNodeOp). Staking stays open, so operators can take
+# (RewardsPool) and ClaimNodeOp (a flag no ClaimNodeOp function checks, on mainnet as here: it stops
+# nothing by itself, and the forecasts do not read it). Staking stays open, so operators can take
 # their GGP back, and the Oracle is not flagged: it keeps its last price, which is simply not
 # updated any more. The withdraw queue stays open.
 WIND_DOWN_AT = 1_786_752_000  # 2026-08-15T00:00:00Z

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from ..config import Announcement
 
 
 class Context:
     def __init__(self, snapshot: Snapshot, *, flags: dict[str, bool] | None = None,
                  generated_at: int | None = None, cadence_seconds: int = 300, version: str = "",
+                 announcements: tuple[Announcement, ...] = (),
                  validator_default_rate_pct: float = 7.5, oracle_max_age: int = 7 * 86_400,
                  depositor_max_age: int = 2 * 86_400):
         self.snap = snapshot
@@ -19,6 +23,7 @@ class Context:
         self.generated_at = generated_at if generated_at is not None else snapshot.block.timestamp
         self.cadence_seconds = cadence_seconds
         self.version = version
+        self.announcements = announcements  # the operator's announced dates (Profile.announced())
         self.validator_default_rate_pct = validator_default_rate_pct
         self.oracle_max_age = oracle_max_age  # an older Oracle GGP price is published labelled stale
         self.depositor_max_age = depositor_max_age  # an older last depositor call is labelled stale

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from ..compute.params import no_distribution_reason
 from . import schema as S
+from .announcements import ANNOUNCEMENTS_SCHEMA, announcement_records
 from .common import meta
 from .context import Context
 from .registry import endpoint
@@ -17,8 +18,8 @@ CHAIN_FLAGS = {
     "liquidStakingDeposits": "the profile's liquidStaking and TokenggAVAX not paused (ggAVAX deposits open; "
                              "withdrawals go through the withdrawal queue, see /withdrawals)",
     "minipoolCreation": "the profile allows it and MinipoolManager is not paused",
-    "rewardsDistribution": "a GGP distribution to node operators is expected: RewardsPool and ClaimNodeOp not paused "
-                           "and the rewards cycle not overdue by more than a whole cycle (/rewards/params "
+    "rewardsDistribution": "a GGP distribution to node operators is expected: RewardsPool not paused (startRewardsCycle "
+                           "checks it) and the rewards cycle not overdue by more than a whole cycle (/rewards/params "
                            "distributionExpected)",
     "rewardsEstimator": "the profile allows it and a GGP distribution is expected (off, the estimator still answers, "
                         "with every GGP figure 0 and the reason)",
@@ -77,7 +78,9 @@ def not_found(ctx: Context):
 @endpoint(
     "/status", tag="About", summary="Run stamp",
     description="When and from which block this data was built, which version built it, when the next "
-                "update is due, and a digest of every other published file. Published last, so it always "
+                "update is due, the dates the protocol's operator announced (`announcements`, which no contract "
+                "holds, with the days left at the block), and a digest of every other published file. Published "
+                "last, so it always "
                 "describes complete data. It is the freshness authority: an aggregate whose content did not "
                 "change since an earlier run keeps that run's bytes, so its `meta.block` is the block its "
                 "content was last read at (it is the same at this block), while `block` here is the block "
@@ -98,6 +101,7 @@ def not_found(ctx: Context):
                        "description": "sha256 over the sorted lines \"<path> <sha256 of the file>\""},
         }, description="digest of every other published file"),
         "warnings": S.described(S.array(S.STRING), "problems the build met that did not stop it (e.g. a validator the provider does not list)"),
+        "announcements": ANNOUNCEMENTS_SCHEMA,
         "meta": S.META,
     }),
 )
@@ -115,4 +119,5 @@ def status(ctx: Context, files: Mapping[str, tuple[str, int]]):
         "nextUpdateBy": ctx.generated_at + ctx.cadence_seconds,
         "files": {"count": len(files), "bytes": sum(size for _, size in files.values()), "sha256": digest.hexdigest()},
         "warnings": list(s.warnings), "meta": meta(ctx),
+        "announcements": announcement_records(ctx.announcements, s.block.timestamp),
     }

@@ -43,7 +43,7 @@ USD = S.nullable(S.obj({
 APR = {"type": "number", "minimum": 0}
 
 EXPECTED = S.described(S.BOOLEAN, "whether a GGP distribution to node operators is expected at all; false when "
-                                  "RewardsPool or ClaimNodeOp is paused or the rewards cycle ended more than one whole "
+                                  "RewardsPool is paused or the rewards cycle ended more than one whole "
                                   "cycle ago with none since (see /rewards/params): every GGP figure is then 0")
 NO_DISTRIBUTION = S.described(S.nullable(S.STRING), "why no GGP distribution is expected, in words (null when one is)")
 
@@ -170,7 +170,7 @@ PARAMS = S.obj({
     "overdue": S.described(S.BOOLEAN, "the rewards cycle has ended and the next distribution has not happened yet"),
     "overdueReason": S.described(S.nullable(S.STRING), "why the forecast differs while overdue, in words (null when on time)"),
     "distributionExpected": S.described(S.BOOLEAN, "whether a GGP distribution to node operators is expected at all: "
-                                                   "false when RewardsPool or ClaimNodeOp is paused, or when the "
+                                                   "false when RewardsPool is paused, or when the "
                                                    "rewards cycle ended more than overdueBoundSeconds ago and no new "
                                                    "cycle started. While false, the forecast mints nothing "
                                                    "(cycleIntervals, cycleMintWei and nodeOpPoolWei are 0) and every "
@@ -372,7 +372,7 @@ def rewards_path(address: str) -> str:
                 "the next distribution (`tegs`) and the validator reward rate with its source. The rewards function "
                 "(/rewards/byStake) evaluates the formula from this document, so anyone can recompute any "
                 "estimate. `distributionExpected` is false, with `noDistributionReason`, when no distribution will "
-                "come: RewardsPool or ClaimNodeOp paused, or the cycle ended more than `overdueBoundSeconds` (one "
+                "come: RewardsPool paused, or the cycle ended more than `overdueBoundSeconds` (one "
                 "whole cycle) ago with none since; the forecast then mints nothing.",
     schema=PARAMS,
 )

@@ -124,7 +124,7 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "desc
         "ggp_max_supply": S.described(S.NON_NEGATIVE, "GGP that can ever exist, whole tokens"),
         "meta": S.META,
         "next_cycle_nodeop_ggp": S.described(S.NON_NEGATIVE, "GGP the next distribution gives node operators, whole tokens (0 when no distribution is expected)"),
-        "next_distribution_expected": S.described(S.BOOLEAN, "whether a GGP distribution to node operators is expected at all (/rewards/params distributionExpected): false when RewardsPool or ClaimNodeOp is paused or the rewards cycle ended more than one whole cycle ago with none since"),
+        "next_distribution_expected": S.described(S.BOOLEAN, "whether a GGP distribution to node operators is expected at all (/rewards/params distributionExpected): false when RewardsPool is paused or the rewards cycle ended more than one whole cycle ago with none since"),
         "no_distribution_reason": S.described(S.nullable(S.STRING), "why no distribution is expected, in words (null when one is)"),
         "last_cycle_nodeop_ggp": S.described(S.NON_NEGATIVE, "GGP the last distribution gave node operators, whole tokens"),
         "nodeop_apr_min": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 10 % collateralization, percent (see nodeop_apr_note)"),
