@@ -19,6 +19,8 @@ import json
 from contextlib import contextmanager
 
 import pytest
+from support.chain import checkpoint, header
+from support.replay import replay
 
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient
@@ -30,9 +32,6 @@ from publisher.devnet import operator as O
 from publisher.devnet import running, running_live
 from publisher.devnet.seed import Sender, manual_mining
 from publisher.pipeline import build
-
-from support.chain import checkpoint, header
-from support.replay import replay
 
 DAY = 86_400
 set_max_per_deposit = Fn("setMaxRequestsPerStakingDeposit(uint256)")
@@ -61,10 +60,15 @@ def published_against_replay(net, profile, tmp_path, name: str) -> dict:
             assert funded is not None and funded[0] == r["published"] and funded[1] > 1, (name, r)
         else:
             assert funded is None, (name, r)
-    assert sorted((k["time"], k["nodeID"]) for k in sched["restakes"]) == sorted((t, node_id(n)) for t, n in got.restaked), name
-    assert sorted((r["time"], r["nodeID"]) for r in sched["returns"]) == sorted((t, node_id(n)) for t, n in got.returned), name
+    same(name, "restakes", {(k["time"], k["nodeID"]) for k in sched["restakes"]}, {(t, node_id(n)) for t, n in got.restaked})
+    same(name, "returns", {(r["time"], r["nodeID"]) for r in sched["returns"]}, {(t, node_id(n)) for t, n in got.returned})
     assert sched["revertedCalls"] == got.reverted_calls, name
     return {"snapshot": snap, "body": body, "replay": got, "rows": rows}
+
+
+def same(case: str, what: str, published: set, replayed: set) -> None:
+    assert published == replayed, (f"{case}: {what} published only {sorted(published - replayed)}, "
+                                   f"replayed only {sorted(replayed - published)}")
 
 
 @contextmanager

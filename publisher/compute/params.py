@@ -36,6 +36,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..protocol import MinipoolStatus
+from . import queue as Q
 from . import rewards
 from .nodeid import node_id
 
@@ -171,18 +172,6 @@ def stakes_at_distribution(snap: Snapshot) -> dict[str, DistributionStake]:
     return out
 
 
-def validation_end(snap: Snapshot, m: Minipool, vals: dict[str, Validator]) -> int | None:
-    """When a Staking minipool's current validation ends: the validator provider's end time, else
-    its start plus one minipool cycle (or the rest of its duration, if shorter); None if unknown."""
-    v = vals.get(node_id(m.node_id))
-    if v is not None and v.end_timestamp:
-        return v.end_timestamp
-    cycle = snap.settings.minipool_cycle_duration
-    if cycle is None or m.start_time <= 0:
-        return None
-    return m.start_time + min(cycle, max(m.initial_start_time + m.duration - m.start_time, 0))
-
-
 def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dict[str, Validator],
                      when: int) -> DistributionStake:
     """The staker's AVAX assigned at the distribution, and so its effective stake then, by
@@ -200,7 +189,7 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
                                     "AVAX assigned: the forecast takes its effective stake as 0, as today")
     ending = []
     for m in mine:
-        end = validation_end(snap, m, vals) if m.status == MinipoolStatus.STAKING else None
+        end = Q.validation_end(snap, m, vals) if m.status == MinipoolStatus.STAKING else None
         if end is not None and end < when:  # the others stay assigned through the distribution
             ending.append((end, m.index, m))
     if not ending or st.ggp_staked == 0:
@@ -210,7 +199,6 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
     def ratio(assigned: int) -> int:  # Staking.getCollateralizationRatio with that much assigned
         return rewards.collateralization_ratio(st.ggp_staked, assigned, price)
 
-    cycle, tolerance = s.minipool_cycle_duration, s.minipool_cycle_delay_tolerance
     free = rewards.effective_ggp_staked(st.ggp_staked, 0, st.avax_validating_high_water, price, s.max_collateralization_ratio)
     otherwise = (f"Without it the floor may not apply at the distribution, and the effective stake would then be "
                  f"{rewards.whole_tokens(free)} GGP")
@@ -218,14 +206,14 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
     for end, _, m in ending:
         low -= m.avax_liquid_staker_amt
         high -= m.avax_liquid_staker_amt
-        if cycle is not None and tolerance is not None and end + cycle > m.initial_start_time + m.duration + tolerance:
-            continue  # no cycle left: it ends for good
+        if not Q.restakes(snap, m, Q.processing_time(end, snap.block.timestamp)):
+            continue  # paused, or no cycle left: it ends for good
         least = low + m.avax_node_op_amt
         if ratio(least) < s.min_collateralization_ratio:
             continue  # another cycle would be refused
         v = vals.get(node_id(m.node_id))
         most = high + m.avax_node_op_amt + (v.validation_reward * 10**9 // 2 if v else 0)
-        if cycle is None or tolerance is None or v is None or ratio(most) < s.min_collateralization_ratio:
+        if v is None or ratio(most) < s.min_collateralization_ratio:
             return DistributionStake(0, (
                 f"under 10 % collateralization today; whether {node_id(m.node_id)} starts another cycle when its "
                 f"validation ends (at {end}, before the distribution) depends on its reward: the forecast assumes "

@@ -18,11 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from ..protocol import MinipoolStatus
-from ..snapshot import Minipool, Snapshot, UnstakeRequest, Validator
 from .nodeid import node_id as encode_node_id
 from .rewards import collateralization_ratio, mul_wad
+
+if TYPE_CHECKING:  # annotations only: the snapshot module checks its values with compute/
+    from ..snapshot import Minipool, Snapshot, UnstakeRequest, Validator
 
 MIN_EXPIRATION_DELAY = 3 * 86_400  # the queue's constant floor for a requester's expiration delay
 NANO = 10**9  # the validator provider's amounts are nAVAX
@@ -221,10 +224,13 @@ def liquid_staker_reward(snap: Snapshot, reward: int) -> int:
 
 def validation_end(snap: Snapshot, m: Minipool, vals: dict[str, Validator]) -> int | None:
     """When a Staking minipool's current validation ends: the validator provider's end time, else
-    its start plus one minipool cycle (or the rest of its duration, if shorter); None if unknown."""
+    the record's own end time when it carries one, else its start plus one minipool cycle (or the
+    rest of its duration, if shorter); None if unknown."""
     v = vals.get(encode_node_id(m.node_id))
     if v is not None and v.end_timestamp:
         return v.end_timestamp
+    if m.end_time > m.start_time > 0:  # a record that carries its planned end (mainnet's is 0 until the end)
+        return m.end_time
     cycle = snap.settings.minipool_cycle_duration
     if cycle is None or m.start_time <= 0:
         return None
