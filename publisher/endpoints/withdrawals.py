@@ -6,6 +6,7 @@ from ..compute import queue as Q
 from ..compute.nodeid import node_id
 from ..snapshot import PstAvax, QueueActivity, UnstakeRequest, WithdrawQueue
 from . import schema as S
+from .announcements import ANNOUNCEMENTS_SCHEMA, WINDOW_END, announcement_records
 from .common import meta
 from .context import Context
 from .depositor import DEPOSITOR_SCHEMA, depositor_inputs, depositor_record
@@ -150,6 +151,12 @@ SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "gg
             "line": S.described(S.array(LINE_ROW), "the pending line in order, with each place's estimate"),
         }, description="the funding forecast")),
         "depositor": S.nullable(DEPOSITOR_SCHEMA),
+        "announcements": ANNOUNCEMENTS_SCHEMA,
+        "window": S.obj({
+            "closesAt": S.described(S.nullable(S.TIMESTAMP), "when the announced withdrawal window closes, unix seconds (null when none is announced)"),
+            "closed": S.described(S.BOOLEAN, "the announced window has closed at the block's time"),
+            "note": S.described(S.STRING, "what the announced window means for a holder now, and what the contracts still allow"),
+        }, description="the announced withdrawal window (an announcement, not a contract rule)"),
         "pstAvax": S.nullable(S.obj({
             "address": S.described(S.ADDRESS, "the pstAVAX token"),
             "totalSupply": S.described(AVAX, "pstAVAX in circulation = AVAX principal owed to holders, whole tokens"),
@@ -160,9 +167,10 @@ SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "gg
 )
 def withdrawals(ctx: Context):
     s, q = ctx.snap, ctx.snap.withdraw_queue
+    announced = announcement_records(ctx.announcements, s.block.timestamp)
     if q is None:
-        yield "/withdrawals", Deferred((s.withdraw_queue_note or "no withdrawal queue", s.pst_avax), no_queue_body,
-                                       meta=meta(ctx))
+        yield "/withdrawals", Deferred((s.withdraw_queue_note or "no withdrawal queue", s.pst_avax, announced),
+                                       no_queue_body, meta=meta(ctx))
         return
     sched = ctx.cached(Q.cached_schedule)
     line, cumulative = [], 0
@@ -173,24 +181,26 @@ def withdrawals(ctx: Context):
     # sums are inputs, so that a page's excerpt of the lists keeps them whole.
     outlook = (sched.liquidity, sum(r.avax for r in sched.returns), sched.unscheduled_avax, sched.covered,
                sched.shortfall, sched.last_funding_time, s.ggavax.liquid_avax, sched.stale_entries,
-               sched.front_known, sched.reverted_calls, sched.assumptions)
+               sched.front_known, sched.reverted_calls, sched.assumptions,
+               sum(1 for p in sched.places.values() if p.fundable_now), len(sched.returns))
     pauses = (q.paused, Q.deposits_paused(s), bool(s.paused.get("MinipoolManager")))
-    yield "/withdrawals", Deferred((q, s.block.timestamp, s.pst_avax, outlook, pauses, depositor_inputs(ctx),
+    yield "/withdrawals", Deferred((q, s.block.timestamp, s.pst_avax, outlook, pauses, depositor_inputs(ctx), announced,
                                     Each(_return_row, sched.returns),
                                     Each(_restake_row, sched.restakes), Each(_line_row, tuple(line))),
                                    withdrawals_body, meta=meta(ctx))
 
 
-def no_queue_body(reason: str, pst: PstAvax | None) -> dict:
+def no_queue_body(reason: str, pst: PstAvax | None, announced: list) -> dict:
     empty = dict.fromkeys(("address", "parameters", "pending", "funded", "pauses", "expired", "requesters",
                            "sharesHeld", "liquidity", "schedule", "depositor"))
-    return {"status": "noQueue", "reason": reason, **empty, "pstAvax": _pst_record(pst)}
+    return {"status": "noQueue", "reason": reason, **empty, "announcements": announced,
+            "window": _window(announced), "pstAvax": _pst_record(pst)}
 
 
 def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, pauses: tuple,
-                     depositor: tuple, returns: list, restakes: list, line: list) -> dict:
+                     depositor: tuple, announced: list, returns: list, restakes: list, line: list) -> dict:
     (liquidity, returns_avax, unscheduled, covered, shortfall, last_funding_time, vault_wavax, stale, front_known,
-     reverted, assumptions) = outlook
+     reverted, assumptions, fundable_now, return_count) = outlook
     queue_paused, deposits_paused, mm_paused = pauses
     pending = [r for r in q.requests if not r.fulfilled]
     funded = [r for r in q.requests if r.fulfilled]
@@ -200,7 +210,6 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
     claimable, reclaimable, stuck = (by_status.get(k, []) for k in (Q.RequestStatus.FUNDED, Q.RequestStatus.EXPIRED_FUNDED, Q.RequestStatus.STUCK))
     expired = [r for r in q.requests if now >= r.expiration_time]
     demand = sum(r.expected_assets for r in pending)
-    fundable_now = sum(1 for row in line if row["fundableNow"])
     return {
         "status": "ok", "reason": None, "address": q.address,
         "parameters": {"paused": q.paused, "unstakeDelay": q.unstake_delay, "maxExpirationDelay": q.max_expiration_delay,
@@ -221,7 +230,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
                       "pendingShortfallAvax": tokens(max(0, demand - liquidity))},
         "schedule": {
             "assumptions": list(assumptions),
-            "outlook": _outlook(len(pending), fundable_now, covered, last_funding_time, shortfall, len(returns),
+            "outlook": _outlook(len(pending), fundable_now, covered, last_funding_time, shortfall, return_count,
                                 deposits_paused, mm_paused, depositor[0]),
             "stale": depositor[1] is not None, "staleReason": depositor[1],
             "returns": returns,
@@ -234,6 +243,8 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
             "line": line,
         },
         "depositor": depositor_record(*depositor),
+        "announcements": announced,
+        "window": _window(announced, len(claimable)),
         "pstAvax": _pst_record(pst),
     }
 
@@ -263,6 +274,25 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
                 if activity is not None and activity.last_call_time is not None
                 else "no call of it is on record" if activity is not None else "its calls are unknown (the queue's logs were not read)"))
     return "; ".join(parts) + ". " + calls + "."
+
+
+def _window(announced: list, claimable: int = 0) -> dict:
+    """The announced withdrawal window in words: before it closes, what to do by then; after, that
+    it closed and what the contracts still allow (they know no such date)."""
+    end = next((a for a in announced if a["key"] == WINDOW_END), None)
+    if end is None:
+        return {"closesAt": None, "closed": False, "note": "No end of the withdrawal window is announced for this network."}
+    allowed = ("the contracts know no such date: a funded request can still be claimed until its own expiration "
+               "while the queue holds its AVAX, a pending one cancelled, and an expired one reclaimed (a funded one "
+               "only while ggAVAX takes deposits)")
+    if end["passed"]:
+        note = f"The announced withdrawal window closed at {Q.when(end['time'])}; {allowed}."
+    else:
+        left = end["daysLeft"]
+        note = (f"The announced withdrawal window closes at {Q.when(end['time'])} ({left} day{'s' if left != 1 else ''} "
+                f"left): claim funded requests before then and before their own expiration"
+                + (f" ({claimable} can be claimed now)" if claimable else "") + f". After it, {allowed}.")
+    return {"closesAt": end["time"], "closed": end["passed"], "note": note}
 
 
 def _pst_record(pst: PstAvax | None) -> dict | None:
@@ -315,30 +345,33 @@ def requester(ctx: Context):
     if q is None:
         return
     sched = ctx.cached(Q.cached_schedule)
+    # The advice names the announced window's end while it is ahead: a file changes once when it passes.
+    now = ctx.snap.block.timestamp
+    window_end = next((a.time for a in ctx.announcements if a.key == WINDOW_END and now < a.time), None)
     mine: dict[str, list[UnstakeRequest]] = {}
     for r in q.requests:
         mine.setdefault(r.requester, []).append(r)
     for who, requests in mine.items():
         # A request's file depends on the request and what the build derived for it, nothing else.
-        items = tuple((r, sched.places[r.id]) for r in requests)
+        items = tuple((r, sched.places[r.id], window_end) for r in requests)
         yield f"/withdrawals/{who.lower()}", Deferred((who, items), requester_body)
 
 
-def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place], ...]) -> dict:
-    rows = [_request_record(r, place) for r, place in items]
+def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, int | None], ...]) -> dict:
+    rows = [_request_record(r, place, window_end) for r, place, window_end in items]
     return {"requester": who, "requests": rows, "count": len(rows), "totals": {
-        "shares": tokens(sum(r.shares for r, _ in items)),
-        "expectedAvax": tokens(sum(r.expected_assets for r, _ in items)),
-        "allocatedAvax": tokens(sum(r.allocated_funds for r, _ in items)),
-        "claimableAvax": tokens(sum(r.allocated_funds for r, p in items if p.can_claim)),
+        "shares": tokens(sum(r.shares for r, _, _ in items)),
+        "expectedAvax": tokens(sum(r.expected_assets for r, _, _ in items)),
+        "allocatedAvax": tokens(sum(r.allocated_funds for r, _, _ in items)),
+        "claimableAvax": tokens(sum(r.allocated_funds for r, p, _ in items if p.can_claim)),
     }}
 
 
-def _request_record(r: UnstakeRequest, place: Q.Place) -> dict:
+def _request_record(r: UnstakeRequest, place: Q.Place, window_end: int | None) -> dict:
     return {
         "id": r.id, "requester": r.requester, "status": place.status.value, "fulfilled": r.fulfilled,
         "canClaim": place.can_claim, "canCancel": place.can_cancel, "canReclaim": place.can_reclaim,
-        "stuckReason": place.stuck_reason, "advice": Q.advice(r, place), "shares": tokens(r.shares),
+        "stuckReason": place.stuck_reason, "advice": Q.advice(r, place, window_end), "shares": tokens(r.shares),
         "expectedAvax": tokens(r.expected_assets), "allocatedAvax": tokens(r.allocated_funds),
         "requestTime": r.request_time, "claimableTime": r.claimable_time, "expirationTime": r.expiration_time,
         "position": place.position, "aheadAvax": tokens(place.ahead_avax), "fundableNow": place.fundable_now,
