@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from contextlib import contextmanager
 
 import pytest
@@ -23,14 +24,14 @@ from support.chain import checkpoint, header
 from support.replay import replay
 
 from publisher.chain.abi import Fn
-from publisher.chain.rpc import RpcClient
+from publisher.chain.rpc import RpcClient, RpcError
 from publisher.collect import collect, devnet_profile
 from publisher.compute import queue as Q
 from publisher.compute.nodeid import node_id
 from publisher.config import load_profile
 from publisher.devnet import operator as O
 from publisher.devnet import running, running_live
-from publisher.devnet.seed import Sender, manual_mining
+from publisher.devnet.seed import Sender, cancel_request, claim_unstake, manual_mining, reclaim_expired
 from publisher.pipeline import build
 
 DAY = 86_400
@@ -43,6 +44,7 @@ def published_against_replay(net, profile, tmp_path, name: str) -> dict:
     out = tmp_path / name / "out"
     build(snap, profile, out)
     body = json.loads((out / "withdrawals.json").read_text())
+    flags_are_the_contracts(net, snap, out)
     got = replay(net.url, net.addresses, snap)
     sched = body["schedule"]
     rows = []
@@ -63,7 +65,30 @@ def published_against_replay(net, profile, tmp_path, name: str) -> dict:
     same(name, "restakes", {(k["time"], k["nodeID"]) for k in sched["restakes"]}, {(t, node_id(n)) for t, n in got.restaked})
     same(name, "returns", {(r["time"], r["nodeID"]) for r in sched["returns"]}, {(t, node_id(n)) for t, n in got.returned})
     assert sched["revertedCalls"] == got.reverted_calls, name
-    return {"snapshot": snap, "body": body, "replay": got, "rows": rows}
+    return {"snapshot": snap, "body": body, "replay": got, "rows": rows, "out": out}
+
+
+def flags_are_the_contracts(net, snap, out) -> None:
+    """canClaim, canCancel and canReclaim of every open request are what the requester's own
+    eth_call of claimUnstake, cancelRequest and reclaimExpiredRequest answers at the build block."""
+    client = RpcClient([net.url], max_attempts=1)
+    queue = net.addresses["WithdrawQueue"]
+
+    def succeeds(who: str, fn: Fn, i: int) -> bool:
+        tx = {"from": who, "to": queue, "data": "0x" + fn.encode(i).hex(), "gas": hex(3_000_000), "gasPrice": "0x0"}
+        try:
+            client.request("eth_call", [tx, hex(snap.block.number)])
+        except RpcError:
+            return False
+        return True
+
+    seen = 0
+    for who in {r.requester for r in snap.withdraw_queue.requests}:
+        for r in json.loads((out / "withdrawals" / f"{who.lower()}.json").read_text())["requests"]:
+            calls = {"canClaim": claim_unstake, "canCancel": cancel_request, "canReclaim": reclaim_expired}
+            assert {k: succeeds(who, fn, r["id"]) for k, fn in calls.items()} == {k: r[k] for k in calls}, r
+            seen += 1
+    assert seen == len(snap.withdraw_queue.requests)
 
 
 def same(case: str, what: str, published: set, replayed: set) -> None:
@@ -156,9 +181,20 @@ def wound():
 def test_the_wound_down_scenario(wound, tmp_path):
     net, profile = wound
     got = published_against_replay(net, profile, tmp_path, "wound-down")
-    body = got["body"]
+    body, out = got["body"], got["out"]
     assert body["pauses"]["ggavaxDeposits"] and body["funded"]["stuckCount"] > 0
     assert not body["schedule"]["restakes"]
+    # Stuck requests are published as stuck, with the reason, and the dashboard counts only what
+    # can be claimed.
+    requests = [r for f in (out / "withdrawals").glob("0x*.json") for r in json.loads(f.read_text())["requests"]]
+    stuck = [r for r in requests if r["status"] == "stuck"]
+    assert len(stuck) == body["funded"]["stuckCount"] and all(r["stuckReason"] and not r["canReclaim"] for r in stuck)
+    claimable = [r for r in requests if r["canClaim"]]
+    assert body["funded"]["claimableCount"] == len(claimable)
+    page = (out / "index.html").read_text()
+    shown = re.search(r'<td id="queue-claimable">(\d+) requests', page)
+    assert shown and int(shown.group(1)) == len(claimable)
+    assert f'<td id="queue-stuck">{len(stuck)} requests' in page
 
 
 def test_the_living_devnet_through_a_wind_down_with_requests_after_it(tmp_path):
