@@ -262,6 +262,14 @@ def _banners(prices: dict, params: dict, ggavax: dict, queue: dict | None) -> li
         out.append(("Deposits into ggAVAX are paused.", "ggAvax"))
     if queue and queue.get("status") == "ok" and queue["parameters"]["paused"]:
         out.append(("New withdrawal requests are paused; funding, claims and cancels go on.", "withdrawals"))
+    if queue and queue.get("status") == "ok" and queue["schedule"]["stale"]:
+        out.append((f"The withdrawal queue's depositor looks stale: {queue['schedule']['staleReason']}. "
+                    "Nothing is funded until it calls.", "withdrawals"))
+    if queue and queue.get("status") == "ok" and queue["funded"]["stuckCount"]:
+        out.append((f"{queue['funded']['stuckCount']} funded withdrawal requests are stuck: "
+                    f"{queue['funded']['stuckReason']}.", "withdrawals"))
+    if queue and queue["window"]["closed"]:
+        out.append((queue["window"]["note"], "withdrawals"))
     return out
 
 
