@@ -283,6 +283,35 @@ class QueueActivity:
 
 
 @dataclass(frozen=True)
+class QueueStep:
+    """Where one step of a request's life happened: its block, that block's time, the transaction."""
+
+    block: int
+    time: int
+    tx: str
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """One request as the queue's logs tell its life, open or closed: filed, maybe funded, and how
+    it closed (claimed, cancelled or reclaimed), with the amounts each step moved."""
+
+    id: int
+    requester: str
+    shares: int  # ggAVAX wei taken when filed
+    expected_assets: int  # AVAX wei it was to be paid
+    claimable_time: int
+    requested: QueueStep
+    funded: QueueStep | None = None
+    allocated: int | None = None  # AVAX wei set aside at funding
+    closed: str | None = None  # "claimed", "cancelled" or "reclaimed"; None while open
+    closed_at: QueueStep | None = None
+    paid: int | None = None  # claimed: AVAX wei paid; reclaimed: the amount the event names
+    shares_returned: int | None = None  # cancelled or reclaimed: ggAVAX wei sent back
+    shares_burnt: int | None = None  # cancelled: ggAVAX wei burnt (the rate rose while it waited)
+
+
+@dataclass(frozen=True)
 class PstAvax:
     """The principal-only token that parks AVAX as ggAVAX and exits through the queue."""
 
@@ -328,6 +357,7 @@ class Snapshot:
     withdraw_queue_note: str | None = None
     pst_avax: PstAvax | None = None
     queue_activity: QueueActivity | None = None  # from the queue's logs (None: not read)
+    queue_receipts: tuple[Receipt, ...] = ()  # every request ever filed, by id, from the queue's logs
     format: int = SNAPSHOT_FORMAT
 
     def to_json(self) -> str:
