@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from ..protocol import MinipoolStatus
+from . import line as L
 from .nodeid import node_id as encode_node_id
 from .rewards import collateralization_ratio, mul_wad
 
@@ -260,30 +261,6 @@ class _Pool:
     restakes: int = 0
 
 
-@dataclass
-class _Vault:
-    """TokenggAVAX's books as the contract keeps them, moved by the schedule's events."""
-
-    released: int
-    rewards: int
-    last_sync: int
-    cycle_end: int
-    supply: int
-    staking: int
-
-    def total_assets(self, t: int) -> int:
-        if t >= self.cycle_end:
-            return self.released + self.rewards
-        return self.released + self.rewards * (t - self.last_sync) // (self.cycle_end - self.last_sync)
-
-    def liquidity(self, t: int) -> int:
-        return max(0, self.total_assets(t) - self.staking)
-
-    def redeem(self, shares: int, t: int) -> int:
-        """redeemAVAX(shares) at time ``t``: convertToAssets rounded down."""
-        return shares if self.supply == 0 else shares * self.total_assets(t) // self.supply
-
-
 def streamed(snap: Snapshot, t: int) -> int:
     """Reward-stream AVAX released by time ``t`` (as TokenggAVAX.totalAssets counts it)."""
     v = snap.ggavax
@@ -292,42 +269,52 @@ def streamed(snap: Snapshot, t: int) -> int:
     return v.last_rewards_amt * (min(t, v.rewards_cycle_end) - v.last_sync) // (v.rewards_cycle_end - v.last_sync)
 
 
-class _Line:
-    """The queue's private line: ids from its front on, pending ones and closed (stale) ones."""
-
-    def __init__(self, snap: Snapshot):
-        q = snap.withdraw_queue
-        assert q is not None
-        pending = line(snap)
-        self.requests = {r.id: r for r in pending}
-        act = snap.queue_activity
-        first = pending[0].id if pending else q.next_request_id
-        self.front_known = act is not None
-        front = min(act.line_front, first) if act is not None else first
-        open_ids = {r.id for r in q.requests}
-        last = pending[-1].id if pending else front - 1
-        # Closed ids from the front to the last pending one cost steps; later ones never matter.
-        self.entries = [i for i in range(front, last + 1) if i in self.requests or i not in open_ids]
-        self.stale = sum(1 for i in self.entries if i not in self.requests)
-        self.at = 0
-
-    def has_pending(self) -> bool:
-        return any(i in self.requests for i in self.entries[self.at:])
+def books(snap: Snapshot) -> L.Books:
+    v = snap.ggavax
+    return L.Books(v.total_released_assets, v.last_rewards_amt, v.last_sync, v.rewards_cycle_end, v.total_supply,
+                   v.staking_total_assets)
 
 
-def schedule(snap: Snapshot) -> Schedule:
-    """The funding schedule: replays the contracts' rules from the snapshot (module docstring)."""
+def line_entries(snap: Snapshot, through: int | None = None) -> tuple[list[L.Entry], bool]:
+    """The queue's private line from its front: pending requests and closed ids still in it, up to
+    the last pending id (or id ``through - 1``). The front comes from the queue's logs; without
+    them it is taken at the first pending id (closed ids before it as already dropped). Returns
+    the entries and whether the front was known."""
+    q = snap.withdraw_queue
+    assert q is not None
+    pending = {r.id: r for r in line(snap)}
+    first = min(pending) if pending else q.next_request_id
+    act = snap.queue_activity
+    front = min(act.line_front, first) if act is not None else first
+    last = (through - 1) if through is not None else (max(pending) if pending else front - 1)
+    open_ids = {r.id for r in q.requests}
+    entries = []
+    for i in range(front, last + 1):
+        r = pending.get(i)
+        if r is not None:
+            entries.append(L.Entry(i, r.shares, r.expected_assets))
+        elif i not in open_ids:
+            entries.append(L.Entry(i, None))
+    return entries, act is not None
+
+
+@dataclass(frozen=True)
+class Events:
+    """What the minipools do to the vault, decided before anyone is served (the line plays no
+    part in it): the depositor's serves as (time, staking delta), and the returns and restakes."""
+
+    serves: tuple[tuple[int, int], ...]
+    returns: tuple[Return, ...]
+    restakes: tuple[Restake, ...]
+    unscheduled: int
+
+
+def minipool_events(snap: Snapshot) -> Events:
+    """The staking minipools' ends in processing order, each restaked or returned as the contracts
+    decide then, and the serves they bring: the block after the build block, every end's time, the
+    reward stream's end."""
     now = snap.block.timestamp
     v = snap.ggavax
-    vault = _Vault(v.total_released_assets, v.last_rewards_amt, v.last_sync, v.rewards_cycle_end, v.total_supply,
-                   v.staking_total_assets)
-    q = snap.withdraw_queue
-    paused_deposits = deposits_paused(snap)
-    places: dict[int, Place] = {}
-    if q is None:
-        return Schedule(queue_liquidity(snap), (), (), 0, places, 0, 0, None, 0, False, 0, assumptions(snap, False))
-    ln = _Line(snap)
-    limit = q.max_requests_per_deposit or len(ln.entries) or 1
     vals = {val.node_id: val for val in snap.validators}
     owners = {st.staker_addr: [st.ggp_staked, st.avax_assigned] for st in snap.stakers}
     pools: list[_Pool] = []
@@ -342,52 +329,9 @@ def schedule(snap: Snapshot) -> Schedule:
             unscheduled += m.avax_liquid_staker_amt
             continue
         pools.append(_Pool(m, end, m.avax_liquid_staker_amt, m.avax_node_op_amt, current_reward(m, vals), m.start_time))
-
-    funded: dict[int, tuple[int, int]] = {}  # id -> (time, serve number)
-    calls_at_first: dict[int, int] = {}
-    reverted = 0
-    serves = 0
-
-    def serve(t: int) -> None:
-        """The depositor's calls at time ``t``: another one while the last used all its steps."""
-        nonlocal reverted, serves
-        serves += 1
-        calls = 0
-        while ln.has_pending():
-            calls += 1
-            liquid = vault.liquidity(t)
-            saved = (ln.at, vault.released, vault.supply)
-            done: list[int] = []
-            steps = 0
-            while steps < limit and ln.has_pending():
-                i = ln.entries[ln.at]
-                r = ln.requests.get(i)
-                if r is not None:
-                    if liquid < r.expected_assets:
-                        break  # InsufficientLiquidity: the call ends, what it funded stays
-                    paid = vault.redeem(r.shares, t)
-                    if paid < r.expected_assets or paid > liquid:
-                        # InvalidRedemptionAmount, or the queue's checked subtraction: the whole call reverts
-                        ln.at, vault.released, vault.supply = saved
-                        reverted += 1
-                        return
-                    vault.released -= paid
-                    vault.supply -= r.shares
-                    liquid -= paid
-                    done.append(i)
-                ln.at += 1  # funded, or a closed id dropped: either way one step
-                steps += 1
-            for i in done:
-                funded[i] = (t, serves)
-                if serves == 1:
-                    calls_at_first[i] = calls
-            if steps < limit:  # stopped by the liquidity, or the line is served
-                return
-
-    serve(now + 1)
     returns: list[Return] = []
     restaked: list[Restake] = []
-    # Events in processing order; a restake schedules the pool's next end.
+    serves: list[tuple[int, int]] = [(now + 1, 0)]  # the depositor's next call, before anything returns
     todo: list[tuple[int, int, _Pool | None]] = [(processing_time(p.end, now), p.m.index, p) for p in pools]
     if v.rewards_cycle_end > now + 1:  # the stream's last release: the depositor calls then too
         todo.append((v.rewards_cycle_end, -1, None))
@@ -396,17 +340,18 @@ def schedule(snap: Snapshot) -> Schedule:
         t = todo[0][0]
         batch = [e for e in todo if e[0] == t]
         todo = [e for e in todo if e[0] != t]
+        delta = 0
         for _, _, p in batch:
             if p is None:
                 continue
             owner = owners.setdefault(p.m.owner, [0, 0])
             ls_reward = liquid_staker_reward(snap, p.reward)
-            vault.staking -= p.ls  # recordStakingEnd: the principal back; the reward waits for a sync
+            delta -= p.ls  # recordStakingEnd: the principal back; the reward waits for a sync
             owner[1] -= p.ls
             compounded = p.node_op + ls_reward
             if restakes(snap, p.m, t) and collateral_allows(snap, owner[0], owner[1] + compounded):
                 owner[1] += compounded
-                vault.staking += compounded
+                delta += compounded
                 restaked.append(Restake(t, p.m.node_id, compounded, ls_reward))
                 end = next_period_end(snap, p.m, t)
                 reward = period_reward(p.reward, p.ls + p.node_op, p.end - p.start, 2 * compounded, end - t)
@@ -414,15 +359,29 @@ def schedule(snap: Snapshot) -> Schedule:
             else:
                 returns.append(Return(p.end, p.ls, p.m.node_id, p.end <= now, p.restakes))
         todo.sort(key=lambda e: (e[0], e[1]))
-        serve(t)
+        serves.append((t, delta))
     returns.sort(key=lambda r: (r.time, r.node_id))
+    return Events(tuple(serves), tuple(returns), tuple(restaked), unscheduled)
 
+
+def schedule(snap: Snapshot) -> Schedule:
+    """The funding schedule: replays the contracts' rules from the snapshot (module docstring)."""
+    now = snap.block.timestamp
+    q = snap.withdraw_queue
+    paused_deposits = deposits_paused(snap)
+    places: dict[int, Place] = {}
+    if q is None:
+        return Schedule(queue_liquidity(snap), (), (), 0, places, 0, 0, None, 0, False, 0, assumptions(snap, False))
+    entries, front_known = line_entries(snap)
+    ev = minipool_events(snap)
+    vault = books(snap)
+    served = L.serve_line(vault, entries, q.max_requests_per_deposit or len(entries) or 1, list(ev.serves))
     pending = line(snap)
     ahead = 0
     covered = 0
     last = None
     for k, r in enumerate(pending):
-        when, n = funded.get(r.id, (None, None))
+        when, n, call = served.funded.get(r.id, (None, None, None))
         first = n == 1
         if when is not None:
             covered += 1
@@ -431,7 +390,7 @@ def schedule(snap: Snapshot) -> Schedule:
         st = status(r, now, paused_deposits)
         places[r.id] = Place(
             st, False, True, can_reclaim(r, now, paused_deposits), None, k + 1, ahead,
-            None if first else when, first, calls_at_first.get(r.id) if first else None,
+            None if first else when, first, call if first else None,
             None if when is None else ("liquidity" if first else "returns"),
             when is not None and when >= r.expiration_time and st == RequestStatus.PENDING)
         ahead += r.expected_assets
@@ -444,10 +403,11 @@ def schedule(snap: Snapshot) -> Schedule:
     uncovered = pending[covered:]
     shortfall = 0
     if uncovered:
-        t_end = max([now + 1] + [r.time for r in returns])
+        t_end = ev.serves[-1][0]
         shortfall = max(0, sum(r.expected_assets for r in uncovered) - vault.liquidity(t_end))
-    return Schedule(queue_liquidity(snap), tuple(returns), tuple(restaked), unscheduled, places, covered, shortfall,
-                    last, ln.stale, ln.front_known, reverted, assumptions(snap, ln.front_known))
+    stale = sum(1 for e in entries if e.shares is None)
+    return Schedule(queue_liquidity(snap), ev.returns, ev.restakes, ev.unscheduled, places, covered, shortfall,
+                    last, stale, front_known, served.reverted, assumptions(snap, front_known))
 
 
 def cached_schedule(ctx) -> Schedule:
