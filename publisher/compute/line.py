@@ -16,6 +16,7 @@ subtraction), fails the whole call. Another call follows while the last one used
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 
 @dataclass
@@ -106,3 +107,162 @@ def serve_line(books: Books, entries: list[Entry], limit: int, serves: list[tupl
             if steps < limit:  # stopped by the liquidity, or the line is served
                 break
     return out
+
+
+# ---- the estimate before a request ---------------------------------------------------------------
+
+PARAMS_FORMAT = 1
+MIN_EXPIRATION_DELAY = 3 * 86_400  # the queue raises a shorter expiration delay to this
+
+
+class ParamsError(ValueError):
+    """The published document is not one this code can read."""
+
+
+@dataclass(frozen=True)
+class Params:
+    """Everything an estimate needs, as /withdrawals/params publishes it (``document``)."""
+
+    block_number: int
+    block_hash: str
+    block_time: int
+    books: tuple[int, int, int, int, int, int]  # Books' fields, in order
+    limit: int | None  # maxRequestsPerDeposit (None: no limit read)
+    entries: tuple[Entry, ...]  # the line from its front to the last id issued
+    serves: tuple[tuple[int, int], ...]
+    next_request_id: int
+    pending_count: int
+    pending_avax: int
+    unstake_delay: int
+    max_expiration_delay: int
+    queue_paused: bool | None
+    deposits_paused: bool
+    window_end: int | None  # the announced end of the withdrawal window
+    stale_reason: str | None  # the depositor looks stale
+    assumptions: tuple[str, ...]
+
+
+def document(p: Params) -> dict:
+    """The published form: exact integers as decimal strings."""
+    return {
+        "format": PARAMS_FORMAT,
+        "block": {"number": p.block_number, "hash": p.block_hash, "timestamp": p.block_time},
+        "books": dict(zip(("released", "rewards", "lastSync", "cycleEnd", "supply", "staking"),
+                          (str(v) for v in p.books), strict=True)),
+        "maxRequestsPerDeposit": p.limit,
+        "line": [[e.id, None, None] if e.shares is None else [e.id, str(e.shares), str(e.expected)] for e in p.entries],
+        "serves": [[t, str(d)] for t, d in p.serves],
+        "nextRequestId": p.next_request_id,
+        "pendingCount": p.pending_count,
+        "pendingAvaxWei": str(p.pending_avax),
+        "unstakeDelay": p.unstake_delay,
+        "maxExpirationDelay": p.max_expiration_delay,
+        "minExpirationDelay": MIN_EXPIRATION_DELAY,
+        "queuePaused": p.queue_paused,
+        "depositsPaused": p.deposits_paused,
+        "windowEnd": p.window_end,
+        "depositorStaleReason": p.stale_reason,
+        "assumptions": list(p.assumptions),
+    }
+
+
+def parse_params(doc) -> Params:
+    """A Params from the published document, every value checked: a ParamsError names the first
+    field that is not what this code wrote."""
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            raise ParamsError(what)
+
+    def wei(v, what: str, signed: bool = False) -> int:
+        need(isinstance(v, str) and 0 < len(v) <= 80 and (v.lstrip("-") if signed else v).isdigit()
+             and v.isascii(), f"{what} is not a decimal string")
+        return int(v)
+
+    def count(v, what: str) -> int:
+        need(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64, f"{what} is not a count")
+        return v
+
+    need(isinstance(doc, dict) and doc.get("format") == PARAMS_FORMAT, f"not a format-{PARAMS_FORMAT} queue params document")
+    block, books, line = doc.get("block"), doc.get("books"), doc.get("line")
+    need(isinstance(block, dict) and isinstance(block.get("hash"), str), "block is missing")
+    need(isinstance(books, dict), "books are missing")
+    need(isinstance(line, list) and isinstance(doc.get("serves"), list), "line or serves are missing")
+    entries = []
+    for row in line:
+        need(isinstance(row, list) and len(row) == 3, "a line entry is not [id, shares, expected]")
+        if row[1] is None:
+            entries.append(Entry(count(row[0], "a line id"), None))
+        else:
+            entries.append(Entry(count(row[0], "a line id"), wei(row[1], "a line entry's shares"), wei(row[2], "a line entry's expected AVAX")))
+    need(all(a.id < b.id for a, b in pairwise(entries)), "line ids are not in order")
+    serves = []
+    for row in doc["serves"]:
+        need(isinstance(row, list) and len(row) == 2, "a serve is not [time, delta]")
+        serves.append((count(row[0], "a serve time"), wei(row[1], "a serve's staking delta", signed=True)))
+    need(all(a[0] <= b[0] for a, b in pairwise(serves)), "serves are not in time order")
+    limit = doc.get("maxRequestsPerDeposit")
+    window = doc.get("windowEnd")
+    stale = doc.get("depositorStaleReason")
+    assumptions = doc.get("assumptions")
+    need(isinstance(assumptions, list) and all(isinstance(a, str) for a in assumptions), "assumptions are missing")
+    need(stale is None or isinstance(stale, str), "depositorStaleReason is not text")
+    need(doc.get("queuePaused") in (None, True, False) and doc.get("depositsPaused") in (True, False), "pause flags are missing")
+    keys = ("released", "rewards", "lastSync", "cycleEnd", "supply", "staking")
+    return Params(
+        count(block.get("number"), "block.number"), block["hash"], count(block.get("timestamp"), "block.timestamp"),
+        tuple(wei(books.get(k), f"books.{k}") for k in keys),  # type: ignore[arg-type]
+        None if limit is None else count(limit, "maxRequestsPerDeposit"),
+        tuple(entries), tuple(serves), count(doc.get("nextRequestId"), "nextRequestId"),
+        count(doc.get("pendingCount"), "pendingCount"), wei(doc.get("pendingAvaxWei"), "pendingAvaxWei"),
+        count(doc.get("unstakeDelay"), "unstakeDelay"), count(doc.get("maxExpirationDelay"), "maxExpirationDelay"),
+        doc["queuePaused"], doc["depositsPaused"], None if window is None else count(window, "windowEnd"),
+        stale, tuple(assumptions))
+
+
+def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
+             expiration_delay: int | None = None) -> dict:
+    """A request for ``shares`` ggAVAX (or the shares ``avax`` buys) filed at the params' block and
+    placed at the back of the line: what it would be paid, where it would stand, and when the
+    depositor would fund it, served by the same code as the build's schedule. Amounts are wei."""
+    t0 = p.block_time
+    b = Books(*p.books)
+    if shares is None:
+        shares = b.to_shares(avax or 0, t0)
+    expected = b.to_assets(shares, t0)
+    delay = max(MIN_EXPIRATION_DELAY, expiration_delay or 0)
+    claimable = t0 + p.unstake_delay
+    expires = claimable + delay
+    entries = [*p.entries, Entry(p.next_request_id, shares, expected)]
+    served = serve_line(b, entries, p.limit or len(entries), list(p.serves))
+    when, serve, call = served.funded.get(p.next_request_id, (None, None, None))
+    now_fundable = serve == 1
+    caveats = []
+    if p.queue_paused:
+        caveats.append("the queue is paused: new requests are refused until it is unpaused")
+    if p.deposits_paused:
+        caveats.append("ggAVAX deposits are paused: a funded request can then be neither cancelled nor reclaimed, "
+                       "so claim it before it expires")
+    if p.window_end is not None:
+        if t0 >= p.window_end:
+            caveats.append("the announced withdrawal window has closed; the contracts still take requests and pay them")
+        elif expires > p.window_end:
+            caveats.append("its expiration falls after the announced end of the withdrawal window: claim before the "
+                           "window closes")
+    if p.stale_reason:
+        caveats.append(f"the depositor looks stale ({p.stale_reason}): nothing is funded until it calls")
+    if expected == 0:
+        caveats.append("these shares are worth 0 AVAX: the queue refuses such a request")
+    if when is None:
+        caveats.append("no minipool return known today covers it: it waits for new deposits or returns the "
+                       "schedule cannot date")
+    elif when >= expires:
+        caveats.append("it would expire before it is funded: choose a longer expiration delay")
+    return {
+        "sharesWei": str(shares), "expectedAvaxWei": str(expected),
+        "position": p.pending_count + 1, "aheadAvaxWei": str(p.pending_avax),
+        "fundableNow": now_fundable, "depositorCalls": call if now_fundable else None,
+        "estimatedFundingTime": None if when is None or now_fundable else when,
+        "requestTime": t0, "claimableTime": claimable, "expirationDelay": delay, "expirationTime": expires,
+        "expiresBeforeFunding": when is not None and when >= expires,
+        "caveats": caveats,
+    }

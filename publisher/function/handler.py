@@ -1,34 +1,44 @@
-"""The rewards function: ``GET /rewards/byStake?ggpStaked=&avaxStaked=`` (DESIGN §8).
+"""The function: ``GET /rewards/byStake?ggpStaked=&avaxStaked=`` (DESIGN §8) and
+``GET /withdrawals/estimate?shares=|avax=[&expirationDelay=]`` (a withdrawal request's estimate
+before it is filed).
 
 An AWS Lambda handler for Function URL / API Gateway HTTP API v2 events. Standard library only:
-deployed as a zip holding this file and ``rewards.py`` side by side (``publisher function
-package``); inside the source tree it imports the same formula module from the package.
+deployed as a zip holding this file, ``rewards.py`` and ``line.py`` side by side (``publisher
+function package``); inside the source tree it imports the same modules from the package, so the
+function and the build compute with the same code.
 
-The formula's inputs are the published ``/rewards/params`` document, read from
-``REWARDS_PARAMS_URL`` (``file://`` or ``https://``) and kept per warm container for
-``REWARDS_PARAMS_TTL`` seconds (default 60). When a refresh fails the last good params keep being
-served, marked by ``x-params-stale`` / ``x-params-error``; before any params were loaded the answer
-is 503. Bad input is always a 400 naming the parameter, never a 5xx.
+Each route's inputs are a published document: ``/rewards/params`` read from ``REWARDS_PARAMS_URL``,
+``/withdrawals/params`` from ``QUEUE_PARAMS_URL`` (``file://`` or ``https://``), kept per warm
+container for ``REWARDS_PARAMS_TTL`` seconds (default 60). When a refresh fails the last good
+params keep being served, marked by ``x-params-stale`` / ``x-params-error``; before any params
+were loaded the answer is 503. Bad input is always a 400 naming the parameter, never a 5xx.
 """
 from __future__ import annotations
 
 import json
 import os
 import time
+from dataclasses import dataclass
 
 try:
-    from ..compute import rewards
-except ImportError:  # packaged: rewards.py sits next to this file at the top of the zip
+    from ..compute import line, rewards
+except ImportError:  # packaged: rewards.py and line.py sit next to this file at the top of the zip
+    import line  # type: ignore[no-redef]
     import rewards  # type: ignore[no-redef]
 
 PATH = "/rewards/byStake"
+ESTIMATE_PATH = "/withdrawals/estimate"
 NAMES = ("ggpStaked", "avaxStaked")
+ESTIMATE_NAMES = ("shares", "avax", "expirationDelay")
 WAD = rewards.WAD
-MAX_WEI = {name: limit * WAD for name, limit in rewards.QUERY_LIMITS.items()}
+QUEUE_LIMIT = 1_000_000_000  # whole tokens: more ggAVAX or AVAX than ever existed
+MAX_WEI = {**{name: limit * WAD for name, limit in rewards.QUERY_LIMITS.items()},
+           "shares": QUEUE_LIMIT * WAD, "avax": QUEUE_LIMIT * WAD}
 MAX_QUERY_CHARS = 1024
 MAX_AMOUNT_CHARS = rewards.MAX_AMOUNT_CHARS
 PARAMS_MAX_DEPTH = 16
-PARAMS_MAX_BYTES = 1 << 20  # the document is a few KB; refuse anything absurd
+PARAMS_MAX_BYTES = 1 << 20  # the rewards document is a few KB; refuse anything absurd
+QUEUE_PARAMS_MAX_BYTES = 16 << 20  # the queue's holds the whole line: about 70 bytes an id
 FETCH_TIMEOUT = 2.0  # per socket operation
 # Total for one params fetch, headers and body, however slowly the server drips them; below the
 # function's 5 s timeout so a stalled origin costs one slow answer, not a killed container.
@@ -48,21 +58,33 @@ class BadInput(Exception):
 
 
 class _Cache:
-    """Params of this warm container."""
+    """Params of this warm container, per route."""
 
     url: str | None = None
-    params: rewards.Params | None = None
+    params = None  # rewards.Params or line.Params
     fresh_until: float = 0.0  # monotonic time of the next refresh
     error: str | None = None  # why the last refresh failed, while serving older params
 
 
-_cache = _Cache()
+@dataclass(frozen=True)
+class _Source:
+    env: str  # the environment variable naming the document's URL
+    max_bytes: int
+    parse: object  # the document (decoded JSON) -> params
+    error: type  # what parse raises
+
+
+SOURCES = {
+    PATH: _Source("REWARDS_PARAMS_URL", PARAMS_MAX_BYTES, rewards.parse_params, rewards.ParamsError),
+    ESTIMATE_PATH: _Source("QUEUE_PARAMS_URL", QUEUE_PARAMS_MAX_BYTES, line.parse_params, line.ParamsError),
+}
+_caches: dict[str, _Cache] = {path: _Cache() for path in SOURCES}
 
 
 def reset_cache() -> None:
     """Forget the loaded params, as a cold container would."""
-    global _cache
-    _cache = _Cache()
+    for path in SOURCES:
+        _caches[path] = _Cache()
 
 
 def handler(event, context=None) -> dict:
@@ -80,8 +102,8 @@ def _handle(event) -> dict:
         return _error(400, "bad_request", "the event is not an HTTP API v2 request")
     http = _dict(_dict(event.get("requestContext")).get("http"))
     path = event.get("rawPath") or http.get("path") or "/"
-    if path != PATH:
-        return _error(404, "not_found", f"unknown path: this function answers {PATH} only")
+    if path not in SOURCES:
+        return _error(404, "not_found", f"unknown path: this function answers {PATH} and {ESTIMATE_PATH} only")
     method = http.get("method") or "GET"
     if method == "OPTIONS":
         return {"statusCode": 204, "body": "", "headers": {
@@ -93,23 +115,33 @@ def _handle(event) -> dict:
     try:
         if not isinstance(raw, str):
             raise BadInput("rawQueryString is not a string", "bad_request")
-        query = parse_query(raw)
-        ggp = parse_amount("ggpStaked", query["ggpStaked"])
-        avax = parse_amount("avaxStaked", query["avaxStaked"])
+        if path == PATH:
+            query = parse_query(raw)
+            amounts: dict[str, int | None] = {name: parse_amount(name, query[name]) for name in NAMES}
+        else:
+            query = parse_query(raw, ESTIMATE_NAMES, ())
+            amounts = estimate_amounts(query)
     except BadInput as exc:
         return _error(400, exc.code, exc.message)
 
     now = time.monotonic()
-    cache = current_params(now)
+    cache = current_params(now, path)
     if cache.params is None:
-        return _error(503, "params_unavailable", f"rewards parameters could not be loaded: {cache.error}",
+        what = "rewards" if path == PATH else "withdrawal queue"
+        return _error(503, "params_unavailable", f"{what} parameters could not be loaded: {cache.error}",
                       cache="no-store", extra={"Retry-After": str(int(RETRY_SECONDS))})
-    body = {
-        "inputs": {"ggpStaked": query["ggpStaked"], "avaxStaked": query["avaxStaked"],
-                   "ggpStakedWei": str(ggp), "avaxStakedWei": str(avax)},
-        "meta": cache.params.stamp(),
-        "result": rewards.estimate(cache.params, ggp, avax),
-    }
+    if path == PATH:
+        body = {
+            "inputs": {"ggpStaked": query["ggpStaked"], "avaxStaked": query["avaxStaked"],
+                       "ggpStakedWei": str(amounts["ggpStaked"]), "avaxStakedWei": str(amounts["avaxStaked"])},
+            "meta": cache.params.stamp(),
+            "result": rewards.estimate(cache.params, amounts["ggpStaked"], amounts["avaxStaked"]),
+        }
+    else:
+        try:
+            body = queue_estimate(cache.params, query, amounts)
+        except BadInput as exc:
+            return _error(400, exc.code, exc.message)
     max_age = max(0, int(cache.fresh_until - now))
     headers = {"Content-Type": "application/json", **CORS,
                "Cache-Control": f"public, max-age={max_age}, stale-if-error={STALE_IF_ERROR}"}
@@ -133,9 +165,10 @@ def _error(status: int, code: str, message: str, *, cache: str = "public, max-ag
 # ---- query ---------------------------------------------------------------------------------------
 
 
-def parse_query(raw: str) -> dict[str, str]:
-    """Both parameters, each exactly once, nothing else. Parsed here rather than trusting the
-    platform's ``queryStringParameters``, which joins duplicates with commas."""
+def parse_query(raw: str, names: tuple[str, ...] = NAMES, required: tuple[str, ...] = NAMES) -> dict[str, str]:
+    """The ``names`` given, each at most once, the ``required`` ones present, nothing else. Parsed
+    here rather than trusting the platform's ``queryStringParameters``, which joins duplicates
+    with commas."""
     if len(raw) > MAX_QUERY_CHARS:
         raise BadInput(f"the query string is longer than {MAX_QUERY_CHARS} characters")
     values: dict[str, str] = {}
@@ -147,19 +180,52 @@ def parse_query(raw: str) -> dict[str, str]:
         if name is None:
             raise BadInput(f"a parameter name has invalid percent-encoding: {_show(name_raw)}")
         # Unknown names are refused so a typo (avaxstaked) reads as such, not as a missing parameter.
-        if name not in NAMES:
-            raise BadInput(f"unknown parameter {_show(name)}: only ggpStaked and avaxStaked are accepted "
-                           "(names are case-sensitive)")
+        if name not in names:
+            raise BadInput(f"unknown parameter {_show(name)}: only {', '.join(names[:-1])} and {names[-1]} are "
+                           "accepted (names are case-sensitive)")
         value = _unquote(value_raw)
         if value is None:
             raise BadInput(f"{name} has invalid percent-encoding: {_show(value_raw)}")
         if name in values:
             raise BadInput(f"{name} is given more than once")
         values[name] = value
-    for name in NAMES:
+    for name in required:
         if name not in values:
             raise BadInput(f"{name} is required: whole tokens, e.g. {name}=1000")
     return values
+
+
+def estimate_amounts(query: dict[str, str]) -> dict[str, int | None]:
+    """/withdrawals/estimate's inputs: exactly one of shares (ggAVAX) and avax, whole tokens; an
+    optional expirationDelay, whole seconds."""
+    given = [name for name in ("shares", "avax") if name in query]
+    if len(given) != 1:
+        raise BadInput("give exactly one of shares (ggAVAX to redeem) and avax (AVAX to receive), whole tokens, "
+                       "e.g. shares=100")
+    out: dict[str, int | None] = {"shares": None, "avax": None, "expirationDelay": None}
+    out[given[0]] = parse_amount(given[0], query[given[0]])
+    if out[given[0]] == 0:
+        raise BadInput(f"{given[0]} must be more than 0")
+    if "expirationDelay" in query:
+        text = query["expirationDelay"]
+        if not (text.isascii() and text.isdigit() and len(text) <= 12):
+            raise BadInput(f"expirationDelay must be whole seconds as digits, e.g. 604800 (got {_show(text)})")
+        out["expirationDelay"] = int(text)
+    return out
+
+
+def queue_estimate(p: line.Params, query: dict[str, str], amounts: dict[str, int | None]) -> dict:
+    """The estimate's body; a delay beyond the queue's bound is the caller's error (400)."""
+    delay = amounts["expirationDelay"]
+    if delay is not None and delay > p.max_expiration_delay:
+        raise BadInput(f"expirationDelay is above the queue's maximum of {p.max_expiration_delay} seconds")
+    result = line.estimate(p, shares=amounts["shares"], avax=amounts["avax"], expiration_delay=delay)
+    result["shares"] = int(result["sharesWei"]) / WAD
+    result["expectedAvax"] = int(result["expectedAvaxWei"]) / WAD
+    result["aheadAvax"] = int(result["aheadAvaxWei"]) / WAD
+    return {"inputs": {k: v for k, v in query.items()},
+            "meta": {"block": {"number": p.block_number, "hash": p.block_hash, "timestamp": p.block_time}},
+            "assumptions": list(p.assumptions), "result": result}
 
 
 def _unquote(text: str) -> str | None:
@@ -215,16 +281,17 @@ def _show(text: str) -> str:
 # ---- params --------------------------------------------------------------------------------------
 
 
-def current_params(now: float) -> _Cache:
-    """The cache, refreshed when due; a failed refresh keeps the last good params."""
-    url = os.environ.get("REWARDS_PARAMS_URL", "")
-    c = _cache
+def current_params(now: float, path: str = PATH) -> _Cache:
+    """The route's cache, refreshed when due; a failed refresh keeps the last good params."""
+    source = SOURCES[path]
+    url = os.environ.get(source.env, "")
+    c = _caches[path]
     if url != c.url:
         c.url, c.params, c.fresh_until, c.error = url, None, 0.0, None
     if now >= c.fresh_until:
         ttl = _ttl()
         try:
-            c.params = load_params(url)
+            c.params = load_params(url, source)
             c.error = None
             c.fresh_until = now + ttl
         except Exception as exc:  # a bad or unreachable document is a refresh failure, never a crash
@@ -242,21 +309,22 @@ def _ttl() -> float:
     return ttl if 0 <= ttl <= 86_400 else DEFAULT_TTL
 
 
-def load_params(url: str) -> rewards.Params:
+def load_params(url: str, source: _Source = SOURCES[PATH]):
+    error, limit = source.error, source.max_bytes
     if url.startswith("file://"):
-        data = _read_file(url)
+        data = _read_file(url, limit)
     elif url.startswith("https://") or url.startswith("http://"):
-        data = _read_http(url)
+        data = _read_http(url, limit)
     elif not url:
-        raise rewards.ParamsError("REWARDS_PARAMS_URL is not set")
+        raise error(f"{source.env} is not set")
     else:
-        raise rewards.ParamsError("REWARDS_PARAMS_URL must be a file:// or https:// URL")
-    if len(data) > PARAMS_MAX_BYTES:
-        raise rewards.ParamsError(f"params document is larger than {PARAMS_MAX_BYTES} bytes")
+        raise error(f"{source.env} must be a file:// or https:// URL")
+    if len(data) > limit:
+        raise error(f"params document is larger than {limit} bytes")
     if _nesting(data) > PARAMS_MAX_DEPTH:
         # json's C decoder recurses per level: refuse deep nesting before it can exhaust the stack.
-        raise rewards.ParamsError(f"params document nests deeper than {PARAMS_MAX_DEPTH} levels")
-    return rewards.parse_params(json.loads(data))
+        raise error(f"params document nests deeper than {PARAMS_MAX_DEPTH} levels")
+    return source.parse(json.loads(data))  # type: ignore[operator]
 
 
 def _nesting(data: bytes) -> int:
@@ -284,17 +352,17 @@ def _nesting(data: bytes) -> int:
     return deepest
 
 
-def _read_file(url: str) -> bytes:
+def _read_file(url: str, limit: int = PARAMS_MAX_BYTES) -> bytes:
     path = _unquote(url[len("file://"):].replace("+", "%2B"))
     if path is not None and path.startswith("localhost/"):
         path = path[len("localhost"):]
     if not path or not path.startswith("/"):
         raise rewards.ParamsError("a file:// URL needs an absolute path (file:///path/to/params.json)")
     with open(path, "rb") as f:
-        return f.read(PARAMS_MAX_BYTES + 1)
+        return f.read(limit + 1)
 
 
-def _read_http(url: str) -> bytes:
+def _read_http(url: str, limit: int = PARAMS_MAX_BYTES) -> bytes:
     """The document within FETCH_DEADLINE. Socket timeouts bound each read, not a server that
     drips a byte at a time: the body is read in what-has-arrived pieces against the deadline, and
     the whole fetch runs in a helper thread that is abandoned (as a daemon) should the headers
@@ -306,7 +374,7 @@ def _read_http(url: str) -> bytes:
 
     def fetch() -> None:
         try:
-            done["data"] = _fetch_http(url, until)
+            done["data"] = _fetch_http(url, until, limit)
         except BaseException as exc:  # handed to the caller
             done["error"] = exc
 
@@ -320,13 +388,13 @@ def _read_http(url: str) -> bytes:
     return done["data"]
 
 
-def _fetch_http(url: str, until: float) -> bytes:
+def _fetch_http(url: str, until: float, limit: int = PARAMS_MAX_BYTES) -> bytes:
     import urllib.request
 
     req = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "ggp-rewards-function"})
     chunks, size = [], 0
     with urllib.request.urlopen(req, timeout=FETCH_TIMEOUT) as resp:
-        while size <= PARAMS_MAX_BYTES:
+        while size <= limit:
             chunk = resp.read1(65536)
             if not chunk:
                 break

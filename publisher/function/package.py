@@ -1,5 +1,5 @@
-"""Build the rewards function's deployable zip: the handler and the formula module with their
-bytecode, nothing else.
+"""Build the function's deployable zip: the handler and the modules it computes with (the
+rewards formula, the withdrawal queue's line) with their bytecode, nothing else.
 
 Lambda extracts the zip into a read-only directory, where no interpreter can cache what it
 compiles: a zip of sources alone is compiled again on every cold start. So each module's bytecode
@@ -30,6 +30,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {
     "handler.py": _ROOT / "function" / "handler.py",
     "rewards.py": _ROOT / "compute" / "rewards.py",
+    "line.py": _ROOT / "compute" / "line.py",
 }
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 
