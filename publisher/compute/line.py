@@ -112,6 +112,7 @@ def serve_line(books: Books, entries: list[Entry], limit: int, serves: list[tupl
 # ---- the estimate before a request ---------------------------------------------------------------
 
 PARAMS_FORMAT = 1
+QUERY_LIMIT = 1_000_000_000  # whole tokens an estimate may ask for: more ggAVAX or AVAX than ever existed
 MIN_EXPIRATION_DELAY = 3 * 86_400  # the queue raises a shorter expiration delay to this
 
 

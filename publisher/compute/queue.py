@@ -454,3 +454,21 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
                  " cancelling before then gets your ggAVAX back.")
     return wait + cancel + (f" Once funded, claim it before it expires at {when(r.expiration_time)}{window}."
                             if not place.expires_first else "")
+
+
+def estimate_params(snap: Snapshot, window_end: int | None, stale_reason: str | None) -> L.Params | None:
+    """What /withdrawals/estimate needs to place a new request at the back of the line: the same
+    books, minipool events and line (to the last id issued) as the schedule."""
+    q = snap.withdraw_queue
+    if q is None:
+        return None
+    entries, front_known = line_entries(snap, through=q.next_request_id)
+    v = snap.ggavax
+    pending = line(snap)
+    return L.Params(
+        snap.block.number, snap.block.hash, snap.block.timestamp,
+        (v.total_released_assets, v.last_rewards_amt, v.last_sync, v.rewards_cycle_end, v.total_supply,
+         v.staking_total_assets),
+        q.max_requests_per_deposit, tuple(entries), minipool_events(snap).serves, q.next_request_id,
+        len(pending), sum(r.expected_assets for r in pending), q.unstake_delay, q.max_expiration_delay,
+        q.paused, deposits_paused(snap), window_end, stale_reason, assumptions(snap, front_known))

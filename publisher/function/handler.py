@@ -31,9 +31,8 @@ ESTIMATE_PATH = "/withdrawals/estimate"
 NAMES = ("ggpStaked", "avaxStaked")
 ESTIMATE_NAMES = ("shares", "avax", "expirationDelay")
 WAD = rewards.WAD
-QUEUE_LIMIT = 1_000_000_000  # whole tokens: more ggAVAX or AVAX than ever existed
 MAX_WEI = {**{name: limit * WAD for name, limit in rewards.QUERY_LIMITS.items()},
-           "shares": QUEUE_LIMIT * WAD, "avax": QUEUE_LIMIT * WAD}
+           "shares": line.QUERY_LIMIT * WAD, "avax": line.QUERY_LIMIT * WAD}
 MAX_QUERY_CHARS = 1024
 MAX_AMOUNT_CHARS = rewards.MAX_AMOUNT_CHARS
 PARAMS_MAX_DEPTH = 16

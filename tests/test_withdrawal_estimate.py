@@ -1,0 +1,122 @@
+"""/withdrawals/estimate: a request's estimate before it is filed, answered by the function from
+/withdrawals/params with the code the build's schedule serves the line with.
+
+Held to the build's own schedule (the same request appended to the snapshot's line), and to the
+chain: the request is filed on the devnet right after the build block, and the chain replays the
+schedule from there (support/replay.py)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from support.chain import checkpoint, header
+from support.replay import replay
+
+from publisher.chain import abis
+from publisher.chain.rpc import RpcClient
+from publisher.collect import collect
+from publisher.compute import line as L
+from publisher.compute import queue as Q
+from publisher.devnet import operator as O
+from publisher.devnet.seed import Sender, manual_mining
+from publisher.serve import Site
+from publisher.snapshot import UnstakeRequest
+
+WAD = 10**18
+
+
+def ask(out, query: str) -> tuple[int, dict]:
+    status, _, body = Site(out).get("/withdrawals/estimate", query, "GET")
+    return status, json.loads(body)
+
+
+def appended(snap, shares: int, expected: int):
+    """The snapshot with a request for ``shares`` filed at its block, at the back of the line."""
+    q = snap.withdraw_queue
+    t = snap.block.timestamp
+    r = UnstakeRequest(q.next_request_id, "0x" + "ee" * 20, shares, expected, t, t + q.unstake_delay,
+                       t + q.unstake_delay + L.MIN_EXPIRATION_DELAY, 0, False)
+    act = snap.queue_activity
+    return dataclasses.replace(snap, withdraw_queue=dataclasses.replace(
+        q, next_request_id=q.next_request_id + 1, pending_count=q.pending_count + 1, requests=(*q.requests, r)),
+        queue_activity=act)
+
+
+@pytest.mark.parametrize("avax", ["1", "60", "450", "1500", "100000"])
+def test_the_estimate_is_the_schedule_with_the_request_at_the_back(built, demo_snapshot, avax):
+    status, body = ask(built, f"avax={avax}")
+    assert status == 200, body
+    res = body["result"]
+    shares, expected = int(res["sharesWei"]), int(res["expectedAvaxWei"])
+    v = demo_snapshot.ggavax
+    assert shares == int(avax) * WAD * v.total_supply // v.total_assets  # convertToShares at the block
+    place = Q.schedule(appended(demo_snapshot, shares, expected)).places[demo_snapshot.withdraw_queue.next_request_id]
+    assert (res["position"], res["fundableNow"], res["depositorCalls"], res["estimatedFundingTime"]) == (
+        place.position, place.fundable_now, place.depositor_calls, place.funding_time)
+    assert res["aheadAvaxWei"] == str(place.ahead_avax)
+    # The same amount asked as shares gives the same answer.
+    status, by_shares = ask(built, f"shares={shares / WAD:.18f}")
+    assert status == 200 and by_shares["result"]["estimatedFundingTime"] == res["estimatedFundingTime"]
+
+
+def test_the_estimates_span_the_line(built):
+    answers = [ask(built, f"avax={a}")[1]["result"] for a in ("1", "450", "100000")]
+    assert answers[0]["fundableNow"]
+    assert answers[1]["estimatedFundingTime"] is not None
+    assert answers[2]["estimatedFundingTime"] is None and any("no minipool return" in c for c in answers[2]["caveats"])
+
+
+@pytest.mark.parametrize(("query", "needle"), [
+    ("", "exactly one of shares"),
+    ("shares=1&avax=1", "exactly one of shares"),
+    ("shares=0", "more than 0"),
+    ("shares=-1", "sign"),
+    ("avax=1&expirationDelay=1e5", "whole seconds"),
+    ("avax=1&expirationDelay=99999999999", "above the queue's maximum"),
+    ("avax=1&foo=2", "unknown parameter"),
+    ("avax=1&avax=2", "more than once"),
+])
+def test_bad_input_is_a_400_naming_it(built, query, needle):
+    status, body = ask(built, query)
+    assert status == 400 and needle in body["error"]["message"], body
+
+
+def test_the_expiration_delay_follows_the_queue(built):
+    p = L.parse_params(json.loads((built / "withdrawals" / "params.json").read_text()))
+    res = ask(built, "avax=10&expirationDelay=60")[1]["result"]
+    assert res["expirationDelay"] == L.MIN_EXPIRATION_DELAY  # raised to the minimum, as the queue does
+    assert res["claimableTime"] == p.block_time + p.unstake_delay
+    assert res["expirationTime"] == res["claimableTime"] + L.MIN_EXPIRATION_DELAY
+    res = ask(built, f"avax=10&expirationDelay={p.max_expiration_delay}")[1]["result"]
+    assert res["expirationTime"] == res["claimableTime"] + p.max_expiration_delay
+
+
+@pytest.mark.parametrize("avax", [60, 450])
+def test_the_chain_funds_the_filed_request_when_the_estimate_says(demo, demo_profile, built, avax):
+    """File the request right after the build block, replay the chain from there: the request is
+    funded at the estimated time (or by the depositor's first calls when fundable now)."""
+    status, body = ask(built, f"avax={avax}")
+    assert status == 200, body
+    res = body["result"]
+    shares = int(res["sharesWei"])
+    client = RpcClient([demo.url], max_attempts=2)
+    with checkpoint(client):
+        now = int(header(client)["timestamp"], 16)
+        holders = [who for who, _ in demo.scenario.deposits]
+        with manual_mining(client):
+            sender = Sender(client, clock=now)
+            op = O.Operator(client, demo.addresses, sender)
+            held = op.calls([("TokenggAVAX", abis.balanceOf, (who,)) for who in holders])
+            holder = next(who for who, n in zip(holders, held, strict=True) if n >= shares)
+            with sender.one_block(now + 1):
+                op.request_unstake(holder, shares, 0)
+            sender.check()
+        snap = collect(demo_profile).snapshot
+        new_id = max(r.id for r in snap.withdraw_queue.requests)
+        got = replay(demo.url, demo.addresses, snap)
+    funded = got.funded.get(new_id)
+    if res["fundableNow"]:
+        assert funded is not None and funded[1] == 1
+    else:
+        assert funded is not None and funded[0] == res["estimatedFundingTime"], (res, funded)
