@@ -61,10 +61,12 @@ def test_the_estimate_is_the_schedule_with_the_request_at_the_back(built, demo_s
 
 
 def test_the_estimates_span_the_line(built):
-    answers = [ask(built, f"avax={a}")[1]["result"] for a in ("1", "450", "100000")]
-    assert answers[0]["fundableNow"]
-    assert answers[1]["estimatedFundingTime"] is not None
-    assert answers[2]["estimatedFundingTime"] is None and any("no minipool return" in c for c in answers[2]["caveats"])
+    """Behind the demo's whole line: a small request waits for the returns that fund the line,
+    a larger one for later ones, and one beyond every known return gets no date."""
+    small, large, huge = (ask(built, f"avax={a}")[1]["result"] for a in ("1", "450", "100000"))
+    assert small["position"] == large["position"] > 1 and not small["fundableNow"]
+    assert small["estimatedFundingTime"] <= large["estimatedFundingTime"]
+    assert huge["estimatedFundingTime"] is None and any("no minipool return" in c for c in huge["caveats"])
 
 
 @pytest.mark.parametrize(("query", "needle"), [
