@@ -1,5 +1,6 @@
-"""Benchmark: the rewards function as deployed — the zip's handler, warm latency per request with
-params cached, cold import time in fresh interpreters, and the zip's size.
+"""Benchmark: the function as deployed — the zip's handler, warm latency per request with params
+cached (/rewards/byStake, and /withdrawals/estimate, which serves the whole line per request), cold
+import time in fresh interpreters, and the zip's size.
 
 Run: python benchmarks/bench_function.py [--snapshot snap.json] [--requests 20000] [--cold 20] [--json FILE]
 Without --snapshot a throwaway demo devnet supplies the params. Cold import runs the way Lambda
@@ -29,6 +30,8 @@ from pathlib import Path
 
 import record
 
+from publisher.compute import line as L
+from publisher.compute import queue as Q
 from publisher.compute import rewards as R
 from publisher.compute.params import rewards_params
 from publisher.endpoints import rewards as E
@@ -52,9 +55,27 @@ print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_request_ms": (t2 - t1) * 
 """
 
 
-def event(query: str) -> dict:
-    return {"version": "2.0", "rawPath": "/rewards/byStake", "rawQueryString": query, "headers": {},
-            "requestContext": {"http": {"method": "GET", "path": "/rewards/byStake"}}}
+def event(query: str, path: str = "/rewards/byStake") -> dict:
+    return {"version": "2.0", "rawPath": path, "rawQueryString": query, "headers": {},
+            "requestContext": {"http": {"method": "GET", "path": path}}}
+
+
+def timed(handler, events: list[dict]) -> list[float]:
+    """Microseconds per request, sorted; every answer must be a 200."""
+    samples = []
+    clock = time.perf_counter_ns
+    for e in events:
+        t = clock()
+        resp = handler(e, None)
+        samples.append((clock() - t) / 1000)
+        if resp["statusCode"] != 200:
+            raise SystemExit(f"unexpected {resp['statusCode']} for {e['rawQueryString']}: {resp['body']}")
+    return sorted(samples)
+
+
+def summary(samples: list[float]) -> dict:
+    return {"requests": len(samples), "p50": round(pct(samples, 0.5), 1), "p90": round(pct(samples, 0.9), 1),
+            "p99": round(pct(samples, 0.99), 1), "max": round(samples[-1], 1), "mean": round(statistics.fmean(samples), 1)}
 
 
 def load_snapshot(path: str | None) -> Snapshot:
@@ -100,10 +121,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-function-") as tmp:
         report = run(snap, Path(tmp), args.requests, args.cold)
     w, c = report["warm_us"], report["cold_ms"]
-    print(f"zip            {report['zip_bytes']:,} bytes (handler.py + rewards.py and their bytecode for {report['runtime']})")
+    print(f"zip            {report['zip_bytes']:,} bytes (handler.py, rewards.py, line.py and their bytecode for {report['runtime']})")
     print(f"warm request   p50 {w['p50']} us  p90 {w['p90']} us  p99 {w['p99']} us  over {w['requests']:,} "
           f"requests  [{'ok' if w['p50'] <= TARGET_P50_US else 'over'} target {TARGET_P50_US} us]")
     print(f"bad input      p50 {report['warm_bad_input_us']['p50']} us")
+    e = report["estimate_warm_us"]
+    print(f"estimate       p50 {e['p50']} us  p90 {e['p90']} us  p99 {e['p99']} us  over {e['requests']:,} requests, "
+          f"a line of {report['estimate_line']} ids and {report['estimate_serves']} serves "
+          f"[{'ok' if e['p50'] <= TARGET_P50_US else 'over'} target {TARGET_P50_US} us]")
     for kind, label in (("bytecode", "with bytecode"), ("source", "sources only")):
         k = c[kind]
         print(f"cold import    {label:<14} median {k['import_median']} ms  "
@@ -120,8 +145,13 @@ def run(snap: Snapshot, tmp: Path, requests: int, cold_runs: int) -> dict:
     params = R.parse_params(doc)
     params_file = tmp / "params.json"
     params_file.write_bytes(R.canonical_json(doc))
+    queue = Q.estimate_params(snap, None, None)
+    assert queue is not None, "the snapshot has no withdrawal queue"
+    queue_file = tmp / "queue-params.json"
+    queue_file.write_bytes(R.canonical_json(L.document(queue)))
     zip_path, zip_size = build_zip(tmp / "function.zip")
     os.environ["REWARDS_PARAMS_URL"] = params_file.as_uri()
+    os.environ["QUEUE_PARAMS_URL"] = queue_file.as_uri()
     os.environ["REWARDS_PARAMS_TTL"] = "3600"  # warm container: params stay cached for the run
 
     # Warm: the zip's own modules, in this process.
@@ -132,21 +162,18 @@ def run(snap: Snapshot, tmp: Path, requests: int, cold_runs: int) -> dict:
     assert zh.handler(events[0], None)["statusCode"] == 200  # loads and caches the params
     for e in events[:500]:
         zh.handler(e, None)
-    samples = []
-    clock = time.perf_counter_ns
-    for e in events:
-        t = clock()
-        resp = zh.handler(e, None)
-        samples.append((clock() - t) / 1000)
-        if resp["statusCode"] != 200:
-            raise SystemExit(f"unexpected {resp['statusCode']} for {e['rawQueryString']}: {resp['body']}")
+    samples = timed(zh.handler, events)
+    rng = random.Random(11)
+    estimates = [event(f"avax={rng.randrange(1, 5000)}", "/withdrawals/estimate") for _ in range(max(1, requests // 10))]
+    timed(zh.handler, estimates[:200])  # loads and caches the queue's params
+    estimate_samples = timed(zh.handler, estimates)
     bad = [event("ggpStaked=-1&avaxStaked=1000")] * 2000
     bad_samples = []
+    clock = time.perf_counter_ns
     for e in bad:
         t = clock()
         zh.handler(e, None)
         bad_samples.append((clock() - t) / 1000)
-    samples.sort()
     bad_samples.sort()
     gc.collect()
 
@@ -157,7 +184,8 @@ def run(snap: Snapshot, tmp: Path, requests: int, cold_runs: int) -> dict:
         zf.extractall(task / "bytecode")
     shutil.copytree(task / "bytecode", task / "source", ignore=shutil.ignore_patterns("__pycache__"))
     cold: dict[str, list[dict]] = {"bytecode": [], "source": []}
-    env = {"PATH": os.environ.get("PATH", ""), "REWARDS_PARAMS_URL": params_file.as_uri()}
+    env = {"PATH": os.environ.get("PATH", ""), "REWARDS_PARAMS_URL": params_file.as_uri(),
+           "QUEUE_PARAMS_URL": queue_file.as_uri()}
     probe = json.dumps(event("ggpStaked=1500&avaxStaked=1000"))
     for _ in range(cold_runs):
         for kind in cold:
@@ -173,9 +201,9 @@ def run(snap: Snapshot, tmp: Path, requests: int, cold_runs: int) -> dict:
         "machine": {"cores": os.cpu_count(), "loadavg": [round(x, 2) for x in os.getloadavg()],
                     "python": sys.version.split()[0], "calibration_sum_range_100_us": round(calib_us, 3)},
         "zip_bytes": zip_size,
-        "warm_us": {"requests": len(samples), "p50": round(pct(samples, 0.5), 1), "p90": round(pct(samples, 0.9), 1),
-                    "p99": round(pct(samples, 0.99), 1), "max": round(samples[-1], 1),
-                    "mean": round(statistics.fmean(samples), 1)},
+        "warm_us": summary(samples),
+        "estimate_warm_us": summary(estimate_samples),
+        "estimate_line": len(queue.entries), "estimate_serves": len(queue.serves),
         "warm_bad_input_us": {"requests": len(bad_samples), "p50": round(pct(bad_samples, 0.5), 1),
                               "p99": round(pct(bad_samples, 0.99), 1)},
         "runtime": RUNTIME,

@@ -122,3 +122,15 @@ def test_the_chain_funds_the_filed_request_when_the_estimate_says(demo, demo_pro
         assert funded is not None and funded[1] == 1
     else:
         assert funded is not None and funded[0] == res["estimatedFundingTime"], (res, funded)
+
+
+def test_resuming_where_the_line_reaches_the_back_gives_the_same_answer(built, demo_snapshot):
+    """The function serves a request from the serve where the line first reaches the back; the
+    whole line from the front gives the same answer, whatever the amount or the per-call limit."""
+    p = L.parse_params(json.loads((built / "withdrawals" / "params.json").read_text()))
+    for params in (p, dataclasses.replace(p, limit=2), dataclasses.replace(p, limit=1)):
+        resume = L.resume_point(params)
+        for avax in (1, 7, 60, 200, 450, 1200, 3000, 10**5):
+            for delay in (None, 30 * 86_400):
+                kwargs = {"avax": avax * WAD, "expiration_delay": delay}
+                assert L.estimate(params, resume=resume, **kwargs) == L.estimate(params, **kwargs), (params.limit, avax)

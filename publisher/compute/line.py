@@ -65,13 +65,20 @@ class Served:
     serves: int = 0
 
 
-def serve_line(books: Books, entries: list[Entry], limit: int, serves: list[tuple[int, int]]) -> Served:
+def serve_line(books: Books, entries: list[Entry], limit: int, serves: list[tuple[int, int]], *,
+               trace: list | None = None, done_serves: int = 0) -> Served:
     """Serve ``entries`` (the line from its front, in order) at each ``(time, staking delta)`` of
-    ``serves``, in order; ``books`` is moved as the contracts move it."""
-    out = Served()
+    ``serves``, in order; ``books`` is moved as the contracts move it. ``trace`` receives, at the
+    start of each serve, where the line stands and the books then (a later run resumes there);
+    ``done_serves``: serves already made before ``serves`` (they number on from it)."""
+    out = Served(serves=done_serves)
     at = 0
     pending_left = sum(1 for e in entries if e.shares is not None)
     for t, delta in serves:
+        if not pending_left:
+            break  # every request funded: later serves change nothing of it
+        if trace is not None:
+            trace.append((at, books.released, books.supply, books.staking))
         books.staking += delta
         out.serves += 1
         calls = 0
@@ -220,8 +227,35 @@ def parse_params(doc) -> Params:
         stale, tuple(assumptions))
 
 
+@dataclass(frozen=True)
+class Resume:
+    """Where a request at the back of the line first matters: the start of the serve that funds
+    the line's last pending request (before it, the line never reached the back)."""
+
+    serve: int  # index in Params.serves
+    at: int  # entries of the line consumed before it
+    books: tuple[int, int, int, int, int, int]
+
+
+def resume_point(p: Params) -> Resume:
+    """Serve the line as it stands once: where a request at its back first matters (``serve`` -1
+    when the line's last pending request is never funded: a request behind it is not either)."""
+    b = Books(*p.books)
+    trace: list = []
+    served = serve_line(b, list(p.entries), p.limit or len(p.entries) or 1, list(p.serves), trace=trace)
+    pending = [e.id for e in p.entries if e.shares is not None]
+    if not pending:
+        return Resume(0, len(p.entries), p.books)
+    last = served.funded.get(pending[-1])
+    if last is None:
+        return Resume(-1, 0, p.books)
+    at, released, supply, staking = trace[last[1] - 1]
+    rewards, last_sync, cycle_end = p.books[1], p.books[2], p.books[3]
+    return Resume(last[1] - 1, at, (released, rewards, last_sync, cycle_end, supply, staking))
+
+
 def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
-             expiration_delay: int | None = None) -> dict:
+             expiration_delay: int | None = None, resume: Resume | None = None) -> dict:
     """A request for ``shares`` ggAVAX (or the shares ``avax`` buys) filed at the params' block and
     placed at the back of the line: what it would be paid, where it would stand, and when the
     depositor would fund it, served by the same code as the build's schedule. Amounts are wei."""
@@ -233,8 +267,15 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     delay = max(MIN_EXPIRATION_DELAY, expiration_delay or 0)
     claimable = t0 + p.unstake_delay
     expires = claimable + delay
-    entries = [*p.entries, Entry(p.next_request_id, shares, expected)]
-    served = serve_line(b, entries, p.limit or len(entries), list(p.serves))
+    new = Entry(p.next_request_id, shares, expected)
+    limit = p.limit or len(p.entries) + 1
+    if resume is None:  # the whole line, from the front
+        served = serve_line(b, [*p.entries, new], limit, list(p.serves))
+    elif resume.serve < 0:
+        served = Served()  # the line ahead is never served: neither is the new request
+    else:  # from the serve where the line first reaches the back: the same answer, sooner
+        served = serve_line(Books(*resume.books), [*p.entries[resume.at:], new], limit, list(p.serves[resume.serve:]),
+                            done_serves=resume.serve)
     when, serve, call = served.funded.get(p.next_request_id, (None, None, None))
     now_fundable = serve == 1
     caveats = []

@@ -61,6 +61,7 @@ class _Cache:
 
     url: str | None = None
     params = None  # rewards.Params or line.Params
+    resume = None  # line.Params: where a request at the back of the line first matters
     fresh_until: float = 0.0  # monotonic time of the next refresh
     error: str | None = None  # why the last refresh failed, while serving older params
 
@@ -137,8 +138,10 @@ def _handle(event) -> dict:
             "result": rewards.estimate(cache.params, amounts["ggpStaked"], amounts["avaxStaked"]),
         }
     else:
+        if cache.resume is None:
+            cache.resume = line.resume_point(cache.params)
         try:
-            body = queue_estimate(cache.params, query, amounts)
+            body = queue_estimate(cache.params, query, amounts, cache.resume)
         except BadInput as exc:
             return _error(400, exc.code, exc.message)
     max_age = max(0, int(cache.fresh_until - now))
@@ -213,12 +216,13 @@ def estimate_amounts(query: dict[str, str]) -> dict[str, int | None]:
     return out
 
 
-def queue_estimate(p: line.Params, query: dict[str, str], amounts: dict[str, int | None]) -> dict:
+def queue_estimate(p: line.Params, query: dict[str, str], amounts: dict[str, int | None],
+                   resume: line.Resume | None = None) -> dict:
     """The estimate's body; a delay beyond the queue's bound is the caller's error (400)."""
     delay = amounts["expirationDelay"]
     if delay is not None and delay > p.max_expiration_delay:
         raise BadInput(f"expirationDelay is above the queue's maximum of {p.max_expiration_delay} seconds")
-    result = line.estimate(p, shares=amounts["shares"], avax=amounts["avax"], expiration_delay=delay)
+    result = line.estimate(p, shares=amounts["shares"], avax=amounts["avax"], expiration_delay=delay, resume=resume)
     result["shares"] = int(result["sharesWei"]) / WAD
     result["expectedAvax"] = int(result["expectedAvaxWei"]) / WAD
     result["aheadAvax"] = int(result["aheadAvaxWei"]) / WAD
@@ -290,7 +294,7 @@ def current_params(now: float, path: str = PATH) -> _Cache:
     if now >= c.fresh_until:
         ttl = _ttl()
         try:
-            c.params = load_params(url, source)
+            c.params, c.resume = load_params(url, source), None
             c.error = None
             c.fresh_until = now + ttl
         except Exception as exc:  # a bad or unreachable document is a refresh failure, never a crash
