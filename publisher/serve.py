@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .endpoints import requester_page
 from .endpoints.registry import CACHE_POLICIES, file_for, load_all, match
 
 CORS = {
@@ -44,11 +45,19 @@ class Site:
         if method not in ("GET", "HEAD"):
             return 405, {"Allow": "GET, HEAD, OPTIONS"}, error_body(405, "method_not_allowed", f"{method} is not allowed")
         ep = match(path)
+        if ep is not None and ep.path == requester_page.LOOKUP_PATH:
+            # The withdrawal lookup form's answer, as the CDN's viewer function gives it.
+            status, where, message = requester_page.lookup(query)
+            if status != 302:
+                return status, {}, error_body(status, where, message)
+            return status, {"Location": where}, b""
         if ep is not None and ep.is_function:
             return self._function(path, query, method)
         if ep is not None:
             path = ep.canonical(path)
         missing: tuple[int, dict, bytes] = 404, {}, error_body(404, "not_found", f"no such resource: {raw_path[:200]}")
+        if ep is not None and ep.path == requester_page.PAGE_PATH:  # where the lookup sends any address
+            missing = 404, {}, error_body(404, "not_found", requester_page.NO_PAGE.format(address=path.rsplit("/", 1)[-1][:-5]))
         if len(path) > MAX_PATH or any(len(part) > MAX_SEGMENT for part in path.split("/")):
             return missing  # no published name is this long, and the file system would refuse it
         if any(part.startswith(".") for part in path.split("/")):

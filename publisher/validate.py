@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cache
@@ -183,12 +184,16 @@ def invariants(b: dict, feed_max_age: int | None = None, oracle_max_age: int | N
     return out
 
 
+_REQUESTER_FILE = re.compile(r"^/withdrawals/0x[0-9a-f]{40}$")  # not /withdrawals/params, nor the pages
+
+
 def _queue_invariants(b: dict) -> list[str]:
     queue, vault = b.get("/withdrawals"), b.get("/ggAvax")
     if not queue:
         return []
     out = []
-    files = sum(1 for p in b if p.startswith("/withdrawals/"))
+    # One JSON file per requester (each has its page, /withdrawals/{address}.html, beside it).
+    files = sum(1 for p in b if _REQUESTER_FILE.match(p))
     if queue["status"] != "ok":
         if files:
             out.append(f"/withdrawals: no queue, but {files} requester files")

@@ -359,3 +359,7 @@ def reference(ctx: Context):
           schema=PAGE_SCHEMA, description="A form for /rewards/byStake.")
 def calculator(ctx: Context):
     yield "/calculator.html", _env().get_template("calculator.html.j2").render(**_site(ctx), example=CALCULATOR_EXAMPLE)
+
+
+# Registered with the pages, which it renders with (its own module: one requester's page, and the lookup).
+from . import requester_page  # noqa: E402,F401

@@ -277,14 +277,16 @@ def _literals() -> dict[str, Endpoint]:
 
 @cache
 def _candidates(depth: int, first: str) -> tuple[Endpoint, ...]:
-    """The templates that can match a path of this depth and first segment, in registry order: a
-    build or check matches tens of thousands of paths, and most templates cannot apply."""
+    """The templates that can match a path of this depth and first segment, the most literal first
+    (``/withdrawals/{address}.html`` before ``/withdrawals/{address}``, whose parameter would also
+    match ``0x….html``), else in registry order: a build or check matches tens of thousands of
+    paths, and most templates cannot apply."""
     out = []
     for ep in load_all().values():
         head = ep.path.split("/", 2)[1] if "/" in ep.path else ""
         if "{" in ep.path and ep.path.count("/") == depth and (head == first or head.startswith("{")):
             out.append(ep)
-    return tuple(out)
+    return tuple(sorted(out, key=lambda ep: -len(re.sub(r"\{[^}]+\}", "", ep.path))))
 
 
 def load_all() -> dict[str, Endpoint]:

@@ -1,0 +1,185 @@
+"""/withdrawals/{address}.html: one requester's withdrawal requests as a page, beside its JSON, and
+the lookup that takes a pasted address to it.
+
+The page is made from the bodies the build publishes, not from a derivation of its own: the
+requester's /withdrawals/{address} body (each request's status, flags, advice, amounts, times and
+place) and the parts of /withdrawals it shows (the line, the estimates' assumptions, the depositor,
+the announced window). Whatever a later version adds to the requester body (``receipts``, closed
+requests) reaches the page the same way; the template shows a list of ``receipts`` when present.
+
+Like the JSON beside it, a page carries no run stamp: its relative times ("in 3 days") are counted
+at the build block's time and passed to the maker as words, so a page is made again only when its
+content or one of those words changes, and a page carried from an earlier run still holds at the
+latest block (/status names it).
+
+The lookup (``/withdrawals/lookup?address=``) is answered by `publisher serve` and by the CDN's
+viewer-request function (templates/aws-stack.yaml): a redirect to the page, or 400 for a malformed
+address. ``lookup`` is the one rule both follow; tests run the function against it.
+"""
+from __future__ import annotations
+
+import re
+import time
+from urllib.parse import parse_qs
+
+from .. import svg
+from . import withdrawals as W
+from .context import Context
+from .pages import HTML, PAGE_SCHEMA, _env, _site
+from .registry import Deferred, endpoint, function_endpoint, load_all, resolve
+
+JSON_PATH = "/withdrawals/{address}"
+PAGE_PATH = "/withdrawals/{address}.html"
+LOOKUP_PATH = "/withdrawals/lookup"
+ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+NO_PAGE = "no withdrawal requests of {address} are published at this build"  # its page's 404
+CHART_POINTS = 120  # most places of the line drawn (every one of the requester's is)
+
+
+# ---- the lookup ---------------------------------------------------------------------------------
+
+
+def page_path(address: str) -> str:
+    return PAGE_PATH.format(address=address.lower())
+
+
+def lookup(query: str) -> tuple[int, str, str]:
+    """The answer to ``/withdrawals/lookup?<query>``: (302, the page's path, "") for a well-formed
+    address (surrounding spaces dropped, any case), else (400, error code, message). Whether the
+    address has requests is the page's business: without any it is a 404, as its JSON is."""
+    values = parse_qs(query, keep_blank_values=True).get("address", [])
+    if not values:
+        return 400, "bad_request", "address is required: /withdrawals/lookup?address=0x… (40 hex digits)"
+    if len(values) > 1:
+        return 400, "bad_request", "address is given more than once"
+    address = values[0].strip()
+    if not ADDRESS.match(address):
+        shown = address if len(address) <= 60 else address[:60] + "…"
+        return 400, "bad_request", f'address must be 0x followed by 40 hex digits (got "{shown}")'
+    return 302, page_path(address), ""
+
+
+function_endpoint(
+    LOOKUP_PATH, tag="Liquid staking", summary="Find a requester's withdrawal page", documented=False,
+    schema={"type": "null", "description": "no body: a redirect"},
+    description="A form's way to /withdrawals/{address}.html: 302 to the page of the address given (lower-cased), "
+                "400 when it is missing, repeated or not 0x and 40 hex digits. Answered by the CDN's viewer "
+                "function and by `publisher serve`, never a file.",
+)
+
+
+# ---- the page -----------------------------------------------------------------------------------
+
+
+def relative(ts: int, now: int) -> str:
+    """``ts`` from ``now`` in words, rounded down, an hour at the finest: "in 3 days", "5 hours ago",
+    "in under an hour". Coarse on purpose: a page is made again when one of its words changes."""
+    d = ts - now
+    s = abs(d)
+    if s < 3600:
+        return "now" if d == 0 else "in under an hour" if d > 0 else "under an hour ago"
+    n, unit = (s // 3600, "hour") if s < 2 * 86_400 else (s // 86_400, "day")
+    words = f"{n} {unit}{'' if n == 1 else 's'}"
+    return f"in {words}" if d > 0 else f"{words} ago"
+
+
+def _times(body: dict, view: dict) -> set[int]:
+    """The times a page counts from the block: its requests' and the announced dates (the
+    depositor's calls and the receipts' steps are past events, shown as dates alone)."""
+    out = {t for r in body.get("requests", []) for k, t in r.items() if k.endswith("Time") and isinstance(t, int)}
+    out |= {a["time"] for a in view["announcements"]}
+    if view["window"]["closesAt"] is not None:
+        out.add(view["window"]["closesAt"])
+    return out
+
+
+def _queue_body(ctx: Context) -> dict | None:
+    """/withdrawals as the build publishes it, whole (the page draws the line)."""
+    ep = load_all()["/withdrawals"]
+    assert ep.render is not None
+    return next((resolve(b) for p, b in ep.render(ctx) if p == "/withdrawals"), None)
+
+
+def queue_view(ctx: Context) -> dict | None:
+    """What every page shows of /withdrawals: nothing that changes with the block alone (no
+    ``cursor``, no days-left count but the window's note), so pages stay as they are while it
+    does not change. None without a queue."""
+    body = ctx.cached(_queue_body)
+    if body is None or body["status"] != "ok":
+        return None
+    s, d = body["schedule"], body["depositor"]
+    line = s["line"]
+    step = max(1, -(-len(line) // CHART_POINTS))
+    curve = tuple((r["position"], r["cumulativeAvax"]) for i, r in enumerate(line) if i % step == 0 or i == len(line) - 1)
+    return {
+        "assumptions": tuple(s["assumptions"]), "outlook": s["outlook"],
+        "stale": s["stale"], "staleReason": s["staleReason"],
+        "depositor": {k: d[k] for k in ("available", "lastCallBlock", "lastCallTime", "lastFundingBlock",
+                                        "lastFundingTime", "maxAgeSeconds", "stale", "staleReason")},
+        "window": dict(body["window"]),
+        "announcements": tuple({k: a[k] for k in ("key", "date", "time", "meaning", "passed")} for a in body["announcements"]),
+        "pauses": dict(body["pauses"]), "requestsPaused": body["parameters"]["paused"],
+        # Not the liquidity: it moves with every block (the reward stream); fundableNow says what it covers.
+        "lineCount": len(line), "lineAvax": line[-1]["cumulativeAvax"] if line else 0.0, "curve": curve,
+    }
+
+
+def _line_rows(ctx: Context) -> dict[str, tuple[dict, ...]]:
+    """Each requester's places in the published line (lower-case address -> rows)."""
+    body = ctx.cached(_queue_body)
+    out: dict[str, list[dict]] = {}
+    for r in (body or {}).get("schedule", {}).get("line", []):
+        out.setdefault(r["requester"].lower(), []).append(
+            {"position": r["position"], "id": r["id"], "cumulativeAvax": r["cumulativeAvax"], "expectedAvax": r["expectedAvax"]})
+    return {k: tuple(v) for k, v in out.items()}
+
+
+@endpoint(
+    PAGE_PATH, tag="Liquid staking", summary="One requester's withdrawal requests, as a page", content_type=HTML,
+    schema=PAGE_SCHEMA, params=(W.REQUESTER_PARAM,), documented=False,
+    description="The requests of /withdrawals/{address} in words: each one's state, what its requester can do and "
+                "until when, its amounts, dates and place in line with the estimate, the announced deadlines and "
+                "the depositor's last call, and a chart of the line. Published beside the JSON for every requester "
+                "with an open request.",
+)
+def requester_page(ctx: Context):
+    view = ctx.cached(queue_view)
+    if view is None:
+        return
+    site = {k: v for k, v in _site(ctx).items() if k != "description"}
+    now = ctx.snap.block.timestamp
+    places = ctx.cached(_line_rows)
+    json_ep = load_all()[JSON_PATH]
+    assert json_ep.render is not None
+    for path, value in json_ep.render(ctx):
+        body = resolve(value)
+        who = path.rsplit("/", 1)[1]
+        mine = places.get(who, ())
+        # The shared parts a page shows: the line only where the requester has a place in it.
+        shown = {k: v for k, v in view.items() if k != "curve"}
+        if mine:
+            shown["curve"] = view["curve"]
+        words = tuple((t, relative(t, now)) for t in sorted(_times(body, shown)))
+        yield path + ".html", Deferred((site, body, shown, mine, words), make_page)
+
+
+def make_page(site: dict, body: dict, view: dict, mine: tuple, words: tuple) -> str:
+    rel = dict(words)
+    chart = None
+    if mine:
+        series = [svg.Series("AVAX the line needs through each place", tuple(view["curve"])),
+                  svg.Series("you are here", tuple((r["position"], r["cumulativeAvax"]) for r in mine))]
+        chart = svg.line_chart("chart-line", "The withdrawal line: AVAX needed up to each place", series,
+                               x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True)
+    return _env().get_template("requester.html.j2").render(
+        **site, root="../", b=body, q=view, mine=mine, chart=chart,
+        rel=lambda ts: rel.get(ts, ""), human=human, iso=iso, lookup_action="lookup", lookup_pages="")
+
+
+def human(ts: int) -> str:
+    """A date for people, in UTC: "27 Mar 2026, 14:31 UTC"."""
+    return time.strftime("%d %b %Y, %H:%M UTC", time.gmtime(ts)).lstrip("0")
+
+
+def iso(ts: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

@@ -1,0 +1,409 @@
+"""A withdrawal requester's page (/withdrawals/{address}.html) and the lookup that leads to it.
+
+The pages of the demo build and of the wound-down chain (stuck requests) in headless Chromium,
+loaded from `publisher serve`: every request's state, actions, dates and amounts as its JSON has
+them; the chart's "you are here" on the published line; light and dark; 390 px without sideways
+scrolling; no console errors. The lookup with script (straight to the page) and without (the form
+asks /withdrawals/lookup, which `publisher serve` redirects), and the CDN's viewer function, run in
+node, answering every lookup as serve does.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+from support.browser import Chromium
+
+from publisher.collect import collect, devnet_profile
+from publisher.config import load_profile
+from publisher.devnet import running
+from publisher.endpoints import requester_page as RP
+from publisher.endpoints.registry import load_all, match
+from publisher.pipeline import build, context
+from publisher.serve import make_server
+
+ROOT = Path(__file__).resolve().parents[1]
+STACK = ROOT / "templates" / "aws-stack.yaml"
+WIDTHS = {390: 844, 1280: 900}
+STATUS_WORDS = {"pending": "Waiting in line", "pendingExpired": "In line, past its expiration",
+                "funded": "Funded: ready to claim", "expiredFunded": "Funded, then expired: reclaimable", "stuck": "Stuck"}
+
+SHOWN_JS = """
+[...document.querySelectorAll('article.request')].map(a => {
+  const field = f => a.querySelector(`[data-field="${f}"]`);
+  const times = {};
+  for (const dd of a.querySelectorAll('dd[data-field]')) {
+    const t = [...dd.querySelectorAll('time')].map(t => ({iso: t.getAttribute('datetime'), ts: +t.dataset.ts,
+      text: t.textContent, rel: t.nextElementSibling ? t.nextElementSibling.textContent : null}));
+    if (t.length) times[dd.dataset.field] = t;
+  }
+  return {id: +a.dataset.id, status: a.dataset.status, label: field('status').textContent,
+          advice: field('advice').textContent,
+          can: Object.fromEntries([...a.querySelectorAll('[data-action]')].map(li => [li.dataset.action, {can: li.dataset.can, text: li.textContent}])),
+          values: Object.fromEntries([...a.querySelectorAll('[data-value]')].map(e => [e.dataset.field, {value: +e.dataset.value, text: e.textContent}])),
+          stuck: field('stuckReason') ? field('stuckReason').textContent : null,
+          estimate: field('estimate') ? field('estimate').textContent : null, times};
+})
+"""
+CHART_JS = """
+(() => { const f = document.getElementById('chart-line'); if (!f) return null;
+  return Object.fromEntries([...f.querySelectorAll('g.plot g.series')].map(g => [g.dataset.series,
+    [...g.querySelectorAll('circle')].map(c => [+c.dataset.x, +c.dataset.y])])); })()
+"""
+
+
+def serve(out: Path):
+    server = make_server(out, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@pytest.fixture(scope="module")
+def site(built):
+    server, url = serve(built)
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def wound_site(tmp_path_factory):
+    """The wound-down chain (operations ended, ggAVAX deposits paused: funded requests past their
+    expiration are stuck), built and served once for the module: it is slow to seed."""
+    with running("wound-down") as net:
+        profile = devnet_profile(load_profile("devnet"), net)
+        snap = collect(profile).snapshot
+    out = tmp_path_factory.mktemp("wound-pages") / "out"
+    build(snap, profile, out)
+    server, url = serve(out)
+    yield url, requester_files(out)
+    server.shutdown()
+    server.server_close()
+
+
+def requester_files(out: Path) -> list[str]:
+    """The addresses the build wrote a requester file for."""
+    return sorted(p.name[: -len(".json")] for p in (out / "withdrawals").glob("0x*.json"))
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    b = Chromium(tmp_path_factory.mktemp("chromium-requester"))
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def page(browser):
+    browser.scripts(True)
+    browser.send("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
+    browser.viewport(1280, 900)
+    browser.events.clear()
+    return browser
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    return tmp_path_factory.mktemp("requester-shots")
+
+
+def human(ts: int) -> str:
+    return time.strftime("%d %b %Y, %H:%M UTC", time.gmtime(ts)).lstrip("0")
+
+
+def number(text: str) -> float:
+    return float(text.split()[0].lstrip("#").replace(",", ""))
+
+
+def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
+    """The page of ``address`` shows what its JSON and /withdrawals say; the requests shown."""
+    body = requests.get(f"{url}/withdrawals/{address}").json()
+    listing = requests.get(url + "/withdrawals").json()
+    now = listing["meta"]["block"]["timestamp"]
+    page.goto(f"{url}/withdrawals/{address}.html")
+    assert page.eval("document.getElementById('requester').textContent") == body["requester"]
+    shown = page.eval(SHOWN_JS)
+    assert [s["id"] for s in shown] == [r["id"] for r in body["requests"]]
+    for s, r in zip(shown, body["requests"], strict=True):
+        where = (address, r["id"])
+        assert s["status"] == r["status"] and s["label"] == STATUS_WORDS[r["status"]], where
+        assert s["advice"] == r["advice"], where
+        for action, flag in (("claim", "canClaim"), ("cancel", "canCancel"), ("reclaim", "canReclaim")):
+            assert s["can"][action]["can"] == str(r[flag]).lower(), where
+            assert s["can"][action]["text"].endswith("yes" if r[flag] else "no"), where
+        assert s["stuck"] == r["stuckReason"], where
+        for key in ("requestTime", "claimableTime", "expirationTime"):
+            (t,) = s["times"][key]
+            assert t["ts"] == r[key] and t["iso"] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r[key])), where
+            assert t["text"] == human(r[key]) and t["rel"] == f"({RP.relative(r[key], now)})", where
+        assert s["values"]["shares"]["value"] == r["shares"] and number(s["values"]["shares"]["text"]) == pytest.approx(r["shares"], abs=5e-5)
+        assert s["values"]["expectedAvax"]["value"] == r["expectedAvax"]
+        assert number(s["values"]["expectedAvax"]["text"]) == pytest.approx(r["expectedAvax"], abs=5e-5)
+        if r["fulfilled"]:
+            assert number(s["values"]["allocatedAvax"]["text"]) == pytest.approx(r["allocatedAvax"], abs=5e-5)
+        if r["position"] is None:
+            assert "position" not in s["values"] and s["estimate"] is None, where
+            continue
+        assert s["values"]["position"]["value"] == r["position"], where
+        assert f"#{r['position']} of {len(listing['schedule']['line'])}" in s["values"]["position"]["text"]
+        assert number(s["values"]["aheadAvax"]["text"]) == pytest.approx(r["aheadAvax"], abs=5e-5)
+        assert ("already covers it" in s["estimate"]) == r["fundableNow"], where
+        if r["estimatedFundingTime"] is not None:
+            assert [t["ts"] for t in s["times"]["estimate"]] == [r["estimatedFundingTime"]], where
+        assert ("It expires before that" in s["estimate"]) == r["expiresBeforeFunding"], where
+    # The deadlines: one banner per request to claim (its expiration) or expiring before its funding.
+    banners = set(page.eval("[...document.querySelectorAll('#banners [id^=banner-expires-]')].map(b => +b.id.split('-').pop())"))
+    assert banners == {r["id"] for r in body["requests"] if r["canClaim"] or r["expiresBeforeFunding"]}
+    window = page.eval("(document.getElementById('banner-window') || {}).textContent")
+    assert listing["window"]["note"] in window
+    stuck = [r for r in body["requests"] if r["status"] == "stuck"]
+    assert (page.eval("!!document.getElementById('banner-stuck')")) == bool(stuck)
+    # The depositor's last call, in the words of the page and the numbers of /withdrawals.
+    d = listing["depositor"]
+    said = page.eval("document.getElementById('depositor').textContent")
+    assert human(d["lastCallTime"]) in said and f"block {d['lastCallBlock']}" in said
+    # The chart: the published line, and "you are here" on each of the requester's places.
+    line = listing["schedule"]["line"]
+    mine = [(p["position"], p["cumulativeAvax"]) for p in line if p["requester"].lower() == address]
+    chart = page.eval(CHART_JS)
+    if not mine:
+        assert chart is None
+    else:
+        assert [tuple(p) for p in chart["you are here"]] == mine
+        assert set(map(tuple, chart["AVAX the line needs through each place"])) <= {(p["position"], p["cumulativeAvax"]) for p in line}
+        assert page.eval("document.querySelector('#assumptions').children.length") == len(listing["schedule"]["assumptions"])
+    assert page.console_errors() == []
+    return body["requests"]
+
+
+@pytest.fixture(scope="module")
+def demo_requesters(built):
+    return requester_files(built)
+
+
+# ---- the page ------------------------------------------------------------------------------------
+
+
+def test_every_demo_page_shows_its_json(site, page, built, demo_requesters):
+    assert len(demo_requesters) >= 10
+    assert sorted(p.name[: -len(".html")] for p in (built / "withdrawals").glob("0x*.html")) == demo_requesters
+    statuses = set()
+    for address in demo_requesters:
+        statuses |= {r["status"] for r in assert_page_is_the_json(page, site, address)}
+    assert {"pending", "pendingExpired", "funded", "expiredFunded"} <= statuses
+
+
+def test_the_wound_down_pages_show_stuck_requests(wound_site, page, shots):
+    wound_site, addresses = wound_site
+    stuck = 0
+    for address in addresses:
+        for r in assert_page_is_the_json(page, wound_site, address):
+            if r["status"] == "stuck":
+                stuck += 1
+                assert not (r["canClaim"] or r["canCancel"] or r["canReclaim"]) and r["stuckReason"]
+    assert stuck >= 5
+    # A stuck request says why, in its card and in a banner.
+    address = next(a for a in addresses if any(r["status"] == "stuck" for r in requests.get(f"{wound_site}/withdrawals/{a}").json()["requests"]))
+    page.goto(f"{wound_site}/withdrawals/{address}.html")
+    assert "deposits are paused" in page.eval("document.getElementById('banner-stuck').textContent")
+    for scheme in ("light", "dark"):
+        page.send("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+        for width, height in WIDTHS.items():
+            page.viewport(width, height)
+            page.goto(f"{wound_site}/withdrawals/{address}.html")
+            assert page.eval("document.documentElement.scrollWidth") <= page.eval("innerWidth") == width
+            page.screenshot(shots / f"stuck-{width}-{scheme}.png", full_page=True)
+    assert page.console_errors() == []
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_page_fits_the_screen_in_both_schemes(site, page, shots, demo_requesters, width, scheme):
+    busiest = max(demo_requesters, key=lambda a: requests.get(f"{site}/withdrawals/{a}").json()["count"])
+    page.send("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+    page.viewport(width, WIDTHS[width])
+    page.goto(f"{site}/withdrawals/{busiest}.html")
+    assert page.eval("document.readyState") == "complete" and page.console_errors() == []
+    assert page.eval("window.innerWidth") == width
+    assert page.eval("document.documentElement.scrollWidth") <= width  # no sideways scrolling
+    background = page.eval("getComputedStyle(document.body).backgroundColor")
+    assert background == ("rgb(255, 255, 255)" if scheme == "light" else "rgb(20, 23, 31)")
+    size = page.screenshot(shots / f"requester-{width}-{scheme}.png", full_page=True)
+    assert size[0] == width and size[1] > WIDTHS[width]
+    # Every link on the page resolves (the site's navigation from a page one folder down included).
+    links = page.eval("[...document.querySelectorAll('a[href]')].map(a => a.href).filter(h => !h.includes('#'))")
+    for link in set(links):
+        assert requests.get(link).status_code == 200, link
+
+
+def test_a_page_shows_the_receipts_of_its_body(demo_snapshot, demo_profile, built, demo_requesters):
+    """A body with ``receipts`` (every request's steps from the queue's logs) shows them, each step
+    with its date and amounts; a body without has no history section."""
+    ctx = context(demo_snapshot, demo_profile)
+    body = json.loads((built / "withdrawals" / f"{demo_requesters[0]}.json").read_text())
+    step = {"block": 12, "time": 1_700_000_000, "tx": "0x" + "ab" * 32}
+    body["receipts"] = [{"id": 3, "outcome": "claimed", "claimableTime": 1_700_086_400,
+                         "requested": {**step, "shares": 12.25, "sharesWei": "12250000000000000000", "expectedAvax": 12.5,
+                                       "expectedAvaxWei": "12500000000000000000"},
+                         "funded": None, "claimed": {**step, "block": 13, "avax": 12.5, "avaxWei": "12500000000000000000"}}]
+    site = {"title": "t", "version": "v", "network": "n", "chain_id": 1}
+    words = ((1_700_000_000, "2 days ago"), (1_700_086_400, "1 day ago"))
+    html = RP.make_page(site, body, ctx.cached(RP.queue_view), (), words)
+    history = html.split('id="receipts"')[1].split("</ol>")[0]
+    assert 'data-field="outcome">claimed<' in history and 'data-step="funded"' not in history
+    requested = history.split('data-step="requested"')[1].split("</li>")[0]
+    assert human(1_700_000_000) in requested and "(2 days ago)" in requested and "block 12" in requested
+    assert "; 12.2500 ggAVAX; to pay 12.5000 AVAX" in requested and "Wei" not in requested
+    assert "block 13" in history.split('data-step="claimed"')[1] and "(1 day ago)" in history
+    assert 'id="receipts"' not in RP.make_page(site, {**body, "receipts": []}, ctx.cached(RP.queue_view), (), ())
+
+
+def test_relative_times_are_rounded_down_words():
+    now = 1_800_000_000
+    cases = {now: "now", now + 30: "in under an hour", now - 3599: "under an hour ago", now + 3600: "in 1 hour",
+             now - 7199: "1 hour ago", now + 47 * 3600 + 3599: "in 47 hours", now + 2 * 86_400: "in 2 days",
+             now - 3 * 86_400 - 86_399: "3 days ago", now + 289 * 86_400 + 5: "in 289 days"}
+    assert {ts: RP.relative(ts, now) for ts in cases} == cases
+
+
+def test_the_registry_routes_a_page_beside_its_json():
+    address = "0x" + "aB" * 20
+    assert match(f"/withdrawals/{address}.html").path == RP.PAGE_PATH
+    assert match(f"/withdrawals/{address}").path == RP.JSON_PATH
+    assert match(RP.LOOKUP_PATH).path == RP.LOOKUP_PATH
+    page = load_all()[RP.PAGE_PATH]
+    assert page.canonical(f"/withdrawals/{address}.html") == f"/withdrawals/{address.lower()}.html"
+    assert page.content_type.startswith("text/html") and not load_all()[RP.LOOKUP_PATH].documented
+
+
+# ---- the lookup ----------------------------------------------------------------------------------
+
+GOOD = "0x119A88dAf667cF9Aa39f8A722009CaB3A5a4DD91"
+LOOKUPS = [
+    f"address={GOOD}", f"address={GOOD.lower()}", f"address=%20{GOOD}%20", f"address=+{GOOD}", f"address={GOOD}&x=1",
+    "address=0x12", "address=", "address", "", "x=1", f"address={GOOD}&address={GOOD}", "address=hello%20world",
+    "address=0X" + GOOD[2:], "address=" + "f" * 90, f"address={GOOD}00", "address=0x%ZZ",
+]
+
+
+def test_serve_answers_the_lookup(site):
+    for query in LOOKUPS:
+        resp = requests.get(f"{site}/withdrawals/lookup?{query}", allow_redirects=False)
+        status, where, message = RP.lookup(query)
+        assert resp.status_code == status, query
+        if status == 302:
+            assert resp.headers["Location"] == where == f"/withdrawals/{GOOD.lower()}.html", query
+        else:
+            assert resp.status_code == 400 and resp.json() == {"error": {"code": where, "message": message}}, query
+    # An address without an open request: the redirect still goes to its page, a 404 that says so.
+    nobody = "0x" + "0" * 39 + "1"
+    resp = requests.get(f"{site}/withdrawals/lookup?address={nobody}")
+    assert resp.status_code == 404 and resp.url.endswith(f"/withdrawals/{nobody}.html")
+    assert resp.json() == {"error": {"code": "not_found", "message": RP.NO_PAGE.format(address=nobody)}}
+    assert requests.get(f"{site}/withdrawals/{nobody}").status_code == 404
+    # A checksummed page path is the lower-case page, as the JSON is.
+    assert requests.get(f"{site}/withdrawals/{GOOD}.html").status_code == 200
+
+
+def _viewer_code() -> str:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    return yaml.load(STACK.read_text(), Loader=Loader)["Resources"]["ViewerRequest"]["Properties"]["FunctionCode"]
+
+
+def _querystring(query: str) -> dict:
+    """The viewer function's ``request.querystring`` for a raw query, as CloudFront hands it over."""
+    qs: dict = {}
+    for part in query.split("&") if query else []:
+        name, _, value = part.partition("=")
+        if name in qs:
+            qs[name].setdefault("multiValue", [{"value": qs[name]["value"]}]).append({"value": value})
+        else:
+            qs[name] = {"value": value}
+    return qs
+
+
+def run_viewer(requests_: list[tuple[str, str]]) -> list[dict]:
+    """The viewer function's answers, run in node, to (uri, raw query) requests."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    events = [{"version": "1.0", "context": {"eventType": "viewer-request"}, "viewer": {"ip": "192.0.2.1"},
+               "request": {"method": "GET", "uri": uri, "querystring": _querystring(q), "headers": {}, "cookies": {}}}
+              for uri, q in requests_]
+    script = (_viewer_code() + "\nconst events = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
+              "process.stdout.write(JSON.stringify(events.map(e => handler(e))));\n")
+    run = subprocess.run([node, "-e", script], input=json.dumps(events), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_the_viewer_function_answers_the_lookup_as_serve_does():
+    answers = run_viewer([("/withdrawals/lookup", q) for q in LOOKUPS] + [("/withdrawals/lookup/", f"address={GOOD}")])
+    for query, got in zip([*LOOKUPS, f"address={GOOD}"], answers, strict=True):
+        status, where, message = RP.lookup(query)
+        assert got["statusCode"] == status, (query, got)
+        if status == 302:
+            assert got["headers"]["location"]["value"] == where, query
+        else:
+            assert got["headers"]["content-type"]["value"] == "application/json"
+            assert got["body"]["encoding"] == "text", query
+            assert json.loads(got["body"]["data"]) == {"error": {"code": where, "message": message}}, query
+    # Paths: a page, its JSON and the other address-keyed files are the lower-case keys serve reads.
+    address = "0x" + "aB" * 20
+    paths = [f"/withdrawals/{address}.html", f"/withdrawals/{address}", f"/stakers/{address}/", f"/rewards/{address}",
+             "/withdrawals", "/withdrawals/lookupx", f"/stakers/{address}.html", "/docs.html"]
+    answers = run_viewer([(p, "") for p in paths])
+    for path, got in zip(paths, answers, strict=True):
+        assert "statusCode" not in got, path  # passed on to the origin
+        ep = match(path.rstrip("/"))
+        want = ep.canonical(path.rstrip("/")) if ep is not None and ep.path != RP.LOOKUP_PATH else path.rstrip("/")
+        if path == f"/stakers/{address}.html":
+            want = path.lower()  # no such file either way: a 404 from the bucket
+        assert got["uri"] == want, path
+
+
+def test_the_lookup_form_with_script_goes_straight_to_the_page(site, page, demo_requesters):
+    address = demo_requesters[1]
+    checksummed = requests.get(f"{site}/withdrawals/{address}").json()["requester"]
+    page.viewport(390, 844)
+    for start in ("/", f"/withdrawals/{demo_requesters[0]}.html"):
+        page.goto(site + start)
+        # A malformed address: said in place, no request made.
+        page.eval("document.getElementById('lookup-address').value = '0x1234 not an address';"
+                  "document.querySelector('form.lookup button').click()")
+        assert page.eval("document.getElementById('lookup-error').hidden") is False
+        assert "is not an address" in page.eval("document.getElementById('lookup-error').textContent")
+        assert page.eval("location.pathname") == start
+        mark = len(page.events)
+        page.eval(f"document.getElementById('lookup-address').value = '  {checksummed} ';"
+                  "document.querySelector('form.lookup button').click()")
+        page.wait_event("Page.loadEventFired", mark)
+        assert page.eval("location.pathname + location.search") == f"/withdrawals/{address}.html"  # no redirect on the way
+        assert page.eval("document.getElementById('requester').textContent") == checksummed
+    assert page.console_errors() == []
+
+
+def test_the_lookup_form_without_script_is_redirected_by_serve(site, page, demo_requesters):
+    address = demo_requesters[2]
+    checksummed = requests.get(f"{site}/withdrawals/{address}").json()["requester"]
+    page.scripts(False)
+    for start in ("/", f"/withdrawals/{demo_requesters[0]}.html"):
+        page.goto(site + start)
+        mark = len(page.events)
+        page.eval(f"document.getElementById('lookup-address').value = '{checksummed}';"
+                  "document.querySelector('form.lookup button').click()")
+        page.wait_event("Page.loadEventFired", mark)
+        assert page.eval("location.pathname") == f"/withdrawals/{address}.html"  # after /withdrawals/lookup's 302
+        assert page.eval("document.getElementById('requester').textContent") == checksummed
+        assert page.eval("document.querySelectorAll('article.request').length") >= 1
+    assert page.console_errors() == []
