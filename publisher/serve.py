@@ -37,6 +37,7 @@ class Site:
         load_all()
         # The function answers from this directory's params, whatever the environment says.
         os.environ["REWARDS_PARAMS_URL"] = (self.link / "rewards" / "params.json").as_uri()
+        os.environ["QUEUE_PARAMS_URL"] = (self.link / "withdrawals" / "params.json").as_uri()
 
     def get(self, raw_path: str, query: str, method: str) -> tuple[int, dict, bytes]:
         path = raw_path.rstrip("/") or "/"
