@@ -58,13 +58,22 @@ def test_watch_task_command_is_one_the_cli_accepts():
     assert stack["Resources"]["TaskRole"]["Properties"]["ManagedPolicyArns"] == ["<PublishAccessPolicyArn>"]
 
 
-def test_function_behaviour_keys_only_on_its_two_parameters():
+def test_function_behaviours_key_only_on_their_parameters():
+    """Each function route is cached on exactly the query parameters its function accepts, which
+    are the registry's, and nothing else reaches the function."""
+    from publisher.endpoints.registry import load_all
+
     res = _load_stack()["Resources"]
-    qs = res["FunctionCachePolicy"]["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]["QueryStringsConfig"]
-    assert qs == {"QueryStringBehavior": "whitelist", "QueryStrings": ["ggpStaked", "avaxStaked"]}
     behaviours = res["Distribution"]["Properties"]["DistributionConfig"]["CacheBehaviors"]
-    assert [b["PathPattern"] for b in behaviours] == ["/rewards/byStake"]
-    assert "OriginRequestPolicyId" not in behaviours[0]  # nothing beyond the cache key reaches the function
+    functions = sorted(p for p, ep in load_all().items() if ep.is_function)
+    assert sorted(b["PathPattern"] for b in behaviours) == functions
+    for b in behaviours:
+        policy = next(r for r in res.values() if r.get("Type") == "AWS::CloudFront::CachePolicy"
+                      and b["CachePolicyId"] == {"Ref": next(k for k, v in res.items() if v is r)})
+        qs = policy["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]["QueryStringsConfig"]
+        names = [p.name for p in load_all()[b["PathPattern"]].params if p.where == "query"]
+        assert qs == {"QueryStringBehavior": "whitelist", "QueryStrings": names}, b["PathPattern"]
+        assert b["TargetOriginId"] == "rewards-function" and "OriginRequestPolicyId" not in b
 
 
 def test_function_runtime_is_the_python_its_bytecode_was_compiled_for(tmp_path):

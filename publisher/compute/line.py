@@ -308,3 +308,20 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
         "expiresBeforeFunding": when is not None and when >= expires,
         "caveats": caveats,
     }
+
+
+class TooLong(ValueError):
+    """An expiration delay beyond the queue's bound."""
+
+
+def answer(p: Params, inputs: dict[str, str], *, shares: int | None, avax: int | None,
+           expiration_delay: int | None, resume: Resume | None = None) -> dict:
+    """/withdrawals/estimate's body: the inputs as given, the params' block, the assumptions and
+    the estimate with whole-token amounts beside the exact ones."""
+    if expiration_delay is not None and expiration_delay > p.max_expiration_delay:
+        raise TooLong(f"expirationDelay is above the queue's maximum of {p.max_expiration_delay} seconds")
+    result = estimate(p, shares=shares, avax=avax, expiration_delay=expiration_delay, resume=resume)
+    for name in ("shares", "expectedAvax", "aheadAvax"):
+        result[name] = int(result[name + "Wei"]) / 10**18
+    return {"inputs": dict(inputs), "block": {"number": p.block_number, "hash": p.block_hash, "timestamp": p.block_time},
+            "assumptions": list(p.assumptions), "result": result}

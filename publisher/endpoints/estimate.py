@@ -18,58 +18,68 @@ COUNT = {"type": "integer", "minimum": 0}
 TIME = S.TIMESTAMP
 AMOUNT = {"type": "string", "pattern": R.amount_pattern(L.QUERY_LIMIT), "maxLength": R.MAX_AMOUNT_CHARS}
 
+def _d(schema: dict, text: str) -> dict:
+    return S.described(schema, text)
+
+
 PARAMS = S.obj({
-    "format": {"const": L.PARAMS_FORMAT, "description": "document format"},
-    "block": S.obj({"number": COUNT, "hash": S.STRING, "timestamp": TIME}, description="the block the values were read at"),
-    "books": S.obj({k: S.described(WEI, d) for k, d in (
+    "format": _d({"const": L.PARAMS_FORMAT}, "document format"),
+    "block": _d(S.obj({"number": _d(COUNT, "block number"), "hash": _d(S.STRING, "block hash"),
+                       "timestamp": _d(TIME, "block time, unix seconds")}), "the block the values were read at"),
+    "books": _d(S.obj({k: _d(WEI, d) for k, d in (
         ("released", "TokenggAVAX totalReleasedAssets, wei"), ("rewards", "lastRewardsAmt (the current stream), wei"),
-        ("lastSync", "lastSync, unix seconds, as a decimal string"), ("cycleEnd", "rewardsCycleEnd, unix seconds, as a decimal string"),
-        ("supply", "totalSupply, ggAVAX wei"), ("staking", "stakingTotalAssets, wei"))},
-        description="the vault's books the queue's liquidity and share price follow"),
-    "maxRequestsPerDeposit": S.described(S.nullable(COUNT), "steps one depositor call takes at most"),
-    "line": S.described(S.array({"type": "array", "minItems": 3, "maxItems": 3,
-                                 "items": {"type": ["integer", "string", "null"]}}),
-                        "the queue's line from its front to the last id issued: [id, shares wei, expected AVAX wei] "
-                        "for a pending request, [id, null, null] for a closed id still in the line"),
-    "serves": S.described(S.array({"type": "array", "minItems": 2, "maxItems": 2,
-                                   "items": {"type": ["integer", "string"]}}),
-                          "[time, stakingTotalAssets change in wei] of each depositor serve, in order: the block "
-                          "after this one, each minipool end (a return lowers the staking assets, a restake "
-                          "raises them again), the reward stream's end"),
-    "nextRequestId": COUNT, "pendingCount": COUNT,
-    "pendingAvaxWei": S.described(WEI, "expected AVAX of the pending line, wei"),
-    "unstakeDelay": COUNT, "maxExpirationDelay": COUNT, "minExpirationDelay": COUNT,
-    "queuePaused": S.nullable(S.BOOLEAN), "depositsPaused": S.BOOLEAN,
-    "windowEnd": S.described(S.nullable(TIME), "the announced end of the withdrawal window"),
-    "depositorStaleReason": S.nullable(S.STRING),
-    "assumptions": S.array(S.STRING),
+        ("lastSync", "lastSync, unix seconds, as a decimal string"),
+        ("cycleEnd", "rewardsCycleEnd, unix seconds, as a decimal string"),
+        ("supply", "totalSupply, ggAVAX wei"), ("staking", "stakingTotalAssets, wei"))}),
+        "the vault's books, which the queue's liquidity and the share price follow"),
+    "maxRequestsPerDeposit": _d(S.nullable(COUNT), "steps one depositor call takes at most (null: not read)"),
+    "line": _d(S.array({"type": "array", "minItems": 3, "maxItems": 3, "items": {"type": ["integer", "string", "null"]}}),
+               "the queue's line from its front to the last id issued: [id, shares wei, expected AVAX wei] for a "
+               "pending request, [id, null, null] for a closed id still in the line"),
+    "serves": _d(S.array({"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": ["integer", "string"]}}),
+                 "[time, stakingTotalAssets change in wei] of each depositor serve the funding schedule expects, in "
+                 "order: the block after this one, each minipool end (a return lowers the staking assets, a restake "
+                 "raises them again), the reward stream's end"),
+    "nextRequestId": _d(COUNT, "the id a new request gets"),
+    "pendingCount": _d(COUNT, "pending requests in line"),
+    "pendingAvaxWei": _d(WEI, "expected AVAX of the pending line, wei"),
+    "unstakeDelay": _d(COUNT, "seconds from filing to the claimable time"),
+    "maxExpirationDelay": _d(COUNT, "longest expiration delay a requester may choose, seconds"),
+    "minExpirationDelay": _d(COUNT, "shortest: a smaller one is raised to it, seconds"),
+    "queuePaused": _d(S.nullable(S.BOOLEAN), "the queue refuses new requests"),
+    "depositsPaused": _d(S.BOOLEAN, "ggAVAX refuses deposits (a funded request can then be neither cancelled nor reclaimed)"),
+    "windowEnd": _d(S.nullable(TIME), "the announced end of the withdrawal window, unix seconds"),
+    "depositorStaleReason": _d(S.nullable(S.STRING), "why the depositor looks stale (null when it does not)"),
+    "assumptions": _d(S.array(S.STRING), "what the schedule assumes"),
 })
 
 RESULT = S.obj({
-    "shares": S.described(S.NON_NEGATIVE, "ggAVAX the request would take, whole tokens"),
-    "sharesWei": WEI,
-    "expectedAvax": S.described(S.NON_NEGATIVE, "AVAX it would be paid (convertToAssets at the params' block), whole AVAX"),
-    "expectedAvaxWei": WEI,
-    "position": S.described({"type": "integer", "minimum": 1}, "its place at the back of the line"),
-    "aheadAvax": S.described(S.NON_NEGATIVE, "expected AVAX of the requests ahead of it, whole AVAX"),
-    "aheadAvaxWei": WEI,
-    "fundableNow": S.described(S.BOOLEAN, "the liquidity covers it and the line ahead at the depositor's next calls"),
-    "depositorCalls": S.described(S.nullable({"type": "integer", "minimum": 1}), "when fundable now: the depositor calls that reach it"),
-    "estimatedFundingTime": S.described(S.nullable(TIME), "when the schedule's serves fund it (null when fundable now or not covered)"),
-    "requestTime": S.described(TIME, "the time it is taken as filed: the params' block"),
-    "claimableTime": S.described(TIME, "request time + the queue's unstake delay"),
-    "expirationDelay": S.described(COUNT, "the expiration delay it would carry (a shorter one is raised to the minimum)"),
-    "expirationTime": S.described(TIME, "its deadline to claim"),
-    "expiresBeforeFunding": S.BOOLEAN,
-    "caveats": S.described(S.array(S.STRING), "what stands in its way: pauses, the announced window, a stale depositor, no covering return"),
+    "shares": _d(S.NON_NEGATIVE, "ggAVAX the request would take, whole tokens"),
+    "sharesWei": _d(WEI, "the same, wei"),
+    "expectedAvax": _d(S.NON_NEGATIVE, "AVAX it would be paid (convertToAssets at the params' block), whole AVAX"),
+    "expectedAvaxWei": _d(WEI, "the same, wei"),
+    "position": _d({"type": "integer", "minimum": 1}, "its place at the back of the line"),
+    "aheadAvax": _d(S.NON_NEGATIVE, "expected AVAX of the requests ahead of it, whole AVAX"),
+    "aheadAvaxWei": _d(WEI, "the same, wei"),
+    "fundableNow": _d(S.BOOLEAN, "the liquidity covers it and the line ahead at the depositor's next calls"),
+    "depositorCalls": _d(S.nullable({"type": "integer", "minimum": 1}), "when fundable now: the depositor calls that reach it"),
+    "estimatedFundingTime": _d(S.nullable(TIME), "when the schedule's serves fund it (null when fundable now or not covered)"),
+    "requestTime": _d(TIME, "the time it is taken as filed: the params' block"),
+    "claimableTime": _d(TIME, "request time + the queue's unstake delay"),
+    "expirationDelay": _d(COUNT, "the expiration delay it would carry (a shorter one is raised to the minimum)"),
+    "expirationTime": _d(TIME, "its deadline to claim"),
+    "expiresBeforeFunding": _d(S.BOOLEAN, "it would expire before it is funded"),
+    "caveats": _d(S.array(S.STRING), "what stands in its way: pauses, the announced window, a stale depositor, no covering return"),
 })
 
 ESTIMATE = S.obj({
-    "inputs": S.described({"type": "object", "additionalProperties": S.STRING}, "the query as given"),
-    "meta": S.obj({"block": S.obj({"number": COUNT, "hash": S.STRING, "timestamp": TIME})}, description="the params' block"),
-    "assumptions": S.array(S.STRING),
-    "result": RESULT,
+    "inputs": _d({"type": "object", "additionalProperties": S.STRING}, "the query as given"),
+    "block": _d(S.obj({"number": _d(COUNT, "block number"), "hash": _d(S.STRING, "block hash"),
+                       "timestamp": _d(TIME, "block time, unix seconds")}), "the block of the params the estimate is from"),
+    "assumptions": _d(S.array(S.STRING), "what the funding schedule assumes"),
+    "result": _d(RESULT, "the estimate"),
 })
+EXAMPLE_QUERY = {"avax": "100"}
 
 
 def queue_estimate_params(ctx: Context) -> L.Params | None:
@@ -84,14 +94,23 @@ def queue_estimate_params(ctx: Context) -> L.Params | None:
                 "front (closed ids still in it included), the depositor's serves the funding schedule expects "
                 "(times and staking-asset changes from the minipools' ends, decided by the contracts' rules), the "
                 "queue's bounds and pauses and the announced window. The function places a new request at the back "
-                "and serves the line with the same code as the build's schedule (`compute/line.py`), so anyone can "
-                "recompute an estimate. Absent where the network has no queue.",
+                "and serves the line with the same code as the build's funding schedule, so anyone can recompute "
+                "an estimate. Absent where the network has no queue.",
     schema=PARAMS,
 )
 def params_endpoint(ctx: Context):
-    p = queue_estimate_params(ctx)
+    p = ctx.cached(queue_estimate_params)
     if p is not None:
         yield "/withdrawals/params", Deferred((p,), L.document)
+
+
+def estimate_example(ctx: Context) -> tuple[str, dict | None]:
+    """What the function answers for the example query from this build's params."""
+    p = ctx.cached(queue_estimate_params)
+    if p is None:
+        return "", None
+    avax = int(EXAMPLE_QUERY["avax"]) * R.WAD
+    return "avax=" + EXAMPLE_QUERY["avax"], L.answer(p, EXAMPLE_QUERY, shares=None, avax=avax, expiration_delay=None)
 
 
 function_endpoint(
@@ -104,11 +123,12 @@ function_endpoint(
                 "the funding schedule. Exactly one of shares and avax; amounts are whole-token decimal strings; "
                 "400 otherwise, 503 when the params cannot be loaded.",
     schema=ESTIMATE,
+    example=estimate_example,
     params=(
         Param("shares", "query", "ggAVAX to redeem, whole tokens (give this or avax)",
-              AMOUNT, example="100", required=False),
-        Param("avax", "query", "AVAX to receive, whole tokens (give this or shares)",
               AMOUNT, required=False),
+        Param("avax", "query", "AVAX to receive, whole tokens (give this or shares)",
+              AMOUNT, example=EXAMPLE_QUERY["avax"], required=False),
         Param("expirationDelay", "query", "seconds after the claimable time the request may be claimed (default and "
               "minimum 259200)", {"type": "string", "pattern": "^[0-9]{1,12}$"}, required=False),
     ),

@@ -18,7 +18,6 @@ import functools
 import json
 import re
 import time
-from typing import Any
 
 import jinja2
 import markupsafe
@@ -32,12 +31,11 @@ from .announcements import announcement_records
 from .context import Context
 from .openapi import document
 from .registry import endpoint, excerpt, load_all, resolve
-from .rewards import parsed_params
+from .rewards import EXAMPLE_STAKE
 
 HTML = "text/html; charset=utf-8"
 PAGE_SCHEMA = {"type": "string"}
 EXAMPLE_ITEMS = 2  # list items kept in a reference example; the rest are summarized
-CALCULATOR_EXAMPLE = {"ggpStaked": "10000", "avaxStaked": "1000"}
 APR_CHART_AVAX = ("1000", "4000", "10000")  # AVAX sizes drawn on the APR chart
 APY_WINDOW_DAYS = 30  # as /metrics/apy
 QUEUE_CHART_DAYS = 30  # how far ahead the withdrawal-queue chart looks
@@ -131,12 +129,12 @@ def _example(ctx: Context, path: str, params: list[dict]):
     """A real response of this build for the reference: the endpoint's example, lists trimmed."""
     ep = load_all()[path]
     if ep.is_function:
-        p = ctx.cached(parsed_params)  # what the function evaluates: the published params, parsed
-        q = CALCULATOR_EXAMPLE
-        ggp, avax = (int(q[k]) * R.WAD for k in ("ggpStaked", "avaxStaked"))
-        body: Any = {"inputs": {**q, "ggpStakedWei": str(ggp), "avaxStakedWei": str(avax)}, "meta": p.stamp(),
-                "result": R.estimate(p, ggp, avax)}
-        url = f"{path}?ggpStaked={q['ggpStaked']}&avaxStaked={q['avaxStaked']}"
+        if ep.example is None:
+            return None
+        query, body = ep.example(ctx)  # the function's own answer from this build's params
+        if body is None:
+            return None
+        url = f"{path}?{query}"
     else:
         if path in ("/docs", "/openapi.json") or ep.final:
             # The document itself, and /status (rendered after the pages, as it digests them): linked.
@@ -358,7 +356,7 @@ def reference(ctx: Context):
 @endpoint("/calculator.html", tag="About", summary="Rewards calculator", cache="docs", content_type=HTML,
           schema=PAGE_SCHEMA, description="A form for /rewards/byStake.")
 def calculator(ctx: Context):
-    yield "/calculator.html", _env().get_template("calculator.html.j2").render(**_site(ctx), example=CALCULATOR_EXAMPLE)
+    yield "/calculator.html", _env().get_template("calculator.html.j2").render(**_site(ctx), example=EXAMPLE_STAKE)
 
 
 # Registered with the pages, which it renders with (its own module: one requester's page, and the lookup).

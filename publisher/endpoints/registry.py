@@ -190,6 +190,8 @@ class Endpoint:
     # Rendered after every other file, from their digests (render(ctx, files)): /status.
     final: bool = False
     documented: bool = True  # listed in the OpenAPI document and the pages
+    # A function endpoint's real answer for the reference: example(ctx) -> (query string, body).
+    example: Callable[..., tuple[str, Any]] | None = None
 
     @property
     def is_function(self) -> bool:

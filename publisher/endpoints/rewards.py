@@ -402,6 +402,19 @@ def grid(ctx: Context):
     }
 
 
+EXAMPLE_STAKE = {"ggpStaked": "10000", "avaxStaked": "1000"}  # the reference's and the calculator's example
+
+
+def by_stake_example(ctx: Context) -> tuple[str, dict]:
+    """What the function answers for the example stake from this build's params."""
+    p = ctx.cached(parsed_params)
+    q = EXAMPLE_STAKE
+    ggp, avax = (int(q[k]) * R.WAD for k in ("ggpStaked", "avaxStaked"))
+    body = {"inputs": {**q, "ggpStakedWei": str(ggp), "avaxStakedWei": str(avax)}, "meta": p.stamp(),
+            "result": R.estimate(p, ggp, avax)}
+    return f"ggpStaked={q['ggpStaked']}&avaxStaked={q['avaxStaked']}", body
+
+
 function_endpoint(
     "/rewards/byStake", tag=TAG, summary="Rewards estimate for any stake",
     description="Estimated GGP and AVAX rewards and APR of a new node operator staking `ggpStaked` GGP and "
@@ -415,6 +428,7 @@ function_endpoint(
                 "created and every reward figure is 0; each comes with its warning. 503 when the parameters "
                 "cannot be loaded.",
     schema=BY_STAKE,
+    example=by_stake_example,
     params=(
         Param("ggpStaked", "query", "GGP staked, whole tokens (at most the GGP max supply, 22 500 000)",
               {"type": "string", "pattern": R.amount_pattern(R.QUERY_LIMITS["ggpStaked"]),
@@ -443,3 +457,4 @@ def address_rewards(ctx: Context):
     then = ctx.cached(distribution_stakes)
     for st in ctx.snap.stakers:
         yield rewards_path(st.staker_addr), Deferred((st, shared, then[st.staker_addr]), staker_rewards)
+

@@ -141,9 +141,10 @@ def _handle(event) -> dict:
         if cache.resume is None:
             cache.resume = line.resume_point(cache.params)
         try:
-            body = queue_estimate(cache.params, query, amounts, cache.resume)
-        except BadInput as exc:
-            return _error(400, exc.code, exc.message)
+            body = line.answer(cache.params, query, shares=amounts["shares"], avax=amounts["avax"],
+                               expiration_delay=amounts["expirationDelay"], resume=cache.resume)
+        except line.TooLong as exc:
+            return _error(400, "bad_parameter", str(exc))
     max_age = max(0, int(cache.fresh_until - now))
     headers = {"Content-Type": "application/json", **CORS,
                "Cache-Control": f"public, max-age={max_age}, stale-if-error={STALE_IF_ERROR}"}
@@ -214,21 +215,6 @@ def estimate_amounts(query: dict[str, str]) -> dict[str, int | None]:
             raise BadInput(f"expirationDelay must be whole seconds as digits, e.g. 604800 (got {_show(text)})")
         out["expirationDelay"] = int(text)
     return out
-
-
-def queue_estimate(p: line.Params, query: dict[str, str], amounts: dict[str, int | None],
-                   resume: line.Resume | None = None) -> dict:
-    """The estimate's body; a delay beyond the queue's bound is the caller's error (400)."""
-    delay = amounts["expirationDelay"]
-    if delay is not None and delay > p.max_expiration_delay:
-        raise BadInput(f"expirationDelay is above the queue's maximum of {p.max_expiration_delay} seconds")
-    result = line.estimate(p, shares=amounts["shares"], avax=amounts["avax"], expiration_delay=delay, resume=resume)
-    result["shares"] = int(result["sharesWei"]) / WAD
-    result["expectedAvax"] = int(result["expectedAvaxWei"]) / WAD
-    result["aheadAvax"] = int(result["aheadAvaxWei"]) / WAD
-    return {"inputs": {k: v for k, v in query.items()},
-            "meta": {"block": {"number": p.block_number, "hash": p.block_hash, "timestamp": p.block_time}},
-            "assumptions": list(p.assumptions), "result": result}
 
 
 def _unquote(text: str) -> str | None:
