@@ -112,9 +112,10 @@ def test_the_reference_has_a_section_and_a_real_example_per_endpoint(out):
                             section.group(1), re.S)
         assert example, path
         url, body = html.unescape(example.group(1)), json.loads(html.unescape(example.group(2)))
-        if path == "/rewards/byStake":  # the function's own answer to the example query
+        if load_all()[path].is_function:  # the function's own answer to the example query
             status, _, answer = Site(out).get(path, url.split("?", 1)[1], "GET")
-            assert status == 200 and body == _trim(json.loads(answer)) and body["result"]["aprPct"] > 0
+            assert status == 200 and body == _trim(json.loads(answer)), path
+            assert body["result"]["aprPct"] > 0 if path == "/rewards/byStake" else body["result"]["position"] >= 1
             continue
         published = pub(out, load_all()[path].canonical(url).lstrip("/") + ".json")
         assert body == _trim(published), path

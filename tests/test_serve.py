@@ -77,7 +77,7 @@ def test_openapi_document_is_valid_and_every_example_resolves(site):
     for path, item in doc["paths"].items():
         params = item["get"].get("parameters", [])
         url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
-        query = {p["name"]: p["example"] for p in params if p["in"] == "query"}
+        query = {p["name"]: p["example"] for p in params if p["in"] == "query" and "example" in p}
         r = requests.get(base + url, params=query)
         assert r.status_code == 200, (url, r.text[:200])
 
