@@ -69,8 +69,7 @@ def test_function_behaviours_key_only_on_their_parameters():
     functions = sorted(p for p, ep in load_all().items() if ep.is_function and ep.documented)
     assert sorted(b["PathPattern"] for b in behaviours) == functions
     for b in behaviours:
-        policy = next(r for r in res.values() if r.get("Type") == "AWS::CloudFront::CachePolicy"
-                      and b["CachePolicyId"] == {"Ref": next(k for k, v in res.items() if v is r)})
+        policy = res[b["CachePolicyId"].strip("<>")]  # a !Ref reads as "<name>"
         qs = policy["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]["QueryStringsConfig"]
         names = [p.name for p in load_all()[b["PathPattern"]].params if p.where == "query"]
         assert qs == {"QueryStringBehavior": "whitelist", "QueryStrings": names}, b["PathPattern"]
