@@ -73,6 +73,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     out = Path(os.path.abspath(out_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
     live, target = trees(out)
+    ctx.previous = TreeFiles(live) if live is not None else {}
     if live is not None and not force:
         # First, before anything is rendered: a block older than the live run's is refused as such.
         try:

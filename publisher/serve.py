@@ -20,7 +20,7 @@ CORS = {
 MAX_PATH = 1024
 MAX_SEGMENT = 200
 TYPES = {".json": "application/json", ".html": "text/html; charset=utf-8", ".js": "text/javascript",
-         ".css": "text/css", ".yaml": "application/yaml"}
+         ".css": "text/css", ".yaml": "application/yaml", ".ics": "text/calendar; charset=utf-8", ".xml": "application/atom+xml"}
 
 
 def error_body(status: int, code: str, message: str) -> bytes:

@@ -94,6 +94,15 @@ def _list_files(folder: str, prefix: str, out: list[str]) -> None:
                 out.append(prefix + entry.name)
 
 
+def text_problems(content_type: str, path: str, data: bytes) -> list[str]:
+    """A calendar or an Atom feed that does not parse (standard library), one line each; other
+    files than JSON (the pages) are not checked."""
+    from .endpoints import calendar, feed
+
+    check = {calendar.ICS: calendar.problems, feed.ATOM: feed.problems}.get(content_type)
+    return [f"{path}: {p}" for p in check(data)] if check else []
+
+
 def validate(files: dict[str, bytes], *, feed_max_age: int | None = None, oracle_max_age: int | None = None) -> list[str]:
     """Every problem found, as one line each; empty means publishable."""
     load_all()
@@ -104,6 +113,7 @@ def validate(files: dict[str, bytes], *, feed_max_age: int | None = None, oracle
             problems.append(f"{path}: no endpoint declares this path")
             continue
         if ep.content_type != "application/json":
+            problems += text_problems(ep.content_type, path, files[path])
             continue
         try:
             body = strict_loads(files[path])

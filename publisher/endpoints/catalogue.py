@@ -1,2 +1,2 @@
 """Every endpoint module: importing one registers its endpoints."""
-from . import estimate, market, meta, openapi, operators, pages, rewards, vault, withdrawals  # noqa: F401
+from . import calendar, estimate, feed, market, meta, openapi, operators, pages, rewards, vault, withdrawals  # noqa: F401

@@ -2,7 +2,7 @@
 (APY, rewards parameters …) are computed once per build however many endpoints use them."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..snapshot import Snapshot
@@ -27,6 +27,10 @@ class Context:
         self.validator_default_rate_pct = validator_default_rate_pct
         self.oracle_max_age = oracle_max_age  # an older Oracle GGP price is published labelled stale
         self.depositor_max_age = depositor_max_age  # an older last depositor call is labelled stale
+        # The last build's files (URL path -> bytes, read when asked; empty without one), set by the
+        # build: what an endpoint carries from run to run and no snapshot holds comes from there (the
+        # queue feed's parameter changes, which the contract announces with no event).
+        self.previous: Mapping[str, bytes] = {}
         self._memo: dict[Callable, Any] = {}
 
     def cached(self, fn: Callable[[Context], Any]) -> Any:

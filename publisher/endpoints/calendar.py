@@ -1,0 +1,253 @@
+"""/withdrawals/{address}.ics: one requester's withdrawal dates as an iCalendar file (RFC 5545),
+beside its JSON, for a calendar client to subscribe to instead of polling.
+
+The calendar is made from the requester's /withdrawals/{address} body, the same inputs and the same
+maker, so its times are that file's times by construction. For each open request: its estimated
+funding time (when the schedule dates it), its claimable time, and its expiration time with a
+display alarm one day before (while the expiration is ahead); and the announced end of the
+withdrawal window, with alarms a week and a day before. A requester whose requests are all closed
+keeps its calendar with the window's end only: a client that subscribed then drops the alarms of
+the requests that closed, which a missing file (a failed refresh) would leave in place. Only a
+requester with no open request on a network that announces no window has no calendar (RFC 5545
+wants at least one component), as an address that never filed a request has no file at all.
+
+Nothing in the file moves with the block's time alone: each event's DTSTAMP is the block time of
+the last step on record of what it is about (a request's filing, or its funding; for the window's
+end, the requester's latest step), so a file changes only when its content does, like the JSON.
+UIDs are the request id, the kind of date and the network, so a client updates an event in place
+when its time moves.
+"""
+from __future__ import annotations
+
+import time
+
+from . import withdrawals as W
+from .announcements import WINDOW_END
+from .context import Context
+from .registry import Deferred, endpoint, load_all
+
+ICS = "text/calendar; charset=utf-8"
+JSON_PATH = "/withdrawals/{address}"
+CALENDAR_PATH = "/withdrawals/{address}.ics"
+# The name UIDs and the feed's tag: URIs are minted under (the protocol's domain).
+DOMAIN = "gogopool.com"
+PRODID = "-//GoGoPool (Hypha) staking data API//withdrawal reminders//EN"
+REFRESH = "PT1H"  # how often a subscribed client should fetch the file again (RFC 7986)
+LINE_OCTETS = 75  # RFC 5545 3.1: content lines are folded at 75 octets, CRLF then one space
+ALARM = "-P1D"  # the expiration's alarm: a day before
+WINDOW_ALARMS = (("-P7D", "in 7 days"), ("-P1D", "tomorrow"))
+# Request statuses past their expiration: no alarm (it could only fire late).
+EXPIRED = {"pendingExpired", "expiredFunded", "stuck"}
+
+
+def uid(network: str, kind: str, request: int | None = None, requester: str | None = None) -> str:
+    """A stable UID: the request id (or, for the window's end, the requester) and the kind of date
+    and the network, e.g. ``withdrawal-42-expiration@mainnet.gogopool.com``."""
+    who = f"withdrawal-{request}" if request is not None else f"withdrawals-{(requester or '').lower()}"
+    return f"{who}-{kind}@{network}.{DOMAIN}"
+
+
+def calendar_path(address: str) -> str:
+    return CALENDAR_PATH.format(address=address.lower())
+
+
+@endpoint(
+    CALENDAR_PATH, tag="Liquid staking", summary="One requester's withdrawal dates, as a calendar",
+    content_type=ICS, params=(W.REQUESTER_PARAM,),
+    schema={"type": "string", "contentMediaType": "text/calendar",
+            "description": "an iCalendar (RFC 5545) VCALENDAR of VEVENTs, UTF-8, CRLF line endings"},
+    description="The dates of /withdrawals/{address} as an iCalendar file (RFC 5545) to subscribe to: for each open "
+                "request its estimated funding time (when the schedule dates it), its claimable time and its "
+                "expiration time, with an alarm a day before the expiration; and the announced end of the "
+                "withdrawal window, with alarms a week and a day before. Each event's description says what "
+                "the requester can do (the request's `advice`). A requester whose requests are all closed keeps "
+                "a calendar with the window's end only, so a subscribed client drops the closed requests' "
+                "alarms. UIDs are stable (request id, kind of date, network) and no run timestamp is in the "
+                "file: it changes only when its dates or words do.",
+)
+def requester_calendar(ctx: Context):
+    json_ep = load_all()[JSON_PATH]
+    assert json_ep.render is not None
+    s = ctx.snap
+    window = next(((a.date, a.time, a.meaning, a.source) for a in ctx.announcements if a.key == WINDOW_END), None)
+    for path, value in json_ep.render(ctx):
+        if type(value) is not Deferred or value.make is not W.requester_body:
+            raise TypeError(f"{path}: the calendar is made from requester_body's inputs, not from {value!r}")
+        if window is None and not value.inputs[1]:
+            continue  # nothing to put in it: no open request and no window announced
+        yield path + ".ics", Deferred((s.network, window, value.inputs), make_calendar)
+
+
+def make_calendar(network: str, window: tuple | None, inputs: tuple) -> str:
+    """The requester's calendar, from the inputs of its JSON body (``requester_body``)."""
+    return calendar_text(network, window, W.requester_body(*inputs))
+
+
+def calendar_text(network: str, window: tuple | None, body: dict) -> str:
+    """A requester's VCALENDAR from its /withdrawals/{address} body and the announced window's end
+    (date, time, meaning, source) or None."""
+    who = body["requester"]
+    steps = {r["id"]: r for r in body.get("receipts", [])}
+    events: list[tuple[int, str, list[str]]] = []
+    latest = 0
+    for r in body["requests"]:
+        stamp = _last_step(r, steps.get(r["id"]))
+        latest = max(latest, stamp)
+        rid, avax = r["id"], amount(r["expectedAvax"])
+        todo = f"What you can do now: {r['advice']}"
+        if r["estimatedFundingTime"] is not None:
+            events.append(_event(uid(network, "funding", rid), stamp, r["estimatedFundingTime"],
+                                 f"ggAVAX withdrawal #{rid}: estimated funding ({avax} AVAX)",
+                                 f"Request {rid} of {who} ({avax} AVAX) is expected to be funded about now: an "
+                                 "estimate of the queue's funding schedule, which moves when the line or the "
+                                 f"minipools' returns do. {todo}"))
+        events.append(_event(uid(network, "claimable", rid), stamp, r["claimableTime"],
+                             f"ggAVAX withdrawal #{rid}: claimable time ({avax} AVAX)",
+                             f"Request {rid} of {who} ({avax} AVAX) reaches its claimable time, the earliest "
+                             "advertised payout: once funded, its AVAX can be claimed until the request expires "
+                             f"({when_utc(r['expirationTime'])}); before this time a funded request can also be "
+                             f"cancelled for ggAVAX. {todo}"))
+        alarm = None if r["status"] in EXPIRED else (
+            ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) expires tomorrow, {when_utc(r['expirationTime'])}: "
+                   "claim it before then if it is funded.")
+        events.append(_event(uid(network, "expiration", rid), stamp, r["expirationTime"],
+                             f"ggAVAX withdrawal #{rid} expires ({avax} AVAX)",
+                             f"Request {rid} of {who} ({avax} AVAX) expires: from now on it can no longer be "
+                             "claimed, only reclaimed as ggAVAX (anyone may reclaim it; the shares go back to "
+                             f"the requester). {todo}", *([alarm] if alarm else [])))
+    for rc in body.get("receipts", []):
+        latest = max([latest, *(step["time"] for step in _steps(rc))])
+    if window is not None:
+        date, at, meaning, source = window
+        alarms = [(trigger, f"The announced ggAVAX withdrawal window closes {words} ({when_utc(at)}): claim funded "
+                            "requests before then.") for trigger, words in WINDOW_ALARMS]
+        events.append(_event(uid(network, "window-end", requester=who), latest, at,
+                             "ggAVAX withdrawal window closes (announced)",
+                             f"{meaning} Announced by the protocol's operator, not a rule of the contracts: after "
+                             "it, a funded request can still be claimed until its own expiration while the queue "
+                             f"holds its AVAX. The window is open through {date} (UTC). Source: {source}",
+                             *alarms))
+    if not events:
+        raise ValueError(f"no event for {who}: a calendar holds at least one")
+    lines = ["BEGIN:VCALENDAR", "VERSION:2.0", f"PRODID:{PRODID}", "CALSCALE:GREGORIAN",
+             f"NAME:{_text(f'ggAVAX withdrawals of {who} ({network})')}",
+             f"X-WR-CALNAME:{_text(f'ggAVAX withdrawals of {who} ({network})')}",
+             f"DESCRIPTION:{_text(_CALENDAR_DESCRIPTION)}", f"X-WR-CALDESC:{_text(_CALENDAR_DESCRIPTION)}",
+             f"REFRESH-INTERVAL;VALUE=DURATION:{REFRESH}", f"X-PUBLISHED-TTL:{REFRESH}"]
+    for _, _, event in sorted(events, key=lambda e: (e[0], e[1])):
+        lines += event
+    lines.append("END:VCALENDAR")
+    return "".join(fold(line) + "\r\n" for line in lines)
+
+
+_CALENDAR_DESCRIPTION = ("Estimated funding, claimable and expiration times of each open ggAVAX withdrawal request, "
+                         "and the announced end of the withdrawal window, from the GoGoPool (Hypha) staking data "
+                         "API. Times are UTC; estimates move as the queue does.")
+
+
+def _event(event_uid: str, stamp: int, at: int, summary: str, description: str,
+           *alarms: tuple[str, str]) -> tuple[int, str, list[str]]:
+    lines = ["BEGIN:VEVENT", f"UID:{event_uid}", f"DTSTAMP:{_utc(stamp)}", f"DTSTART:{_utc(at)}",
+             f"SUMMARY:{_text(summary)}", f"DESCRIPTION:{_text(description)}", "TRANSP:TRANSPARENT"]
+    for trigger, text in alarms:
+        lines += ["BEGIN:VALARM", "ACTION:DISPLAY", f"TRIGGER:{trigger}", f"DESCRIPTION:{_text(text)}", "END:VALARM"]
+    lines.append("END:VEVENT")
+    return at, event_uid, lines
+
+
+def _steps(receipt: dict) -> list[dict]:
+    return [receipt[k] for k in ("requested", "funded", "claimed", "cancelled", "reclaimed") if receipt.get(k)]
+
+
+def _last_step(request: dict, receipt: dict | None) -> int:
+    """The block time of the last step on record of an open request: its filing, or its funding."""
+    return max([request["requestTime"], *(s["time"] for s in (_steps(receipt) if receipt else []))])
+
+
+def _utc(t: int) -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t))
+
+
+def when_utc(t: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
+
+
+def amount(x: float) -> str:
+    """Whole tokens in words: thousands separated, at most 6 decimals, no trailing zeros."""
+    return f"{x:,.6f}".rstrip("0").rstrip(".")
+
+
+def _text(value: str) -> str:
+    """An RFC 5545 TEXT value (3.3.11): backslash, semicolon, comma and line breaks escaped."""
+    return (value.replace("\\", "\\\\").replace(";", "\\;").replace(",", "\\,")
+            .replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n"))
+
+
+def fold(line: str) -> str:
+    """A content line folded as RFC 5545 3.1 asks: at most 75 octets of UTF-8 per line, each
+    continuation starting with one space, never splitting a character."""
+    data = line.encode()
+    if len(data) <= LINE_OCTETS:
+        return line
+    parts, start, limit = [], 0, LINE_OCTETS
+    while start < len(data):
+        end = min(start + limit, len(data))
+        while end < len(data) and (data[end] & 0xC0) == 0x80:  # inside a UTF-8 sequence: break before it
+            end -= 1
+        parts.append(data[start:end].decode())
+        start, limit = end, LINE_OCTETS - 1  # the leading space counts
+    return "\r\n ".join(parts)
+
+
+# ---- publisher check ----------------------------------------------------------------------------
+
+
+def problems(data: bytes) -> list[str]:
+    """Why ``data`` is not a calendar as this module writes them (RFC 5545 framing: UTF-8, CRLF
+    lines of at most 75 octets, components opened and closed in order, a VEVENT's UID, DTSTAMP and
+    DTSTART, an alarm's ACTION and TRIGGER); empty when it is one. Cheap: a scan of the lines."""
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        return ["calendar: not UTF-8"]
+    if not text.endswith("\r\n"):
+        return ["calendar: does not end with CRLF"]
+    raw = text[:-2].split("\r\n")
+    if any("\n" in line or "\r" in line for line in raw):
+        return ["calendar: a line break that is not CRLF"]
+    if any(len(line.encode()) > LINE_OCTETS for line in raw):
+        return [f"calendar: a line longer than {LINE_OCTETS} octets (not folded)"]
+    lines: list[str] = []
+    for line in raw:
+        if line.startswith(" ") and lines:
+            lines[-1] += line[1:]
+        else:
+            lines.append(line)
+    if not lines or lines[0] != "BEGIN:VCALENDAR" or lines[-1] != "END:VCALENDAR":
+        return ["calendar: not one VCALENDAR"]
+    out: list[str] = []
+    stack: list[str] = []
+    props: list[set[str]] = []
+    for line in lines:
+        name = line.split(":", 1)[0].split(";", 1)[0]
+        if ":" not in line or not name:
+            out.append(f"calendar: not a content line: {line[:40]!r}")
+        elif name == "BEGIN":
+            stack.append(line[6:])
+            props.append(set())
+        elif name == "END":
+            if not stack or stack[-1] != line[4:]:
+                out.append(f"calendar: {line} closes {stack[-1] if stack else 'nothing'}")
+                break
+            kind, have = stack.pop(), props.pop()
+            need = {"VEVENT": {"UID", "DTSTAMP", "DTSTART"}, "VALARM": {"ACTION", "TRIGGER"},
+                    "VCALENDAR": {"VERSION", "PRODID"}}.get(kind, set())
+            if need - have:
+                out.append(f"calendar: a {kind} without {', '.join(sorted(need - have))}")
+        elif props:
+            props[-1].add(name)
+    if stack:
+        out.append(f"calendar: {stack[-1]} is not closed")
+    if "BEGIN:VEVENT" not in lines:
+        out.append("calendar: no event")
+    return out[:3]

@@ -1,0 +1,317 @@
+"""/withdrawals/feed.xml: the withdrawal queue's news as an Atom feed (RFC 4287), for a feed reader
+to follow instead of polling /withdrawals.
+
+Entries, newest first, the latest ``MAX_ENTRIES``:
+
+- each request's funding, claim, cancel and reclaim, from the receipts the snapshot holds (the
+  queue's logs): dated at the block of the step, linking to the requester's file;
+- the queue's pauses (new requests, ggAVAX deposits, MinipoolManager) and parameter changes. The
+  queue emits no event for a parameter change, and the snapshot holds only the values at its
+  block, so a build compares this build's /withdrawals ``parameters`` and ``pauses`` with those of
+  the last build's /withdrawals (``Context.previous``): a difference is an entry dated at this
+  build's block, the first that saw it. Earlier such entries are carried from the last build's
+  feed, since no snapshot holds them. A build without a last build (a fresh ``out``) sees no
+  change, and starts the record;
+- the operator's announced dates (``Context.announcements``), each an entry dated at the block of
+  the first build that published it (carried from the last feed like the changes).
+
+Ids are tag: URIs (RFC 4151) of the network and what the entry is about, and every time is a
+block's, never the wall clock's: the file changes only when an entry does.
+"""
+from __future__ import annotations
+
+import json
+import time
+import xml.etree.ElementTree as ET
+from calendar import timegm
+from dataclasses import dataclass
+from xml.sax.saxutils import escape, quoteattr
+
+from ..snapshot import Receipt
+from .calendar import DOMAIN, amount, when_utc
+from .context import Context
+from .registry import Deferred, endpoint, load_all, resolve
+from .units import tokens
+
+ATOM = "application/atom+xml"
+NS = "http://www.w3.org/2005/Atom"
+PATH = "/withdrawals/feed.xml"
+MAX_ENTRIES = 100
+TAG = f"tag:{DOMAIN},2026:"
+AUTHOR = "GoGoPool (Hypha) staking data API"
+# Kinds no snapshot holds: carried from the last build's feed.
+CARRIED = ("parameter", "pause", "announcement")
+# /withdrawals parameters whose change is news (nextRequestId moves with every request;
+# minExpirationDelay is the contract's constant; paused is pauses.queueRequests).
+PARAMETERS = {
+    "unstakeDelay": ("Unstake delay", "the time from filing a request to its claimable time, for new requests"),
+    "maxExpirationDelay": ("Longest expiration delay", "the longest time after its claimable time a new request may "
+                           "stay claimable"),
+    "maxRequestsPerDeposit": ("Requests per funding call", "how many requests one call of the depositor serves at most"),
+    "minOnBehalfShares": ("Smallest request on behalf of another", "the fewest ggAVAX a request filed for someone "
+                          "else may take"),
+}
+PAUSES = {
+    "queueRequests": ("New withdrawal requests", "the queue refuses new requests; claims, cancels and funding go on",
+                      "the queue takes new requests again"),
+    "ggavaxDeposits": ("ggAVAX deposits", "a funded request can now be neither cancelled nor reclaimed (both "
+                       "deposit its AVAX back); a funded request that expires stays stuck until deposits reopen",
+                       "funded requests can be cancelled and reclaimed again"),
+    "minipoolManager": ("MinipoolManager", "no minipool restakes: each hands its liquid stakers' AVAX back to the "
+                        "vault at its end", "minipools may restake again at their ends"),
+}
+ANNOUNCED_AS = {"endOfOperations": "operations end", "withdrawalWindowEnd": "the withdrawal window closes"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    kind: str  # the category term: funded, claimed, cancelled, reclaimed, parameter, pause, announcement
+    updated: int  # a block's time, unix seconds
+    title: str
+    content: str
+    link: str  # relative to the feed: a requester's file, or ../withdrawals
+
+
+def feed_id(network: str) -> str:
+    return f"{TAG}withdrawals/{network}/feed"
+
+
+@endpoint(
+    PATH, tag="Liquid staking", summary="The withdrawal queue's news, as an Atom feed", content_type=ATOM,
+    schema={"type": "string", "contentMediaType": ATOM, "description": "an Atom 1.0 (RFC 4287) feed, UTF-8"},
+    description=f"An Atom feed (RFC 4287) of the withdrawal queue, newest first, the latest {MAX_ENTRIES}: each "
+                "request's funding, claim, cancel and reclaim (from the queue's logs, dated at their block), the "
+                "queue's pauses and parameter changes, and the operator's announced dates. The queue emits no "
+                "event for a parameter change: each build compares /withdrawals' `parameters` and `pauses` with "
+                "the last build's and dates a difference at its own block, the first that saw it. Entry ids are "
+                "stable tag: URIs and every time is a block's, so the file changes only when an entry does.",
+)
+def queue_feed(ctx: Context):
+    s = ctx.snap
+    carried = previous_entries(ctx.previous.get(PATH), s.network)
+    entries = [*receipt_entries(s.network, s.queue_receipts),
+               *change_entries(ctx, carried),
+               *announcement_entries(ctx, carried)]
+    entries.sort(key=lambda e: (-e.updated, e.id))
+    # The block's time is an input only when there is no entry to date the feed by.
+    yield PATH, Deferred((s.network, tuple(entries[:MAX_ENTRIES]), None if entries else s.block.timestamp), make_feed)
+
+
+def make_feed(network: str, entries: tuple[Entry, ...], now: int | None) -> str:
+    """The feed's XML: ``entries`` as they are, its ``updated`` the newest entry's (``now``, the
+    block's time, only when there is none)."""
+    out = ['<?xml version="1.0" encoding="utf-8"?>', f'<feed xmlns="{NS}">',
+           f"  <id>{escape(feed_id(network))}</id>",
+           f"  <title>{escape(f'ggAVAX withdrawal queue ({network})')}</title>",
+           f"  <subtitle>{escape(_SUBTITLE)}</subtitle>",
+           f"  <updated>{rfc3339(max((e.updated for e in entries), default=now or 0))}</updated>",
+           f"  <author><name>{escape(AUTHOR)}</name></author>",
+           f'  <link rel="self" type="{ATOM}" href="feed.xml"/>',
+           '  <link rel="alternate" type="application/json" href="../withdrawals"/>']
+    for e in entries:
+        out += ["  <entry>", f"    <id>{escape(e.id)}</id>", f"    <title>{escape(e.title)}</title>",
+                f"    <updated>{rfc3339(e.updated)}</updated>", f"    <category term={quoteattr(e.kind)}/>",
+                f'    <link rel="alternate" type="application/json" href={quoteattr(e.link)}/>',
+                f'    <content type="text">{escape(e.content)}</content>', "  </entry>"]
+    out.append("</feed>")
+    return "\n".join(out) + "\n"
+
+
+_SUBTITLE = ("Fundings, claims, cancels and reclaims of ggAVAX withdrawal requests, the queue's pauses and "
+             f"parameter changes, and the operator's announced dates: the latest {MAX_ENTRIES}, newest first.")
+
+
+def rfc3339(t: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def _short(address: str) -> str:
+    return f"{address[:6]}…{address[-4:]}"
+
+
+def receipt_entries(network: str, receipts: tuple[Receipt, ...]) -> list[Entry]:
+    """An entry for each funding and each closing (claim, cancel, reclaim) on record."""
+    out = []
+    for r in receipts:
+        base = f"{TAG}withdrawals/{network}/request/{r.id}/"
+        link = r.requester.lower()
+        filed = (f"Requester {r.requester}. Filed at block {r.requested.block} ({when_utc(r.requested.time)}) for "
+                 f"{amount(tokens(r.shares))} ggAVAX, to be paid {amount(tokens(r.expected_assets))} AVAX, "
+                 f"claimable from {when_utc(r.claimable_time)}.")
+        if r.funded is not None:
+            avax = amount(tokens(r.allocated or 0))
+            out.append(Entry(base + "funded", "funded", r.funded.time,
+                             f"Request {r.id} funded: {avax} AVAX set aside for {_short(r.requester)}",
+                             f"The depositor funded request {r.id} at block {r.funded.block} (transaction "
+                             f"{r.funded.tx}): {avax} AVAX is set aside for its requester, who can claim it "
+                             f"until the request expires. {filed}", link))
+        at = r.closed_at
+        if r.closed is None or at is None:
+            continue
+        where = f"at block {at.block} (transaction {at.tx})"
+        if r.closed == "claimed":
+            title = f"Request {r.id} claimed: {amount(tokens(r.paid or 0))} AVAX paid to {_short(r.requester)}"
+            text = f"Its requester claimed request {r.id} {where}: {amount(tokens(r.paid or 0))} AVAX paid."
+        elif r.closed == "cancelled":
+            burnt = r.shares_burnt or 0
+            title = f"Request {r.id} cancelled: {amount(tokens(r.shares_returned or 0))} ggAVAX back to {_short(r.requester)}"
+            text = (f"Its requester cancelled request {r.id} {where}: {amount(tokens(r.shares_returned or 0))} "
+                    "ggAVAX returned" + (f", {amount(tokens(burnt))} ggAVAX burnt (the rate rose while it waited)"
+                                         if burnt else "") + ".")
+        else:
+            title = (f"Request {r.id} reclaimed after its expiration: {amount(tokens(r.shares_returned or 0))} "
+                     f"ggAVAX back to {_short(r.requester)}")
+            text = (f"Request {r.id} expired and was reclaimed {where}: {amount(tokens(r.shares_returned or 0))} "
+                    "ggAVAX returned to its requester" + (" (its funded AVAX deposited back into ggAVAX)"
+                                                          if r.funded is not None else "") + ".")
+        out.append(Entry(base + r.closed, r.closed, at.time, title, f"{text} {filed}", link))
+    return out
+
+
+def _queue_state(ctx: Context) -> dict | None:
+    """This build's /withdrawals ``address``, ``parameters`` and ``pauses`` (None without a queue)."""
+    ep = load_all()["/withdrawals"]
+    assert ep.render is not None
+    body = next((resolve(b) for p, b in ep.render(ctx) if p == "/withdrawals"), None)
+    if body is None or body.get("status") != "ok":
+        return None
+    return {"address": body["address"], "parameters": body["parameters"], "pauses": body["pauses"]}
+
+
+def previous_state(data: bytes | None, network: str, chain_id: int) -> dict | None:
+    """The last build's /withdrawals ``address``, ``parameters`` and ``pauses``, when it is of this
+    network and has a queue; None otherwise (nothing to compare with)."""
+    if data is None:
+        return None
+    try:
+        body = json.loads(data)
+        meta = body["meta"]
+        if body["status"] != "ok" or meta["network"] != network or meta["chainId"] != chain_id:
+            return None
+        state = {"address": body["address"], "parameters": body["parameters"], "pauses": body["pauses"]}
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(state["parameters"], dict) or not isinstance(state["pauses"], dict):
+        return None
+    return state
+
+
+def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
+    """The pause and parameter entries of earlier builds, and one for each value that differs from
+    the last build's, dated at this block."""
+    s = ctx.snap
+    out = {i: e for i, e in carried.items() if e.kind in ("parameter", "pause")}
+    now, before = ctx.cached(_queue_state), previous_state(ctx.previous.get("/withdrawals"), s.network, s.chain_id)
+    if now is None or before is None or now["address"] != before["address"]:
+        return list(out.values())
+    base, block, at = f"{TAG}withdrawals/{s.network}/", s.block.number, s.block.timestamp
+    seen = f"First seen by this API at block {block} ({when_utc(at)}); the last build"
+    for name, (label, meaning) in PARAMETERS.items():
+        if name not in before["parameters"] or name not in now["parameters"]:
+            continue
+        old, new = before["parameters"][name], now["parameters"][name]
+        if old != new:
+            e = Entry(f"{base}parameter/{name}/{block}", "parameter", at,
+                      f"{label} changed from {_value(name, old)} to {_value(name, new)}",
+                      f"The withdrawal queue's {name} ({meaning}) is now {_value(name, new)}. {seen} had "
+                      f"{_value(name, old)}.", "../withdrawals")
+            out[e.id] = e
+    for name, (label, paused, resumed) in PAUSES.items():
+        old, new = before["pauses"].get(name), now["pauses"].get(name)
+        if old is None or new is None or old == new:
+            continue
+        state = "paused" if new else "resumed"
+        e = Entry(f"{base}pause/{name}/{block}", "pause", at, f"{label} {state}",
+                  f"{label} {state}: {paused if new else resumed}. {seen} saw "
+                  f"{'them running' if new else 'them paused'}.", "../withdrawals")
+        out[e.id] = e
+    return list(out.values())
+
+
+def _value(name: str, value) -> str:
+    if value is None:
+        return "none (not readable on this queue)"
+    if name in ("unstakeDelay", "maxExpirationDelay"):
+        return _duration(int(value))
+    if name == "minOnBehalfShares":
+        return f"{amount(value)} ggAVAX"
+    return str(value)
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("day", 86_400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds} seconds"
+
+
+def announcement_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
+    """One entry per announced date, dated at the block of the first build that published it."""
+    s = ctx.snap
+    out = []
+    for a in ctx.announcements:
+        entry_id = f"{TAG}withdrawals/{s.network}/announcement/{a.key}/{a.date}"
+        was = carried.get(entry_id)
+        what = ANNOUNCED_AS.get(a.key, a.key)
+        out.append(Entry(entry_id, "announcement", was.updated if was is not None else s.block.timestamp,
+                         f"Announced: {what} {a.date}",
+                         f"{a.meaning} ({when_utc(a.time)}.) Announced by the protocol's operator; no contract holds "
+                         f"this date. Source: {a.source}", "../withdrawals"))
+    return out
+
+
+def previous_entries(data: bytes | None, network: str) -> dict[str, Entry]:
+    """The entries of the last build's feed that no snapshot holds (CARRIED kinds), by id; empty
+    when there is none, it is another network's, or it does not read as this module writes it."""
+    if data is None:
+        return {}
+    try:
+        root = ET.fromstring(data)
+        if root.tag != f"{{{NS}}}feed" or root.findtext(f"{{{NS}}}id") != feed_id(network):
+            return {}
+        out = {}
+        for e in root.iter(f"{{{NS}}}entry"):
+            category, link = e.find(f"{{{NS}}}category"), e.find(f"{{{NS}}}link")
+            kind = category.get("term") if category is not None else None
+            if kind not in CARRIED:
+                continue
+            entry = Entry(e.findtext(f"{{{NS}}}id") or "", kind, parse_rfc3339(e.findtext(f"{{{NS}}}updated") or ""),
+                          e.findtext(f"{{{NS}}}title") or "", e.findtext(f"{{{NS}}}content") or "",
+                          link.get("href", "") if link is not None else "")
+            if entry.id:
+                out[entry.id] = entry
+        return out
+    except (ET.ParseError, ValueError):
+        return {}
+
+
+def parse_rfc3339(text: str) -> int:
+    return timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+# ---- publisher check ----------------------------------------------------------------------------
+
+
+def problems(data: bytes) -> list[str]:
+    """Why ``data`` is not an Atom feed as this module writes them (XML; a feed with its id, title
+    and updated; each entry with a unique id, a title and an RFC 3339 updated); empty when it is one."""
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as exc:
+        return [f"feed: not XML ({exc})"]
+    if root.tag != f"{{{NS}}}feed":
+        return [f"feed: the root is {root.tag}, not an Atom feed"]
+    out = [f"feed: no {name}" for name in ("id", "title", "updated") if not root.findtext(f"{{{NS}}}{name}")]
+    ids: set[str] = set()
+    for e in root.iter(f"{{{NS}}}entry"):
+        entry_id = e.findtext(f"{{{NS}}}id") or ""
+        if not entry_id or not e.findtext(f"{{{NS}}}title") or entry_id in ids:
+            out.append(f"feed: an entry without an id or a title, or with a repeated id ({entry_id[:80]!r})")
+        ids.add(entry_id)
+        try:
+            parse_rfc3339(e.findtext(f"{{{NS}}}updated") or "")
+        except ValueError:
+            out.append(f"feed: entry {entry_id[:80]!r}: updated is not an RFC 3339 UTC time")
+    return out[:3]

@@ -1,0 +1,386 @@
+"""Reminders without a server: every requester's calendar (/withdrawals/{address}.ics) read by two
+calendar parsers against its JSON, and the queue's Atom feed (/withdrawals/feed.xml) read by a feed
+reader against the receipts and the parameter changes it was built from; both byte-stable, served
+and published with their content types, and checked by `publisher check`."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import feedparser
+import icalendar
+import pytest
+import requests
+import vobject
+import yaml
+
+from publisher.endpoints import calendar as C
+from publisher.endpoints import feed as F
+from publisher.endpoints.announcements import WINDOW_END
+from publisher.endpoints.registry import match, resolve
+from publisher.pipeline import build, context
+from publisher.publish.plan import items
+from publisher.serve import make_server
+from publisher.snapshot import QueueStep, Receipt
+from publisher.tree import sha256
+from publisher.validate import load_dir, text_problems, validate
+
+ROOT = Path(__file__).resolve().parents[1]
+DAY = timedelta(days=1)
+BASE = "https://api.example"  # where a feed reader fetched the feed: its relative links resolve against it
+
+
+def _at(t: int) -> datetime:
+    return datetime.fromtimestamp(t, UTC)
+
+
+def _requester_files(out: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted((out / "withdrawals").glob("0x*.json"))}
+
+
+def _events(data: bytes) -> dict[str, icalendar.Event]:
+    cal = icalendar.Calendar.from_ical(data)
+    return {str(e["UID"]): e for e in cal.walk("VEVENT")}
+
+
+# ---- the calendars ------------------------------------------------------------------------------
+
+
+def test_every_requester_has_a_calendar_with_the_times_of_its_json(built):
+    files = _requester_files(built)
+    queue = json.loads((built / "withdrawals.json").read_text())
+    network, window_end = queue["meta"]["network"], queue["window"]["closesAt"]
+    block_time = queue["meta"]["block"]["timestamp"]
+    assert files and window_end is not None
+    closed_only = 0
+    for who, body in files.items():
+        path = built / "withdrawals" / f"{who}.ics"
+        data = path.read_bytes()
+        # RFC 5545 framing: CRLF line endings only, no line over 75 octets, folded lines unfold.
+        assert data.endswith(b"\r\n") and b"\n" not in data.replace(b"\r\n", b"")
+        assert max(len(line) for line in data.split(b"\r\n")) <= 75
+        events = _events(data)
+        ids = set()
+        for r in body["requests"]:
+            rid = r["id"]
+            claim, expire = events[C.uid(network, "claimable", rid)], events[C.uid(network, "expiration", rid)]
+            assert claim["DTSTART"].dt == _at(r["claimableTime"])
+            assert expire["DTSTART"].dt == _at(r["expirationTime"])
+            funding = events.get(C.uid(network, "funding", rid))
+            if r["estimatedFundingTime"] is None:
+                assert funding is None
+            else:
+                assert funding["DTSTART"].dt == _at(r["estimatedFundingTime"])
+            ids |= {C.uid(network, k, rid) for k in ("claimable", "expiration", "funding")}
+            for e in (claim, expire, funding):
+                if e is not None:
+                    # The words of the JSON, and a stamp of the chain's time, not the wall clock's.
+                    assert r["advice"] in str(e["DESCRIPTION"]) and f"#{rid}" in str(e["SUMMARY"])
+                    assert e["DTSTAMP"].dt <= _at(block_time)
+            alarms = expire.walk("VALARM")
+            if r["status"] in ("pendingExpired", "expiredFunded", "stuck"):
+                assert not alarms  # past its expiration: an alarm could only fire late
+            else:
+                assert [(a["ACTION"], a["TRIGGER"].dt) for a in alarms] == [("DISPLAY", -DAY)]
+                assert expire["DTSTART"].dt + alarms[0]["TRIGGER"].dt == _at(r["expirationTime"]) - DAY
+            assert not claim.walk("VALARM") and (funding is None or not funding.walk("VALARM"))
+        # The announced window's end, in every calendar, with its alarms a week and a day before.
+        window = events[C.uid(network, "window-end", requester=who)]
+        assert window["DTSTART"].dt == _at(window_end)
+        assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == [-7 * DAY, -DAY]
+        assert set(events) == {i for i in ids if i in events} | {C.uid(network, "window-end", requester=who)}
+        if not body["requests"]:
+            closed_only += 1
+            assert len(events) == 1  # a requester whose requests are all closed: the window's end only
+        # A second, independent parser reads the same events at the same times.
+        parsed = vobject.readOne(data.decode())
+        assert {(str(v.uid.value), v.dtstart.value) for v in parsed.vevent_list} == {
+            (u, e["DTSTART"].dt) for u, e in events.items()}
+    assert {p.stem for p in (built / "withdrawals").glob("0x*.ics")} == set(files)
+    print(f"{len(files)} calendars, {closed_only} of requesters whose requests are all closed")
+
+
+def test_calendars_follow_the_announced_window(demo_snapshot, demo_profile):
+    """Without an announced window a calendar holds the requests' dates only, and a requester with
+    no open request has none (a calendar holds at least one event)."""
+    ctx = context(demo_snapshot, demo_profile)
+    ctx.announcements = tuple(a for a in ctx.announcements if a.key != WINDOW_END)
+    made = {path: resolve(value) for path, value in C.requester_calendar(ctx)}
+    open_requesters = {r.requester.lower() for r in demo_snapshot.withdraw_queue.requests}
+    assert {p.rsplit("/", 1)[1][:-4] for p in made} == open_requesters
+    for text in made.values():
+        assert "window-end" not in text and "BEGIN:VEVENT" in text
+
+
+def test_a_requester_whose_requests_are_all_closed_keeps_a_calendar_of_the_window_end(demo_snapshot, demo_profile):
+    """Its JSON stays (its receipts), and so does its calendar, with the window's end only: a client
+    subscribed to it drops the alarms of the requests that closed."""
+    [closed] = [r for r in _receipts(2) if r.closed == "cancelled"]
+    snap = dataclasses.replace(demo_snapshot, queue_receipts=(*demo_snapshot.queue_receipts, closed))
+    ctx = context(snap, demo_profile)
+    made = {path: resolve(value) for path, value in C.requester_calendar(ctx)}
+    if C.calendar_path(closed.requester) not in made:  # the requester files hold no receipts yet
+        pytest.skip("the requester files do not publish closed requests' receipts yet")
+    events = _events(made[C.calendar_path(closed.requester)].encode())
+    [window] = events.values()
+    assert str(window["UID"]) == C.uid(snap.network, "window-end", requester=closed.requester)
+    assert window["DTSTART"].dt == _at(next(a.time for a in demo_profile.announced() if a.key == WINDOW_END))
+    assert window["DTSTAMP"].dt == _at(closed.closed_at.time)  # its last step on record
+
+
+def test_folding_keeps_characters_whole_and_text_escaped():
+    line = "DESCRIPTION:" + C._text("Claim it, before; the end\\ — ünïcödé " * 9 + "\nnext line")
+    folded = C.fold(line)
+    parts = folded.encode().split(b"\r\n")
+    assert all(len(p) <= 75 for p in parts) and all(p.startswith(b" ") for p in parts[1:])
+    for p in parts:
+        p.decode()  # no UTF-8 sequence split across lines
+    assert folded.replace("\r\n ", "") == line
+    text = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:x\r\nBEGIN:VEVENT\r\nUID:u\r\nDTSTAMP:20260101T000000Z\r\n" \
+           f"DTSTART:20260101T000000Z\r\n{folded}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    event = icalendar.Calendar.from_ical(text).walk("VEVENT")[0]
+    assert str(event["DESCRIPTION"]) == "Claim it, before; the end\\ — ünïcödé " * 9 + "\nnext line"
+    assert C.problems(text.encode()) == []
+
+
+def test_two_builds_of_one_snapshot_make_the_same_bytes(demo_snapshot, demo_profile, built, tmp_path):
+    """Stable UIDs and stamps: a fresh build and a build over the last one equal the first."""
+    out = tmp_path / "out"
+    build(demo_snapshot, demo_profile, out)
+    first = {p.name: p.read_bytes() for p in (out / "withdrawals").glob("*") if p.suffix in (".ics", ".xml")}
+    build(demo_snapshot, demo_profile, out, force=True)  # the second reads the first as its last build
+    again = {p.name: p.read_bytes() for p in (out / "withdrawals").glob("*") if p.suffix in (".ics", ".xml")}
+    fixture = {p.name: p.read_bytes() for p in (built / "withdrawals").glob("*") if p.suffix in (".ics", ".xml")}
+    assert "feed.xml" in first and len(first) > 1
+    assert first == again == fixture
+
+
+# ---- the feed -----------------------------------------------------------------------------------
+
+
+def _step(n: int, t: int) -> QueueStep:
+    return QueueStep(n, t, "0x" + f"{n:064x}")
+
+
+WEI = 10**18
+T0 = 1_773_000_000
+
+
+def _receipts(count: int) -> tuple[Receipt, ...]:
+    """Requests filed, funded, then claimed, cancelled, reclaimed or left open, one block apart."""
+    out = []
+    for i in range(count):
+        who = "0x" + f"{i + 1:040x}"
+        filed = _step(1000 + 10 * i, T0 + 100 * i)
+        outcome = ("claimed", "cancelled", "reclaimed", None)[i % 4]
+        funded = _step(1001 + 10 * i, T0 + 100 * i + 10) if outcome in ("claimed", "reclaimed") else None
+        closed = _step(1002 + 10 * i, T0 + 100 * i + 20) if outcome else None
+        out.append(Receipt(i, who, (i + 1) * WEI, (i + 1) * WEI + WEI // 2, T0 + 100 * i + 7 * 86_400, filed,
+                           funded=funded, allocated=(i + 1) * WEI if funded else None, closed=outcome, closed_at=closed,
+                           paid=(i + 1) * WEI if outcome in ("claimed", "reclaimed") else None,
+                           shares_returned=(i + 1) * WEI if outcome in ("cancelled", "reclaimed") else None,
+                           shares_burnt=WEI // 1000 if outcome == "cancelled" else None))
+    return tuple(out)
+
+
+def _feed(snap, profile, previous: dict | None = None) -> str:
+    ctx = context(snap, profile)
+    ctx.previous = previous or {}
+    [(path, value)] = list(F.queue_feed(ctx))
+    assert path == F.PATH
+    return resolve(value)
+
+
+def test_the_feed_holds_the_receipts_newest_first(demo_snapshot, demo_profile):
+    receipts = _receipts(8)
+    snap = dataclasses.replace(demo_snapshot, queue_receipts=receipts)
+    text = _feed(snap, demo_profile)
+    assert F.problems(text.encode()) == []
+    parsed = feedparser.parse(text.encode(), response_headers={"content-location": f"{BASE}/withdrawals/feed.xml",
+                                                                 "content-type": F.ATOM})
+    assert not parsed.bozo, parsed.get("bozo_exception")
+    assert parsed.version == "atom10" and parsed.feed.id == F.feed_id(snap.network)
+    tag = f"{F.TAG}withdrawals/{snap.network}/request/"
+    got = {e.id: e for e in parsed.entries if e.id.startswith(tag)}
+    want = {}
+    for r in receipts:
+        if r.funded:
+            want[f"{tag}{r.id}/funded"] = (r.funded.time, "funded", r)
+        if r.closed:
+            want[f"{tag}{r.id}/{r.closed}"] = (r.closed_at.time, r.closed, r)
+    assert set(got) == set(want)
+    for entry_id, (t, kind, r) in want.items():
+        e = got[entry_id]
+        assert e.updated_parsed[:6] == _at(t).timetuple()[:6]
+        assert e.tags[0].term == kind and e.links[0].href == f"{BASE}/withdrawals/{r.requester.lower()}"
+        assert f"Request {r.id} " in e.title and e.content[0].value
+    cancelled = got[f"{tag}1/cancelled"]
+    assert "2 ggAVAX back" in cancelled.title and "0.001 ggAVAX burnt" in cancelled.content[0].value
+    assert "3 AVAX set aside" in got[f"{tag}2/funded"].title
+    # Newest first, and the feed's updated is its newest entry's.
+    times = [datetime(*e.updated_parsed[:6]) for e in parsed.entries]
+    assert times == sorted(times, reverse=True)
+    assert parsed.feed.updated_parsed == parsed.entries[0].updated_parsed
+    # The operator's announced dates are entries too.
+    assert {e.id.rsplit("/", 2)[1] for e in parsed.entries if e.tags[0].term == "announcement"} == \
+        {a.key for a in demo_profile.announced()}
+
+
+def test_the_feed_keeps_the_latest_entries(demo_snapshot, demo_profile):
+    receipts = _receipts(120)
+    snap = dataclasses.replace(demo_snapshot, queue_receipts=receipts)
+    parsed = feedparser.parse(_feed(snap, demo_profile).encode())
+    tag = f"{F.TAG}withdrawals/{snap.network}/"
+    steps = [(r.funded.time, f"{tag}request/{r.id}/funded") for r in receipts if r.funded]
+    steps += [(r.closed_at.time, f"{tag}request/{r.id}/{r.closed}") for r in receipts if r.closed]
+    steps += [(snap.block.timestamp, f"{tag}announcement/{a.key}/{a.date}") for a in demo_profile.announced()]
+    assert len(steps) > F.MAX_ENTRIES
+    assert [e.id for e in parsed.entries] == [i for _, i in sorted(steps, key=lambda s: (-s[0], s[1]))][:F.MAX_ENTRIES]
+
+
+def _later(snap, blocks: int, **queue):
+    block = dataclasses.replace(snap.block, number=snap.block.number + blocks, timestamp=snap.block.timestamp + 2 * blocks,
+                                hash="0x" + f"{snap.block.number + blocks:064x}")
+    return dataclasses.replace(snap, block=block, withdraw_queue=dataclasses.replace(snap.withdraw_queue, **queue))
+
+
+def test_parameter_changes_and_pauses_are_entries_dated_at_the_build_that_saw_them(demo_snapshot, demo_profile, tmp_path):
+    out = tmp_path / "out"
+    q = demo_snapshot.withdraw_queue
+    build(demo_snapshot, demo_profile, out)
+    first = (out / "withdrawals" / "feed.xml").read_bytes()
+    assert b"<category term=\"parameter\"/>" not in first and b"<category term=\"pause\"/>" not in first
+    changed = _later(demo_snapshot, 5, unstake_delay=2 * q.unstake_delay, paused=True)
+    build(changed, demo_profile, out, force=True)
+    second = (out / "withdrawals" / "feed.xml").read_bytes()
+    parsed = feedparser.parse(second)
+    news = {e.id: e for e in parsed.entries if e.tags[0].term in ("parameter", "pause")}
+    base = f"{F.TAG}withdrawals/{changed.network}/"
+    block = changed.block.number
+    assert set(news) == {f"{base}parameter/unstakeDelay/{block}", f"{base}pause/queueRequests/{block}"}
+    for e in news.values():
+        assert e.updated_parsed[:6] == _at(changed.block.timestamp).timetuple()[:6]
+    delay = news[f"{base}parameter/unstakeDelay/{block}"]
+    assert delay.title == f"Unstake delay changed from {q.unstake_delay // 86_400} days to {2 * q.unstake_delay // 86_400} days"
+    assert news[f"{base}pause/queueRequests/{block}"].title == "New withdrawal requests paused"
+    # The announcements keep the time of the first build that published them.
+    announced = [e for e in parsed.entries if e.tags[0].term == "announcement"]
+    assert announced and all(e.updated_parsed[:6] == _at(demo_snapshot.block.timestamp).timetuple()[:6] for e in announced)
+    # A later build with the same values carries the entries as they were: the same bytes.
+    build(_later(demo_snapshot, 9, unstake_delay=2 * q.unstake_delay, paused=True), demo_profile, out, force=True)
+    assert (out / "withdrawals" / "feed.xml").read_bytes() == second
+    # Resumed: one more entry, the earlier ones kept.
+    resumed = _later(demo_snapshot, 12, unstake_delay=2 * q.unstake_delay, paused=False)
+    build(resumed, demo_profile, out, force=True)
+    third = feedparser.parse((out / "withdrawals" / "feed.xml").read_bytes())
+    ids = {e.id for e in third.entries}
+    assert set(news) < ids and f"{base}pause/queueRequests/{resumed.block.number}" in ids
+    assert next(e for e in third.entries if e.id.endswith(f"/{resumed.block.number}")).title == "New withdrawal requests resumed"
+
+
+def test_a_last_build_of_another_network_or_unreadable_is_no_prior(demo_snapshot, demo_profile, built):
+    last = (built / "withdrawals.json").read_bytes()
+    other = json.loads(last)
+    other["meta"]["chainId"] += 1
+    other["parameters"]["unstakeDelay"] += 1
+    for previous in ({"/withdrawals": json.dumps(other).encode()}, {"/withdrawals": b"{"},
+                     {F.PATH: b"<feed", "/withdrawals": last}):
+        text = _feed(demo_snapshot, demo_profile, previous)
+        assert "<category term=\"parameter\"/>" not in text
+    mine = json.loads(last)
+    mine["parameters"]["unstakeDelay"] += 1
+    assert "<category term=\"parameter\"/>" in _feed(demo_snapshot, demo_profile, {"/withdrawals": json.dumps(mine).encode()})
+
+
+# ---- check, serve, publish, the CDN -------------------------------------------------------------
+
+
+def test_publisher_check_parses_calendars_and_the_feed(built):
+    files = load_dir(built)
+    assert validate(files) == []
+    ics = next(p for p in files if p.endswith(".ics"))
+    good = files[ics]
+    assert text_problems(C.ICS, ics, good) == []
+    bad = {
+        "LF endings": good.replace(b"\r\n", b"\n"),
+        "an unfolded line": good.replace(b"\r\n ", b""),
+        "an unclosed event": good.replace(b"END:VEVENT\r\n", b"", 1),
+        "an event without a UID": b"".join(line + b"\r\n" for line in good.split(b"\r\n")[:-1] if not line.startswith(b"UID:")),
+    }
+    for what, data in bad.items():
+        assert validate({**files, ics: data}), what
+    feed = files[F.PATH]
+    assert text_problems(F.ATOM, F.PATH, feed) == []
+    for data in (feed[:-20], feed.replace(b"<feed xmlns=\"http://www.w3.org/2005/Atom\">", b"<feed>"),
+                 feed.replace(b"<updated>2", b"<updated>x2", 2)):
+        assert validate({**files, F.PATH: data})
+
+
+def test_the_registry_gives_the_content_types_to_serve_and_publish(built):
+    files = load_dir(built)
+    ics = next(p for p in files if p.endswith(".ics"))
+    assert match(ics).content_type == C.ICS and match(F.PATH).content_type == F.ATOM
+    planned = {i.url: i for i in items({u: (sha256(d), len(d)) for u, d in files.items()}, "", 60)}
+    assert planned[ics].content_type == C.ICS and planned[ics].key == ics.lstrip("/")
+    assert planned[F.PATH].content_type == F.ATOM and planned[F.PATH].key == "withdrawals/feed.xml"
+    assert planned[ics.removesuffix(".ics")].content_type == "application/json"
+
+
+@pytest.fixture(scope="module")
+def site(built):
+    server = make_server(built, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_serve_answers_the_calendars_and_the_feed(site, built):
+    who = next(iter(_requester_files(built)))
+    body = json.loads((built / "withdrawals" / f"{who}.json").read_text())
+    for spelling in (who, body["requester"]):  # the lower-case key and the checksummed spelling
+        r = requests.get(f"{site}/withdrawals/{spelling}.ics")
+        assert r.status_code == 200 and r.headers["Content-Type"] == "text/calendar; charset=utf-8"
+        assert r.content == (built / "withdrawals" / f"{who}.ics").read_bytes()
+        assert r.headers["Access-Control-Allow-Origin"] == "*" and r.headers["Cache-Control"].startswith("public")
+    r = requests.get(f"{site}/withdrawals/feed.xml")
+    assert r.status_code == 200 and r.headers["Content-Type"] == "application/atom+xml"
+    parsed = feedparser.parse(r.content, response_headers={"content-location": r.url,
+                                                          "content-type": r.headers["Content-Type"]})
+    assert not parsed.bozo and parsed.entries
+    for e in parsed.entries[:5]:  # each entry links to a file the site serves
+        assert requests.get(e.links[0].href).status_code == 200, e.links[0].href
+    assert requests.head(f"{site}/withdrawals/feed.xml").headers["Content-Length"] == str(len(r.content))
+    nobody = requests.get(f"{site}/withdrawals/0x{'0' * 39}1.ics")
+    assert nobody.status_code == 404 and nobody.json()["error"]["code"] == "not_found"
+
+
+def _viewer(uris: list[str]) -> list[dict]:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    stack = yaml.load((ROOT / "templates" / "aws-stack.yaml").read_text(), Loader=Loader)
+    code = stack["Resources"]["ViewerRequest"]["Properties"]["FunctionCode"]
+    events = [{"request": {"method": "GET", "uri": u, "querystring": {}, "headers": {}}} for u in uris]
+    script = code + "\nprocess.stdout.write(JSON.stringify(JSON.parse(require('fs').readFileSync(0, 'utf8')).map(handler)));\n"
+    run = subprocess.run([node, "-e", script], input=json.dumps(events), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_the_cdn_maps_a_checksummed_calendar_to_its_key_as_serve_does():
+    address = "0x" + "aB" * 20
+    paths = [f"/withdrawals/{address}.ics", "/withdrawals/feed.xml"]
+    for path, got in zip(paths, _viewer(paths), strict=True):
+        assert got["uri"] == match(path).canonical(path)
