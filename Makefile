@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
+SCENARIO ?= demo
 PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 
 .PHONY: setup demo build serve test lint docs lock bench bench-all clean
@@ -32,8 +33,12 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 setup: $(VENV)/.runtime node_modules/.package-lock.json
 
+# `make demo SCENARIO=wound-down` shows another scenario of the embedded devnet (any that `publisher
+# build --scenario` takes). The demo builds a fresh chain into out/ whatever an earlier build left
+# there (another scenario, a rehearsal, a watch): --force lifts only the change bounds against that
+# previous run, which guard a publisher following one chain; schemas and invariants still hold.
 demo: setup
-	$(BIN)/publisher build --out out
+	$(BIN)/publisher build --scenario $(SCENARIO) --out out --force
 	$(BIN)/publisher serve --dir out --port $(PORT)
 
 test: setup $(VENV)/.test

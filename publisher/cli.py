@@ -185,7 +185,11 @@ def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int 
             click.echo("use it:")
             click.echo(f"  export PUBLISHER_VALIDATOR_API_URL={net.services['validator_api']} "
                        f"PUBLISHER_PCHAIN_RPC_URL={net.services['pchain_rpc']} PUBLISHER_PRICE_API_URL={net.services['price_api']}")
-            click.echo(f"  {own_command()} build{f' --network {as_network}' if as_network else ''} --rpc-url {net.url}")
+            # Into a directory of its own: out/ holds what `make demo` built, and a build of another
+            # chain there is refused (its price history would shrink) or would replace it.
+            out_dir = f"out-{as_network}-{sc.name}" if as_network else f"out-{sc.name}"
+            click.echo(f"  {own_command()} build{f' --network {as_network}' if as_network else ''} --rpc-url {net.url}"
+                       f" --out {out_dir}")
             click.echo("Ctrl-C to stop")
             if live:
                 from .devnet.live import Live

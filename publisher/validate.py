@@ -269,6 +269,9 @@ def compare_previous(old: Mapping[str, bytes], new: Mapping[str, bytes], *, max_
 # it lacked (a field it did not have, a null filled: a day's share price rebuilt once), never
 # lose or change a value it had.
 ACCUMULATED = {"/prices/history": ("points", "date")}
+# The way out of a history refusal: the last run there is another chain's (a devnet of another
+# scenario, a rehearsal) or is meant to be replaced.
+KEEP_OR_FORCE = ": keep that history by writing this run elsewhere (build --out DIR, publish --prefix P), or replace it with --force"
 
 
 def compare_accumulated(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[str]:
@@ -289,17 +292,18 @@ def compare_accumulated(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> l
             out.append(f"{path} is unreadable where the last run had {len(before)} entries")
             continue
         if len(after) < len(before):
-            out.append(f"{path} would shrink from {len(before)} to {len(after)} entries")
+            out.append(f"{path} would shrink from {len(before)} to {len(after)} entries{KEEP_OR_FORCE}")
             continue
         missing = [e[key] for e in before if e[key] not in after_by_key]
         if missing:
-            out.append(f"{path} would drop {len(missing)} entries recorded by earlier runs (first {missing[0]})")
+            out.append(f"{path} would drop {len(missing)} entries recorded by earlier runs (first {missing[0]}){KEEP_OR_FORCE}")
             continue
         # The newest entry of the last run may still advance (today's point, a later block);
         # every value an older one holds is final.
         changed = [e[key] for e in before[:-1] if _rewrites(e, after_by_key[e[key]])]
         if changed:
-            out.append(f"{path} would rewrite {len(changed)} entries recorded by earlier runs (first {changed[0]})")
+            out.append(f"{path} would rewrite {len(changed)} entries recorded by earlier runs (first {changed[0]})"
+                       f"{KEEP_OR_FORCE}")
     return out
 
 
