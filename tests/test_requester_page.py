@@ -407,3 +407,25 @@ def test_the_lookup_form_without_script_is_redirected_by_serve(site, page, demo_
         assert page.eval("document.getElementById('requester').textContent") == checksummed
         assert page.eval("document.querySelectorAll('article.request').length") >= 1
     assert page.console_errors() == []
+
+
+def test_the_estimate_form_answers_in_place_with_script_and_with_json_without(site, browser, built, demo_requesters):
+    """A requester page's estimate form: with script its words are the function's answer; without,
+    the form's own submission is the function's JSON."""
+    answer = requests.get(f"{site}/withdrawals/estimate", params={"avax": "250"}).json()["result"]
+    browser.scripts(True)
+    browser.goto(f"{site}/withdrawals/{demo_requesters[0]}.html")
+    browser.eval("document.getElementById('estimate-avax').value = '250'; "
+                 "document.querySelector('form.estimate button').click(); true")
+    browser.wait_for("document.getElementById('estimate-out').textContent.includes('expires at')")
+    text = browser.eval("document.getElementById('estimate-out').textContent")
+    assert f"place {answer['position']} in line" in text and f"{answer['expectedAvax']} AVAX" in text
+    if answer["estimatedFundingTime"]:
+        assert time.strftime("%Y-%m-%d %H:%M", time.gmtime(answer["estimatedFundingTime"])) in text
+    assert not browser.console_errors()
+    browser.scripts(False)
+    browser.goto(f"{site}/withdrawals/{demo_requesters[0]}.html")
+    browser.eval("document.getElementById('estimate-avax').value = '250'; document.querySelector('form.estimate').submit(); true")
+    browser.wait_for("location.pathname.endsWith('/withdrawals/estimate')")
+    assert json.loads(browser.eval("document.body.innerText"))["result"] == answer
+    browser.scripts(True)
