@@ -419,7 +419,7 @@ def test_the_estimate_form_answers_in_place_with_script_and_with_json_without(si
                  "document.querySelector('form.estimate button').click(); true")
     browser.wait_for("document.getElementById('estimate-out').textContent.includes('expires at')")
     text = browser.eval("document.getElementById('estimate-out').textContent")
-    assert f"place {answer['position']} in line" in text and f"{answer['expectedAvax']} AVAX" in text
+    assert f"place {answer['position']} in line" in text and f"({answer['shares']} ggAVAX)" in text
     if answer["estimatedFundingTime"]:
         assert time.strftime("%Y-%m-%d %H:%M", time.gmtime(answer["estimatedFundingTime"])) in text
     assert not browser.console_errors()
