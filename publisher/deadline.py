@@ -37,24 +37,28 @@ class DeadlineExceeded(BaseException):
 
 
 _stack: list[tuple[float, str, float, object]] = []  # (expires at, what, seconds, token)
+# Deadlines that have fired: never armed again, so the one exception that names what the run was
+# waiting for is not replaced by a second alarm while the stack unwinds.
+_fired: set[int] = set()
 
 
 def _arm() -> None:
-    if not _stack:
+    waiting = [e[0] for e in _stack if id(e[3]) not in _fired]
+    if not waiting:
         signal.setitimer(signal.ITIMER_REAL, 0)
         return
-    first = min(e[0] for e in _stack)
-    signal.setitimer(signal.ITIMER_REAL, max(first - time.monotonic(), 1e-4))
+    signal.setitimer(signal.ITIMER_REAL, max(min(waiting) - time.monotonic(), 1e-4))
 
 
 def _on_alarm(signum, frame) -> None:
     now = time.monotonic()
-    due = [e for e in _stack if e[0] <= now + 1e-3]
+    due = [e for e in _stack if e[0] <= now + 1e-3 and id(e[3]) not in _fired]
     if not due:  # woke early (timer granularity): wait for the rest
         _arm()
         return
     # The outermost expired deadline wins: its owner is the one that has to give up.
     _at, what, seconds, token = due[0]
+    _fired.add(id(token))
     # Name what the run was stuck on (the innermost deadline: a request to a source).
     raise DeadlineExceeded(what, seconds, token, during=_stack[-1][1])
 
@@ -87,6 +91,7 @@ def deadline(seconds: float | None, what: str) -> Iterator[object]:
             signal.setitimer(signal.ITIMER_REAL, 0)  # nothing may fire while the stack changes
         finally:
             _stack.remove(entry)
+            _fired.discard(id(token))
             if not _stack:
                 signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
             _arm()
