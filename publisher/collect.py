@@ -65,7 +65,8 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
 
     ``history_prior`` (e.g. ``history.load_published(out/prices/history.json)``) lets the history
     read only the blocks after the previous run; ``queue_prior`` (``queuelog.load_published(
-    out/withdrawals.json)``) does the same for the queue's logs.
+    out/withdrawals.json)``: its activity, and the receipts of the requester files beside it) does
+    the same for the queue's logs.
 
     Every chain read addresses the pinned block by hash and the run ends by checking that the
     block is still canonical. A reorg of the latest block is retried once at the new head (and
@@ -111,12 +112,13 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
     vals = early.result(warnings)
 
     points = _history(client, snap, profile, history_prior, warnings, progress)
-    activity = _queue_activity(client, snap, profile, queue_prior, warnings, progress)
+    activity, receipts = _queue_logs(client, snap, profile, queue_prior, warnings, progress)
     verify_canonical(client, snap.block)  # after the last chain read: the values are this block's
 
     snap = dataclasses.replace(
         snap, validators=vals.validators, missing_validators=vals.missing, validator_source=vals.source,
-        price_history=points, price_check=price_check, queue_activity=activity, warnings=tuple(warnings),
+        price_history=points, price_check=price_check, queue_activity=activity, queue_receipts=receipts,
+        warnings=tuple(warnings),
     )
     return Collected(snap, client.counters, time.monotonic() - t0, http)
 
@@ -189,18 +191,19 @@ def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history
             progress.finish()
 
 
-def _queue_activity(client: RpcClient, snap: Snapshot, profile: Profile, prior: queuelog.PriorActivity | None,
-                    warnings: list[str], progress: Progress | None) -> snapshot.QueueActivity | None:
-    """The depositor's calls and the line's front from the queue's logs (None without a queue),
-    resumed from ``prior`` when it is this queue's. Secondary like the history: a failure is a
-    warning and the activity None, never the end of the run."""
+def _queue_logs(client: RpcClient, snap: Snapshot, profile: Profile, prior: queuelog.PriorActivity | None,
+                warnings: list[str], progress: Progress | None) -> tuple[snapshot.QueueActivity | None, tuple[snapshot.Receipt, ...]]:
+    """The depositor's calls, the line's front and every request's receipt from the queue's logs
+    (None and none without a queue), resumed from ``prior`` when it is this queue's. Secondary like
+    the history: a failure is a warning, the activity None and the receipts the prior's, never the
+    end of the run."""
     if snap.withdraw_queue is None:
-        return None
+        return None, ()
     try:
-        return queuelog.activity_for(client, snap, start=profile.queue_from_block, span=profile.history_log_span,
-                                     prior=prior, warnings=warnings,
-                                     on_start=(lambda n: progress.start("withdraw queue logs", n)) if progress else None,
-                                     on_range=progress.advance if progress else None)
+        return queuelog.logs_for(client, snap, start=profile.queue_from_block, span=profile.history_log_span,
+                                 prior=prior, warnings=warnings,
+                                 on_start=(lambda n: progress.start("withdraw queue logs", n)) if progress else None,
+                                 on_range=progress.advance if progress else None)
     finally:
         if progress:
             progress.finish()

@@ -54,10 +54,11 @@ def read_and_build(profile: Profile, out: str | Path, block: int | None = None, 
                    history_from: Path | None = None) -> Run:
     """The snapshot at ``block`` (the head when None), built into ``out`` (see ``build``). The price
     history resumes from ``history_from`` (a published ``/prices/history``), else from the one
-    ``out`` already holds; the withdraw queue's log scan from the ``/withdrawals`` ``out`` holds."""
+    ``out`` already holds; the withdraw queue's log scan (its activity and receipts) from the
+    ``/withdrawals`` and the requester files ``out`` holds."""
     t0 = time.monotonic()
     prior = history.load_published(history_from or Path(out) / "prices" / "history.json")
-    queue_prior = queuelog.load_published(Path(out) / "withdrawals.json")
+    queue_prior = queuelog.load_published(Path(out) / "withdrawals.json", Path(out) / "withdrawals")
     got = collect(profile, block, progress, history_prior=prior, queue_prior=queue_prior)
     if got.replaced is not None and not force:
         _new_head_not_older(got, Path(out))

@@ -215,8 +215,15 @@ def _queue_invariants(b: dict) -> list[str]:
         out.append("/withdrawals: the schedule's line does not hold every pending request")
     if funded["claimableCount"] > funded["count"] or funded["claimableAvax"] > funded["avax"] * (1 + REL):
         out.append("/withdrawals: more claimable than funded")
-    if files and files != queue["requesters"]:
-        out.append(f"/withdrawals: {queue['requesters']} requesters but {files} requester files")
+    # A file for every address with a request on record, open or closed (its receipts).
+    ever = queue.get("requestersEver", queue["requesters"])
+    if files and files != ever:
+        out.append(f"/withdrawals: {ever} requesters on record but {files} requester files")
+    if ever < queue["requesters"]:
+        out.append(f"/withdrawals: {queue['requesters']} requesters with an open request but {ever} on record")
+    counts = queue.get("receipts")
+    if counts and counts["count"] != sum(counts[k] for k in ("open", "claimed", "cancelled", "reclaimed")):
+        out.append("/withdrawals: the receipts' outcomes do not add up to their count")
     if vault and (vault.get("queuePendingCount"), vault.get("withdrawQueue")) != (pending["count"], queue["address"]):
         out.append("/ggAvax: queue totals differ from /withdrawals")
     return out

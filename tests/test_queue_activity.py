@@ -2,7 +2,8 @@
 depositor's last call and last funding, and the line's front, each checked against the chain read
 independently (web3: the depositor's transactions, eth_getLogs, the queue's views); resuming
 from a previous run equals reading from scratch; a node refusing wide ranges, or failing, and the
-staleness label and published record."""
+staleness label and published record. The receipts the same scan folds are held to the chain in
+tests/test_receipts.py."""
 from __future__ import annotations
 
 import dataclasses
@@ -23,6 +24,7 @@ from publisher.config import load_profile
 from publisher.devnet import running_live
 from publisher.devnet.scenarios import DAY
 from publisher.endpoints.depositor import DEPOSITOR_SCHEMA, depositor_record
+from publisher.pipeline import build
 from publisher.snapshot import QueueActivity, Snapshot
 from publisher.sources import queuelog
 
@@ -94,17 +96,25 @@ def test_resuming_equals_reading_from_scratch(living, tmp_path):
         assert got.resumed and got.activity == scratch.activity, cursor
         assert got.ranges == [] if cursor == head else got.ranges[0][0] == cursor + 1
 
-    # Through the published /withdrawals: its depositor object and meta.
+    # Through the published tree: /withdrawals' depositor object, receipts count and meta, and the
+    # requester files' receipts (tests/test_receipts.py holds the receipts to the chain).
+    build(before, profile, tmp_path / "out")
+    loaded = queuelog.load_published(tmp_path / "out" / "withdrawals.json")
+    assert loaded == queuelog.from_snapshot(before) and loaded.resumable
+    resumed = collect(profile, queue_prior=loaded).snapshot
+    assert resumed.queue_activity == snap.queue_activity
+    assert not [w for w in resumed.warnings if "queue" in w]
+    # A /withdrawals of an earlier version (no receipts object) is not resumed: one pass folds both.
     path = tmp_path / "withdrawals.json"
     b = before.block
     path.write_text(json.dumps({"address": queue, "meta": {"network": before.network, "chainId": before.chain_id,
                     "block": {"number": b.number, "hash": b.hash, "timestamp": b.timestamp}},
                     "depositor": depositor_record(before.queue_activity, None, profile.depositor_max_age)}))
-    loaded = queuelog.load_published(path)
-    assert loaded == queuelog.from_snapshot(before)
-    resumed = collect(profile, queue_prior=loaded).snapshot
-    assert resumed.queue_activity == snap.queue_activity
-    assert not [w for w in resumed.warnings if "queue" in w]
+    older = queuelog.load_published(path)
+    assert older.activity == before.queue_activity and older.receipts is None and not older.resumable
+    warnings = []
+    assert queuelog.activity_for(client, snap, start=0, span=2048, prior=older, warnings=warnings) == snap.queue_activity
+    assert len(warnings) == 1 and "not resumed" in warnings[0]
 
     # A prior from another fork of the chain, or past the block, is ignored: read again.
     for foreign in (dataclasses.replace(loaded, cursor_hash="0x" + "ab" * 32),

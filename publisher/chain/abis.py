@@ -150,6 +150,15 @@ EV_WQ_INSUFFICIENT_LIQUIDITY = "InsufficientLiquidity(uint256,uint256)"
 EV_WQ_QUEUE_CLEANED = "QueueCleaned(bytes32,uint256)"
 EV_WQ_PENDING_NOT_PROCESSED = "PendingRequestsNotProcesses(uint256)"
 EV_WQ_YIELD_DEPOSITED = "YieldDeposited(uint256)"
+# WithdrawQueue events of one request's life (sources/queuelog.py receipts): filed, then closed by
+# a claim, a cancel (ExcessSharesBurnt first when shares are burnt) or a reclaim (ExpiredFundsReclaimed
+# then ExpiredSharesReturned); RequestFulfilled above is its funding.
+EV_WQ_UNSTAKE_REQUESTED = "UnstakeRequested(uint256,address,uint256,uint256,uint48)"
+EV_WQ_UNSTAKE_CLAIMED = "UnstakeClaimed(uint256,address,uint256)"
+EV_WQ_REQUEST_CANCELLED = "RequestCancelled(uint256,address,uint256)"
+EV_WQ_EXCESS_SHARES_BURNT = "ExcessSharesBurnt(uint256,uint256)"
+EV_WQ_EXPIRED_FUNDS_RECLAIMED = "ExpiredFundsReclaimed(uint256,uint256)"
+EV_WQ_EXPIRED_SHARES_RETURNED = "ExpiredSharesReturned(uint256,address,uint256)"
 
 # Protocol contracts resolved through the Storage registry.
 REGISTRY_NAMES = (

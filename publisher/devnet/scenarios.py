@@ -44,6 +44,15 @@ QUEUE_MAX_PER_DEPOSIT = 50
 QUEUE_MIN_ON_BEHALF = WAD // 100
 QUEUE_SEEDED = 50  # seconds before now: the block the queue's history is written in
 QUEUE_COVERED = 3  # pending requests at the front of the line the vault's liquidity covers at now
+# The queue's closed history (Shape.queue_closed): requests filed, funded and closed in a few blocks
+# ten minutes after the chain's first block, while the whole vault is liquid and a share is worth
+# one AVAX. Fates by weight: claimed, cancelled while pending, cancelled once funded (before the
+# claimable time), reclaimed once expired (filed with a past request time, so expired at once,
+# then funded, then reclaimed). Their requesters: some of those with open requests at now, and as
+# many as half that again who have only closed ones.
+QUEUE_HISTORY_AFTER = 600
+QUEUE_HISTORY_FATES = {"claimed": 60, "cancelled": 18, "cancelled-funded": 7, "reclaimed": 15}
+QUEUE_HISTORY_PER_REQUESTER = 10  # requests per requester of the history, about
 
 # The end of operations: the protocol announced that operations ended on 2026-08-15 (withdrawals
 # stay open until 2026-12-31). From then on nobody updates the Oracle's GGP price or starts a GGP
@@ -67,6 +76,7 @@ class Shape:
     status_mix: tuple[int, ...]
     queue_open: int = 0  # open (pending or fulfilled) withdraw-queue requests at now
     queue_requesters: int = 0  # distinct requesters of those
+    queue_closed: int = 0  # closed requests of the queue's history besides those (QUEUE_HISTORY_*)
     # A wound-down scenario: operations end at ``wound_down_at`` and the chain is then played
     # forward ``wound_down_days`` protocol days by the live operator in its wind-down (WindDown).
     wound_down_at: int | None = None
@@ -83,14 +93,15 @@ class Shape:
         whole = sum(self.status_mix)
         requests = min(max(40, self.queue_open * stakers // self.stakers), 2 * self.queue_open)
         requesters = min(max(25, self.queue_requesters * stakers // self.stakers), 2 * self.queue_requesters)
+        closed = min(self.queue_closed * stakers // self.stakers, 2 * self.queue_closed)
         return replace(self, stakers=stakers, minipools=minipools, status_mix=tuple(n * minipools // whole for n in self.status_mix),
-                       queue_open=requests, queue_requesters=requesters)
+                       queue_open=requests, queue_requesters=requesters, queue_closed=closed)
 
 
 SHAPES = {
     "demo": Shape(stakers=48, minipools=64, days=75, status_mix=(5, 5, 30, 6, 10, 4, 4), queue_open=40, queue_requesters=25),
     "scale": Shape(stakers=10_000, minipools=3_000, days=35, status_mix=(150, 150, 1800, 300, 450, 90, 60),
-                   queue_open=5_000, queue_requesters=3_000),
+                   queue_open=5_000, queue_requesters=3_000, queue_closed=20_000),
     # Mainnet's order of size (a few hundred stakers; minipools counted over all history, most
     # of them Finished), rounded up: what the "Running against mainnet" figures are measured on.
     "mainnet-size": Shape(stakers=600, minipools=1_000, days=45, status_mix=(10, 10, 330, 40, 520, 60, 30),
@@ -147,7 +158,8 @@ class QueueRequest:
     request_time: int
     unstake_delay: int  # the queue's delay in force when it was filed
     expiration_delay: int  # as asked; the queue raises anything under 3 days to 3 days
-    via: str  # "seed" (filed for its requester by the seeding account), "direct" (requestUnstake) or "pst"
+    via: str  # "seed" (filed for its requester by the seeding account), "direct" (requestUnstake), "pst", or
+    # "history" (the closed history: filed by the seeding account, closed in the history's blocks)
     fate: str  # at now: "pending", "fulfilled", "claimed", "cancelled" or "reclaimed"
     served: bool = False  # fulfilled at some point (a closed request may have been, or not)
     pst_assets: int = 0  # pstAVAX burnt for it (via "pst")
@@ -199,8 +211,13 @@ class QueuePlan:
     seeded_at: int
     requests: list[QueueRequest]
     covered: int
-    provided: int = 0  # ggAVAX the seeding account deposits at the start, for the "seed" requests
+    provided: int = 0  # ggAVAX the seeding account deposits at the start, for the "seed" and "history" requests
     pst_deposits: list[tuple[str, int]] = field(default_factory=list)  # (user, WAVAX put into pstAVAX)
+    history_at: int = 0  # when the closed history is filed (its requests' "history" via)
+    history_paid: int = 0  # AVAX its claims took out of the vault
+
+    def history(self) -> list[QueueRequest]:
+        return [r for r in self.requests if r.via == "history"]
 
     def open(self) -> list[QueueRequest]:
         return [r for r in self.requests if not r.closed]
@@ -277,7 +294,9 @@ def build(name: str, stakers: int | None = None, minipools: int | None = None) -
     # The requests filed for their requesters by the seeding account come out of the vault too:
     # the seeding account's deposit at the start is part of the target.
     queue = _queue_plan(random.Random(f"ggp-devnet-queue-{seed}"), shape, now, target - ls_total)
-    rest = target - queue.provided
+    _closed_history(random.Random(f"ggp-devnet-queue-history-{seed}"), queue, shape.queue_closed, start + QUEUE_HISTORY_AFTER)
+    # The history's claims take AVAX out of the vault: the holders' deposits make up for them.
+    rest = target - queue.provided + queue.history_paid
     deposits = [(who, int(rest * w / sum(weights)) // WAD * WAD) for who, w in zip(holders, weights, strict=True)]
     _direct_requesters(queue, deposits)
     if shape.wound_down_at:
@@ -409,6 +428,36 @@ def _queue_plan(rng: random.Random, shape: Shape, now: int, idle: int) -> QueueP
     pst_deposits = [(u, amount * (3 if i % 2 else 2) // 2) for i, (u, amount) in enumerate(pst_left.items())]
     return QueuePlan(d1, d0, lowered, QUEUE_MAX_EXPIRATION_DELAY, QUEUE_MAX_PER_DEPOSIT, QUEUE_MIN_ON_BEHALF, seeded_at,
                      requests, QUEUE_COVERED, provided, pst_deposits)
+
+
+def _closed_history(rng: random.Random, q: QueuePlan, n: int, at: int) -> None:
+    """``n`` closed requests filed before every other (ids 0 … n-1, the plan's own after them) at
+    ``at``, the reclaimed ones at a time long enough before it to be expired (so their ids come
+    first). One fate per requester (its requests close together: cancelRequests is per requester).
+    Sizes 0.01-0.5 ggAVAX: a share is worth one AVAX then, so each is paid its shares."""
+    if not n:
+        return
+    own = sorted({r.requester for r in q.requests if r.via == "seed" and not r.closed})
+    count = max(1, n // QUEUE_HISTORY_PER_REQUESTER)
+    people = rng.sample(own, min(len(own), count * 2 // 3))
+    people += [_address(rng) for _ in range(count - len(people))]
+    fates = list(QUEUE_HISTORY_FATES)
+    fate_of = {who: rng.choices(fates, weights=[QUEUE_HISTORY_FATES[f] for f in fates])[0] for who in people}
+    expired_at = at - (QUEUE_UNSTAKE_DELAY + QUEUE_MIN_EXPIRATION_DELAY + H)
+    drafts = []
+    for _ in range(n):
+        who = rng.choice(people)
+        fate = fate_of[who]
+        drafts.append((expired_at if fate == "reclaimed" else at, who, fate, rng.randrange(10**16, 5 * 10**17) // 10**12 * 10**12))
+    drafts.sort(key=lambda d: d[0])  # filed in time order: ids follow
+    history = [QueueRequest(i, who, shares, t, QUEUE_UNSTAKE_DELAY, 0, "history", fate.removesuffix("-funded"),
+                            fate != "cancelled") for i, (t, who, fate, shares) in enumerate(drafts)]
+    for r in q.requests:
+        r.id += n
+    q.requests[:0] = history
+    q.provided += sum(r.shares for r in history)
+    q.history_at = at
+    q.history_paid = sum(r.shares for r in history if r.fate == "claimed")
 
 
 def _direct_requesters(queue: QueuePlan, deposits: list[tuple[str, int]]) -> None:

@@ -69,6 +69,9 @@ set_unstake_delay = Fn("setUnstakeDelay(uint48)")
 claim_unstake = Fn("claimUnstake(uint256)")
 cancel_request = Fn("cancelRequest(uint256)")
 reclaim_expired = Fn("reclaimExpiredRequest(uint256)")
+cancel_all = Fn("cancelRequests(uint256)")
+reclaim_all = Fn("reclaimExpiredFunds(uint256)")
+set_max_per_deposit = Fn("setMaxRequestsPerStakingDeposit(uint256)")
 pending_ids = Fn("getAllPendingRequests()", "uint256[]")
 fulfilled_ids = Fn("getAllFulfilledRequests()", "uint256[]")
 next_request_id = Fn("nextRequestId()", "uint256")
@@ -77,6 +80,11 @@ SERVE_GAS = 30_000_000  # one depositor call: up to 50 redemptions
 SEED_BATCH = 1000  # requests per seedRequests transaction
 SEED_GAS = 300_000  # per seeded request: the record, two sets, the line
 SEED_SOURCE = b"SEED".ljust(32, b"\0")
+# The closed history (scenarios.QueuePlan.history): served with a raised per-call limit, closed in
+# blocks of at most HISTORY_BLOCK transactions; gas per request closed or served in one call.
+HISTORY_PER_CALL = 2500
+HISTORY_BLOCK = 250
+HISTORY_GAS = 400_000
 MAX_UINT = 2**256 - 1
 
 # Roles (mainnet signatures): ggAVAX's own and the queue's AccessControl.
@@ -341,6 +349,8 @@ def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
     if sc.queue and sc.queue.provided:
         send(a["TokenggAVAX"], deposit_for.encode(DEPLOYER, sc.queue.provided), "ggAVAX for the seeded queue requests")
     send(a["TokenggAVAX"], sync_rewards.encode(), "first ggAVAX sync")
+    if sc.queue and sc.queue.history():
+        _seed_history(s, a, sc.queue)  # while the whole vault is liquid and a share is worth one AVAX
     cycle_end = (s.clock + GGAVAX_CYCLE) // GGAVAX_CYCLE * GGAVAX_CYCLE
     ls_total = sum(m["avaxLiquidStakerAmt"] for m in sc.active_pools())
     daily_reward = int(ls_total * sc.validator_rate / 365)
@@ -419,10 +429,51 @@ def _seed_queue(s: Sender, a: dict[str, str], sc: Scenario) -> None:
             s.send(a["WAVAX"], approve.encode(a["TokenpstAVAX"], amount), "approve pstAVAX", QUEUE_GAS, sender=user)
             s.send(a["TokenpstAVAX"], pst_deposit_wavax.encode(amount), "pstAVAX deposit", QUEUE_GAS, sender=user)
         for r in q.requests:
-            if r.via != "seed":
+            if r.via in ("direct", "pst"):  # not the "seed" ones, nor the closed history
                 _file(s, a, r)
     s.check()
     _check_queue(s.client, a, q)
+
+
+def _seed_history(s: Sender, a: dict[str, str], q: scenarios.QueuePlan) -> None:
+    """The queue's closed history (scenarios._closed_history), real logs of every step in a few
+    blocks at ``q.history_at``: the requests filed for their requesters; those cancelled while
+    pending cancelled by their requesters (cancelRequests: one transaction each); the line served
+    whole (its stale entries dropped) in calls of HISTORY_PER_CALL steps; the claims, one
+    transaction each, in blocks of HISTORY_BLOCK; the cancels after funding; one reclaim of every
+    expired request (reclaimExpiredFunds). The day's other blocks come before and after."""
+    queue, gg = a["WithdrawQueue"], a["TokenggAVAX"]
+    history = q.history()
+    mine: dict[tuple[str, bool], list[int]] = {}
+    for r in history:
+        if r.fate == "cancelled":
+            mine.setdefault((r.requester, r.served), []).append(r.id)
+
+    def cancels(served: bool) -> None:
+        for (who, funded), ids in mine.items():
+            if funded == served:
+                s.send(queue, cancel_all.encode(0), f"cancel requests {ids[0]}..", HISTORY_GAS * len(ids) + SMALL_GAS, sender=who)
+
+    with s.one_block(q.history_at):
+        s.send(gg, approve.encode(queue, MAX_UINT), "approve the queue", QUEUE_GAS)
+        s.send(queue, set_max_per_deposit.encode(HISTORY_PER_CALL), "serve the history in few calls", QUEUE_GAS)
+        _seed_requests(s, queue, history)
+    with s.one_block(s.clock + 1):
+        cancels(served=False)
+    with s.one_block(s.clock + 1):
+        for _ in range(len(history) // HISTORY_PER_CALL + 1):
+            s.send(queue, queue_deposit.encode(0, 0, SEED_SOURCE), "serve the history", HISTORY_GAS * HISTORY_PER_CALL)
+        s.send(queue, set_max_per_deposit.encode(q.max_per_deposit), "the per-call limit back", QUEUE_GAS)
+    claims = [r for r in history if r.fate == "claimed"]
+    for k in range(0, len(claims), HISTORY_BLOCK):
+        with s.one_block(s.clock + 1):
+            for r in claims[k : k + HISTORY_BLOCK]:
+                s.send(queue, claim_unstake.encode(r.id), f"claim request {r.id}", QUEUE_GAS, sender=r.requester)
+    with s.one_block(s.clock + 1):
+        cancels(served=True)
+        reclaimed = sum(1 for r in history if r.fate == "reclaimed")
+        s.send(queue, reclaim_all.encode(0), "reclaim the expired history", HISTORY_GAS * reclaimed + SMALL_GAS)
+    s.check()
 
 
 def _seed_requests(s: Sender, queue: str, reqs: list[scenarios.QueueRequest]) -> None:

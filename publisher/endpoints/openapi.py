@@ -9,6 +9,7 @@ from ..compute.nodeid import node_id
 from . import schema as S
 from .context import Context
 from .registry import CACHE_POLICIES, Endpoint, endpoint, load_all
+from .withdrawals import REQUESTER_PATH
 
 ERROR = S.obj({"error": S.obj({
     "code": S.described(S.STRING, "machine-readable error code, e.g. not_found or bad_request"),
@@ -59,7 +60,8 @@ def _operation(ep: Endpoint, examples: dict[str, str], max_age: int) -> dict:
                                       "description": CACHE_POLICIES[ep.cache].format(max_age=max_age)}},
         "content": {ep.content_type: {"schema": ep.schema}},
     }}
-    codes = ["404", "405"] + (["400", "503"] if ep.is_function else [])
+    # A malformed requester address is a 400 (serve.py), not a missing file.
+    codes = ["404", "405"] + (["400", "503"] if ep.is_function else ["400"] if ep.path == REQUESTER_PATH else [])
     for code in sorted(codes):
         responses[code] = {"description": ERRORS[code],
                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}

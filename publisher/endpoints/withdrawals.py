@@ -1,10 +1,11 @@
 """The ggAVAX withdrawal queue: /withdrawals (the line, its totals and funding schedule) and
-/withdrawals/{address} (one requester's open requests)."""
+/withdrawals/{address} (one requester's open requests and the receipt of every request it ever
+filed)."""
 from __future__ import annotations
 
 from ..compute import queue as Q
 from ..compute.nodeid import node_id
-from ..snapshot import PstAvax, QueueActivity, UnstakeRequest, WithdrawQueue
+from ..snapshot import PstAvax, QueueActivity, QueueStep, Receipt, UnstakeRequest, WithdrawQueue
 from . import schema as S
 from .announcements import ANNOUNCEMENTS_SCHEMA, WINDOW_END, announcement_records
 from .common import meta
@@ -79,6 +80,50 @@ RESTAKE_ROW = S.obj({
     "rewardAvax": S.described(AVAX, "the liquid stakers' reward it keeps out of the vault: the queue's liquidity drops by this, whole AVAX"),
 })
 
+# A receipt: one request's life from the queue's logs (sources/queuelog.py), amounts in whole tokens
+# and exact wei (a later run resumes from them: queuelog.receipt_from_record reads them back).
+TX = {"type": "string", "pattern": "^0x[0-9a-f]{64}$", "description": "transaction hash"}
+STEP = {"block": S.described(COUNT, "block number"), "time": S.described(S.TIMESTAMP, "that block's time, unix seconds"),
+        "tx": S.described(TX, "the transaction")}
+
+
+def _amount(name: str, what: str) -> dict:
+    return {name: S.described(AVAX, f"{what}, whole tokens"), f"{name}Wei": S.described(S.WEI, f"{what}, wei, exact")}
+
+
+OUTCOMES = ["open", "claimed", "cancelled", "reclaimed"]
+RECEIPT = S.obj({
+    "id": S.described(COUNT, "request id"),
+    "outcome": {"enum": OUTCOMES, "description": "open: not closed at the block (see requests for what it can do); claimed: its "
+                "requester took the AVAX; cancelled: its requester took the shares back; reclaimed: it expired and "
+                "someone reclaimed it, the shares going back to the requester"},
+    "claimableTime": S.described(S.TIMESTAMP, "the advertised earliest payout its UnstakeRequested event named, unix seconds"),
+    "requested": S.obj({**STEP, **_amount("shares", "ggAVAX taken"), **_amount("expectedAvax", "AVAX it was to pay")},
+                       description="filed (UnstakeRequested)"),
+    "funded": S.nullable(S.obj({**STEP, **_amount("avax", "AVAX set aside for it")},
+                               description="funded by the depositor (RequestFulfilled); null if it never was")),
+    "claimed": S.nullable(S.obj({**STEP, **_amount("avax", "AVAX paid to the requester")},
+                                description="claimed (UnstakeClaimed); null otherwise")),
+    "cancelled": S.nullable(S.obj({**STEP, **_amount("sharesReturned", "ggAVAX sent back to the requester"),
+                                   **_amount("sharesBurnt", "ggAVAX burnt because the rate rose while it waited (ExcessSharesBurnt)")},
+                                  description="cancelled by its requester (RequestCancelled); null otherwise")),
+    "reclaimed": S.nullable(S.obj({**STEP, **_amount("avax", "AVAX its ExpiredFundsReclaimed event names (a funded request's "
+                                                     "allocation, deposited back; a pending one's expected AVAX, though none moved)"),
+                                   **_amount("sharesReturned", "ggAVAX sent back to the requester")},
+                                  description="reclaimed after it expired (ExpiredFundsReclaimed, ExpiredSharesReturned); null otherwise")),
+}, description="one request's life as the queue's logs tell it, each step with its block, time and transaction")
+RECEIPTS_SUMMARY = S.nullable(S.obj({
+    "complete": S.described(S.BOOLEAN, "every request's receipt up to the block was read from the queue's logs (false: they "
+                            "could not be read this run: the receipts are an earlier run's, without the steps since, or "
+                            "none; the requester files may miss requests and steps)"),
+    "count": S.described(COUNT, "requests on record, open and closed: each is a receipt in its requester's "
+                         "/withdrawals/{address} file"),
+    **{k: S.described(COUNT, f"of which {k}") for k in OUTCOMES},
+}, description="the receipts of every request ever filed, published in the requester files"))
+REQUESTER_PATH = "/withdrawals/{address}"
+NEVER_REQUESTED = "no withdrawal request was ever filed by {address}"  # serve's 404 for a requester without a file
+ADDRESS = S.ADDRESS["pattern"]
+
 SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "ggAVAX, whole tokens"),
         "expectedAvax": S.described(AVAX, "AVAX owed to their requesters, whole AVAX")}
 
@@ -126,6 +171,9 @@ SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "gg
         "expired": S.nullable(S.obj({**SUMS, "fundedCount": S.described(COUNT, "of which funded before expiring (their AVAX goes back into the vault on reclaim)")},
                                     description="requests past their expiration and not reclaimed: their shares go back to the requester on reclaim")),
         "requesters": S.described(S.nullable(COUNT), "addresses with an open request (each has a /withdrawals/{address} file)"),
+        "requestersEver": S.described(S.nullable(COUNT), "addresses with a request on record, open or closed: each has a "
+                                      "/withdrawals/{address} file (its open requests and receipts)"),
+        "receipts": RECEIPTS_SUMMARY,
         "sharesHeld": S.described(S.nullable(AVAX), "ggAVAX the queue holds (the pending requests' shares), whole tokens"),
         "liquidity": S.nullable(S.obj({
             "queueAvax": S.described(AVAX, "what the queue can pay from now: ggAVAX totalAssets − stakingTotalAssets, whole AVAX"),
@@ -170,7 +218,7 @@ def withdrawals(ctx: Context):
     announced = announcement_records(ctx.announcements, s.block.timestamp)
     if q is None:
         yield "/withdrawals", Deferred((s.withdraw_queue_note or "no withdrawal queue", s.pst_avax, announced),
-                                       no_queue_body, meta=meta(ctx))
+                                       no_queue_with_receipts, meta=meta(ctx))
         return
     sched = ctx.cached(Q.cached_schedule)
     line, cumulative = [], 0
@@ -184,10 +232,36 @@ def withdrawals(ctx: Context):
                sched.front_known, sched.reverted_calls, sched.assumptions,
                sum(1 for p in sched.places.values() if p.fundable_now), len(sched.returns))
     pauses = (q.paused, Q.deposits_paused(s), bool(s.paused.get("MinipoolManager")))
-    yield "/withdrawals", Deferred((q, s.block.timestamp, s.pst_avax, outlook, pauses, depositor_inputs(ctx), announced,
+    yield "/withdrawals", Deferred((receipts_inputs(ctx), q, s.block.timestamp, s.pst_avax, outlook, pauses, depositor_inputs(ctx), announced,
                                     Each(_return_row, sched.returns),
                                     Each(_restake_row, sched.restakes), Each(_line_row, tuple(line))),
-                                   withdrawals_body, meta=meta(ctx))
+                                   withdrawals_with_receipts, meta=meta(ctx))
+
+
+def receipts_inputs(ctx: Context) -> tuple:
+    """What /withdrawals says of the receipts (``receipts_fields``' arguments): whether the logs
+    were read, the count of each outcome, and the addresses with a request on record."""
+    s = ctx.snap
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for r in s.queue_receipts:
+        counts[r.closed or "open"] += 1
+    ever = {r.requester.lower() for r in s.queue_receipts}
+    ever |= {r.requester.lower() for r in s.withdraw_queue.requests} if s.withdraw_queue else set()
+    return s.queue_activity is not None, tuple(counts.values()), len(ever)
+
+
+def receipts_fields(complete: bool, counts: tuple, ever: int) -> dict:
+    return {"requestersEver": ever,
+            "receipts": {"complete": complete, "count": sum(counts), **dict(zip(OUTCOMES, counts, strict=True))}}
+
+
+def withdrawals_with_receipts(receipts: tuple, *inputs) -> dict:
+    """/withdrawals (``withdrawals_body`` of the other inputs) with what it says of the receipts."""
+    return {**withdrawals_body(*inputs), **receipts_fields(*receipts)}
+
+
+def no_queue_with_receipts(*inputs) -> dict:
+    return {**no_queue_body(*inputs), "requestersEver": None, "receipts": None}
 
 
 def no_queue_body(reason: str, pst: PstAvax | None, announced: list) -> dict:
@@ -324,11 +398,14 @@ def _restake_row(r: Q.Restake) -> dict:
 
 
 @endpoint(
-    "/withdrawals/{address}", tag="Liquid staking", summary="One requester's withdrawal requests",
+    REQUESTER_PATH, tag="Liquid staking", summary="One requester's withdrawal requests and receipts",
     description="Every open request of one requester (pending, funded or expired and not reclaimed), with what it "
                 "can do now and where it stands in line: position, the AVAX ahead of it and the estimated funding "
-                "time of /withdrawals' schedule. Addresses without an open request have no file (404). No run "
-                "timestamp: the file changes only when one of its requests or its estimate does.",
+                "time of /withdrawals' schedule; and the receipt of every request it ever filed, open or closed, "
+                "from the queue's logs: when it was filed, funded, and claimed, cancelled or reclaimed, with the "
+                "amounts and the transaction of each step. An address that never filed a request has no file (404); "
+                "one whose requests are all closed keeps its file (no open request, its receipts). No run "
+                "timestamp: the file changes only when one of its requests, its estimate or its receipts do.",
     schema=S.obj({
         "requester": S.described(S.ADDRESS, "the requester"),
         "requests": S.described(S.array(REQUEST), "open requests, by id"),
@@ -337,6 +414,8 @@ def _restake_row(r: Q.Restake) -> dict:
                          "allocatedAvax": S.described(AVAX, "AVAX funded for them, whole AVAX"),
                          "claimableAvax": S.described(AVAX, "AVAX the requester can claim now, whole AVAX")},
                         description="sums over the open requests"),
+        "receipts": S.described(S.array(RECEIPT), "every request it ever filed, open and closed, by id (see /withdrawals "
+                                "receipts.complete: when the queue's logs could not be read, the last steps may be missing)"),
     }),
     params=(REQUESTER_PARAM,),
 )
@@ -351,20 +430,48 @@ def requester(ctx: Context):
     mine: dict[str, list[UnstakeRequest]] = {}
     for r in q.requests:
         mine.setdefault(r.requester, []).append(r)
-    for who, requests in mine.items():
-        # A request's file depends on the request and what the build derived for it, nothing else.
-        items = tuple((r, sched.places[r.id], window_end) for r in requests)
-        yield f"/withdrawals/{who.lower()}", Deferred((who, items), requester_body)
+    receipts: dict[str, list[Receipt]] = {}
+    for rc in ctx.snap.queue_receipts:
+        receipts.setdefault(rc.requester, []).append(rc)
+    # Requesters with an open request, then those whose requests are all closed, by first id.
+    for who in [*mine, *(w for w in receipts if w not in mine)]:
+        # A file depends on its requests, what the build derived for them and its receipts, nothing else.
+        items = tuple((r, sched.places[r.id], window_end) for r in mine.get(who, ()))
+        yield f"/withdrawals/{who.lower()}", Deferred((who, items, tuple(receipts.get(who, ()))), requester_body)
 
 
-def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, int | None], ...]) -> dict:
+def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, int | None], ...],
+                   receipts: tuple[Receipt, ...] = ()) -> dict:
     rows = [_request_record(r, place, window_end) for r, place, window_end in items]
     return {"requester": who, "requests": rows, "count": len(rows), "totals": {
         "shares": tokens(sum(r.shares for r, _, _ in items)),
         "expectedAvax": tokens(sum(r.expected_assets for r, _, _ in items)),
         "allocatedAvax": tokens(sum(r.allocated_funds for r, _, _ in items)),
         "claimableAvax": tokens(sum(r.allocated_funds for r, p, _ in items if p.can_claim)),
-    }}
+    }, "receipts": [receipt_record(r) for r in receipts]}
+
+
+def receipt_record(r: Receipt) -> dict:
+    """A receipt as the requester file publishes it (RECEIPT)."""
+    c, at = r.closed, r.closed_at
+    return {
+        "id": r.id, "outcome": c or "open", "claimableTime": r.claimable_time,
+        "requested": {**_step(r.requested), **_wei("shares", r.shares), **_wei("expectedAvax", r.expected_assets)},
+        "funded": None if r.funded is None else {**_step(r.funded), **_wei("avax", r.allocated or 0)},
+        "claimed": {**_step(at), **_wei("avax", r.paid or 0)} if c == "claimed" and at else None,
+        "cancelled": {**_step(at), **_wei("sharesReturned", r.shares_returned or 0), **_wei("sharesBurnt", r.shares_burnt or 0)}
+                     if c == "cancelled" and at else None,
+        "reclaimed": {**_step(at), **_wei("avax", r.paid or 0), **_wei("sharesReturned", r.shares_returned or 0)}
+                     if c == "reclaimed" and at else None,
+    }
+
+
+def _step(s: QueueStep) -> dict:
+    return {"block": s.block, "time": s.time, "tx": s.tx}
+
+
+def _wei(name: str, wei: int) -> dict:
+    return {name: tokens(wei), f"{name}Wei": str(wei)}
 
 
 def _request_record(r: UnstakeRequest, place: Q.Place, window_end: int | None) -> dict:

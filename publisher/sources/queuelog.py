@@ -1,6 +1,6 @@
 """What the withdraw queue's own logs say and no view does: when its depositor last called
-``depositFromStaking``, when that last funded a request, and the front of the queue's private FIFO
-line (reference/withdrawals.md §4.2, §5).
+``depositFromStaking``, when that last funded a request, the front of the queue's private FIFO
+line (reference/withdrawals.md §4.2, §5), and every request's life, open or closed: its receipt.
 
 - **A call** leaves at least one of the events only ``depositFromStaking`` emits:
   ``DepositedFromStaking`` and ``StakeDeposited`` (except those naming the source "RESCUE", which
@@ -14,26 +14,43 @@ line (reference/withdrawals.md §4.2, §5).
   (``QueueCleaned(reason, id)``, both reasons: ``getNextPendingRequestAmount`` pops too, under
   "…_QUERY"). So the front is 1 + the largest id ever popped (0 when none was), every id from it
   on is still in the line, and the closed ones among those are stale entries.
+- **A receipt** (snapshot.Receipt) per request id: ``UnstakeRequested`` files it (requester,
+  shares, expected AVAX, claimable time); ``RequestFulfilled`` funds it; it closes with
+  ``UnstakeClaimed`` (the AVAX paid), ``RequestCancelled`` (the shares returned; an
+  ``ExcessSharesBurnt`` of the same transaction names the shares burnt) or
+  ``ExpiredFundsReclaimed`` then ``ExpiredSharesReturned`` (the amount it names, the shares
+  returned). Each step keeps its block, that block's time and its transaction. A closed request is
+  deleted from the queue's storage: only these logs tell what became of it.
 
 The result is a fold over the logs in chain order up to the pinned block, so a run resumes from
-the previous run's result (a ``PriorActivity``: the published ``/withdrawals`` ``depositor``, or
-the previous snapshot) and reads only the blocks after its cursor; resuming and rebuilding give
-the same ``QueueActivity``. Logs are read with history.scan (bounded ranges, batched, a range the
-node refuses halved). The two "last" blocks' times come from their headers, one batch.
+the previous run's result (a ``PriorActivity``: the published ``/withdrawals`` ``depositor`` and
+``receipts`` objects with every ``/withdrawals/{address}`` file's receipts, or the previous
+snapshot) and reads only the blocks after its cursor; resuming and rebuilding give the same
+``QueueActivity`` and receipts. The prior is resumed only through the very block it was read at
+(its hash is checked): after a reorg below the cursor the logs are read again from the start, so
+a step the reorg removed leaves no trace. Logs are read with history.scan (bounded ranges,
+batched, a range the node refuses halved); the times come from the headers of the blocks with new
+steps (batched, their count bounded), each checked to be the block the logs name. Logs and headers
+are all a pruned node needs to answer.
 """
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
+from typing import NamedTuple
 
 from ..chain import abis
 from ..chain.abi import event_topic
+from ..chain.codec import checksum
 from ..chain.rpc import RpcClient
 from ..errors import PublisherError
-from ..snapshot import QueueActivity, Snapshot
+from ..snapshot import QueueActivity, QueueStep, Receipt, Snapshot
 from .history import LogFilter, scan
 
 log = logging.getLogger(__name__)
@@ -45,6 +62,12 @@ TOPIC_INSUFFICIENT = event_topic(abis.EV_WQ_INSUFFICIENT_LIQUIDITY)
 TOPIC_CLEANED = event_topic(abis.EV_WQ_QUEUE_CLEANED)
 TOPIC_NOT_PROCESSED = event_topic(abis.EV_WQ_PENDING_NOT_PROCESSED)
 TOPIC_YIELD = event_topic(abis.EV_WQ_YIELD_DEPOSITED)
+TOPIC_REQUESTED = event_topic(abis.EV_WQ_UNSTAKE_REQUESTED)
+TOPIC_CLAIMED = event_topic(abis.EV_WQ_UNSTAKE_CLAIMED)
+TOPIC_CANCELLED = event_topic(abis.EV_WQ_REQUEST_CANCELLED)
+TOPIC_BURNT = event_topic(abis.EV_WQ_EXCESS_SHARES_BURNT)
+TOPIC_RECLAIM_FUNDS = event_topic(abis.EV_WQ_EXPIRED_FUNDS_RECLAIMED)
+TOPIC_RECLAIMED = event_topic(abis.EV_WQ_EXPIRED_SHARES_RETURNED)
 
 # topic0 -> (topics the log carries, bytes of data)
 SHAPES = {
@@ -55,45 +78,78 @@ SHAPES = {
     TOPIC_CLEANED: (3, 0),  # indexed reason, indexed requestId
     TOPIC_NOT_PROCESSED: (1, 32),
     TOPIC_YIELD: (1, 32),
+    TOPIC_REQUESTED: (3, 96),  # indexed requestId, indexed requester; shares, expectedAssets, claimableTime
+    TOPIC_CLAIMED: (3, 32),  # indexed requestId, indexed claimer; amount
+    TOPIC_CANCELLED: (3, 32),  # indexed requestId, indexed requester; shares returned
+    TOPIC_BURNT: (2, 32),  # indexed requestId; sharesBurnt
+    TOPIC_RECLAIM_FUNDS: (2, 32),  # indexed requestId; amount
+    TOPIC_RECLAIMED: (3, 32),  # indexed requestId, indexed requester; shares returned
 }
 TOPICS = list(SHAPES)
+# The receipt step each event is, by topic0 (RequestFulfilled is also the activity's funding).
+STEPS = {TOPIC_REQUESTED: "requested", TOPIC_FULFILLED: "funded", TOPIC_CLAIMED: "claimed",
+         TOPIC_CANCELLED: "cancelled", TOPIC_BURNT: "burnt", TOPIC_RECLAIM_FUNDS: "reclaimFunds",
+         TOPIC_RECLAIMED: "reclaimed"}
+OUTCOMES = ("open", "claimed", "cancelled", "reclaimed")
+HEADERS_PER_BATCH = 100  # block headers per JSON-RPC batch
+MAX_HEADERS = 200_000  # block headers one run may read: more means a misconfigured start block
 
 
 def _word(text: str) -> bytes:
     return text.encode().ljust(32, b"\0")
 
 
-RESCUE = _word("RESCUE")
-SERVE_CLEANED = _word("REQUEST_NOT_IN_PENDING_SET")  # the other reason ("…_QUERY") pops but is no call
+RESCUE_HEX = _word("RESCUE").hex()
+SERVE_CLEANED_HEX = _word("REQUEST_NOT_IN_PENDING_SET").hex()  # the other reason ("…_QUERY") pops but is no call
+CALLS = frozenset((TOPIC_FULFILLED, TOPIC_INSUFFICIENT, TOPIC_NOT_PROCESSED, TOPIC_YIELD))  # only depositFromStaking emits them
+POPS = frozenset((TOPIC_FULFILLED, TOPIC_CLEANED))  # the id in topics[2] left the line's front
+_HASHES = re.compile(r"0x[0-9a-fA-F]{64}0x[0-9a-fA-F]{64}")  # a block hash and a transaction hash
+_WORDS = re.compile(r"(?:0x[0-9a-fA-F]{64})+")  # topics, one after the other
+_HEXDATA = re.compile(r"0x(?:[0-9a-fA-F]{64})*")
 
 
 @dataclass(frozen=True)
 class PriorActivity:
-    """A previous run's activity and where it comes from: it is resumed only for the same queue,
-    on the same chain, through the same cursor block."""
+    """A previous run's activity and receipts and where they come from: they are resumed only for
+    the same queue, on the same chain, through the same cursor block, and only together (one scan
+    folds both). ``activity`` None: that run could not read the logs, so nothing is resumed, and
+    its ``receipts`` (an earlier run's) are only kept, should this run's read fail too.
+    ``receipts`` None: unknown (an earlier version's output), nothing is resumed."""
 
-    activity: QueueActivity
+    activity: QueueActivity | None
     queue: str | None = None
     network: str | None = None
     chain_id: int | None = None
     cursor_hash: str | None = None
+    receipts: tuple[Receipt, ...] | None = None
+
+    @property
+    def resumable(self) -> bool:
+        return self.activity is not None and self.receipts is not None
 
 
 @dataclass
 class ActivityResult:
     activity: QueueActivity
+    receipts: tuple[Receipt, ...] = ()  # every request filed in the blocks folded, by id
     ranges: list[tuple[int, int]] = field(default_factory=list)  # block ranges read, inclusive
     warnings: list[str] = field(default_factory=list)
     resumed: bool = False  # folded on from the prior (False: from ``start``)
+    headers: int = 0  # block headers read for the times of new steps
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(NamedTuple):
     block: int
-    index: int
+    log_index: int
     call: bool  # a depositor call's evidence
     funding: bool
     popped: int | None  # the id that left the line's front
+    block_hash: str = ""
+    step: str | None = None  # the receipt step (STEPS) it is, if any
+    request: int = 0  # the request id it names
+    who: str = ""  # the address it names (requester, claimer)
+    amounts: tuple[int, ...] = ()  # its data words
+    tx: str = ""
 
 
 class _Fold:
@@ -114,72 +170,159 @@ class _Fold:
             self.front = max(self.front, e.popped + 1)
 
 
+class _Receipts:
+    """The receipts by id, each step applied in chain order. A receipt is made once per run from
+    the fields its steps set (the prior's own when it had one); the others are the prior's."""
+
+    def __init__(self, prior: Iterable[Receipt] = ()) -> None:
+        self.prior = {r.id: r for r in prior}
+        self.fields: dict[int, dict] = {}  # id -> Receipt fields, for the receipts this run touches
+        self.unknown: set[int] = set()  # ids named by a later step but never filed in the logs read
+        self.refiled: set[int] = set()
+
+    def apply(self, e: _Entry, at: QueueStep) -> None:
+        i, kind = e.request, e.step
+        if kind == "requested":
+            if i in self.prior or i in self.fields:
+                self.refiled.add(i)
+            shares, expected, claimable = e.amounts
+            self.fields[i] = {"id": i, "requester": e.who, "shares": shares, "expected_assets": expected,
+                              "claimable_time": claimable, "requested": at, "funded": None, "allocated": None,
+                              "closed": None, "closed_at": None, "paid": None, "shares_returned": None,
+                              "shares_burnt": None}
+            return
+        f = self.fields.get(i)
+        if f is None:
+            r = self.prior.get(i)
+            if r is None:
+                self.unknown.add(i)
+                return
+            f = self.fields[i] = dict(vars(r))
+        (amount,) = e.amounts
+        if kind == "funded":
+            f["funded"], f["allocated"] = at, amount
+        elif kind == "claimed":
+            f["closed"], f["closed_at"], f["paid"] = "claimed", at, amount
+        elif kind == "burnt":  # before RequestCancelled in its transaction
+            f["shares_burnt"] = amount
+        elif kind == "cancelled":
+            f["closed"], f["closed_at"], f["shares_returned"] = "cancelled", at, amount
+            f["shares_burnt"] = f["shares_burnt"] or 0
+        elif kind == "reclaimFunds":  # before ExpiredSharesReturned in its transaction
+            f["paid"] = amount
+        else:  # "reclaimed"
+            f["closed"], f["closed_at"], f["shares_returned"] = "reclaimed", at, amount
+
+    def result(self) -> tuple[Receipt, ...]:
+        made = {i: Receipt(**f) for i, f in self.fields.items()}
+        every = {**self.prior, **made}
+        return tuple(every[i] for i in sorted(every))
+
+
 def build(client: RpcClient, *, queue: str, head: int, start: int = 0, prior: QueueActivity | None = None,
-          span: int = 2048, on_range: Callable[[int], None] | None = None) -> ActivityResult:
-    """The queue's activity over blocks ``start..head``, folded on from ``prior`` when it is
-    usable (its cursor at or before ``head``, its blocks at or before its cursor)."""
+          receipts: Sequence[Receipt] = (), span: int = 2048,
+          on_range: Callable[[int], None] | None = None) -> ActivityResult:
+    """The queue's activity and receipts over blocks ``start..head``, folded on from ``prior`` and
+    its ``receipts`` when they are usable (the cursor at or before ``head``, every block they name
+    at or before the cursor)."""
     warnings: list[str] = []
     if prior is not None:
-        problem = _check_prior(prior, head)
+        problem = _check_prior(prior, head) or _check_receipts(receipts, prior.cursor)
         if problem:
             warnings.append(f"previous withdraw queue activity ignored ({problem}): reading the queue's logs again")
             prior = None
     state = _Fold(prior)
     first = max(start, prior.cursor + 1) if prior else start
     ranges: list[tuple[int, int]] = []
+    steps: list[_Entry] = []
+    hashes: dict[int, str] = {}
     for a, b, (raw,) in scan(client, [LogFilter(queue, [TOPICS])], first, head, span, ranges, on_range,
                              what="withdraw queue logs"):
-        for entry in sorted(_decode(raw, queue, a, b), key=lambda e: (e.block, e.index)):
+        for entry in sorted(_decode(raw, queue, a, b), key=lambda e: (e.block, e.log_index)):
             state.apply(entry)
+            if entry.step is not None:
+                steps.append(entry)
+            if hashes.setdefault(entry.block, entry.block_hash) != entry.block_hash:
+                raise PublisherError(f"withdraw queue logs: two hashes for block {entry.block}: the chain moved while "
+                                     "its logs were read")
     if state.gaps:
         want, got = state.gaps[0]
         warnings.append(f"withdraw queue logs: the line popped id {got} where id {want} was at its front "
                         f"({len(state.gaps)} such gaps; logs before block {first} not read?): the line's front "
                         "is the largest id popped, the depositor's blocks are the logs read")
-    # The prior's blocks keep their times; only a new last block's header is read.
+    # The prior's blocks keep their times; only the blocks of new steps and a new last call's or
+    # funding's are read.
     known: dict[int, int] = {}
     if prior:
         for block, t in ((prior.last_call_block, prior.last_call_time), (prior.last_funding_block, prior.last_funding_time)):
             if block is not None and t is not None:
                 known[block] = t
-    times = {**known, **_times(client, [b for b in (state.call, state.funding) if b is not None and b not in known])}
+    wanted = {e.block for e in steps} | {b for b in (state.call, state.funding) if b is not None}
+    fetched = _times(client, [b for b in wanted if b not in known], hashes)
+    times = {**known, **fetched}
+    book = _Receipts(receipts if prior else ())
+    for e in steps:
+        book.apply(e, QueueStep(e.block, times[e.block], e.tx))
+    if book.unknown:
+        warnings.append(f"withdraw queue logs: {len(book.unknown)} request(s) funded or closed but filed before block "
+                        f"{first} (not read), e.g. id {min(book.unknown)}: they have no receipt")
+    if book.refiled:
+        warnings.append(f"withdraw queue logs: {len(book.refiled)} request id(s) filed twice, e.g. id {min(book.refiled)}: "
+                        "the later filing is kept")
     activity = QueueActivity(
         cursor=head, line_front=state.front,
         last_call_block=state.call, last_call_time=None if state.call is None else times[state.call],
         last_funding_block=state.funding, last_funding_time=None if state.funding is None else times[state.funding])
-    return ActivityResult(activity, ranges, warnings, prior is not None)
+    return ActivityResult(activity, book.result(), ranges, warnings, prior is not None, len(fetched))
+
+
+def logs_for(client: RpcClient, snap: Snapshot, *, start: int, span: int, prior: PriorActivity | None,
+             warnings: list[str], on_start: Callable[[int], None] | None = None,
+             on_range: Callable[[int], None] | None = None) -> tuple[QueueActivity | None, tuple[Receipt, ...]]:
+    """The snapshot's queue activity and receipts up to its block ((None, ()) without a queue). A
+    prior from another chain or queue, past the block, or not read through the same cursor block
+    is ignored with a warning. A failure to read the logs does not stop the run: it is a warning,
+    the activity None (the evidence unavailable) and the receipts the prior's (see ``kept``)."""
+    q = snap.withdraw_queue
+    if q is None:
+        return None, ()
+    try:
+        usable = verified(client, prior, snap, warnings)
+        first = max(start, usable.activity.cursor + 1) if usable and usable.activity else start
+        if on_start:
+            on_start(max(0, snap.block.number - first) // max(1, span) + 1)
+        got = build(client, queue=q.address, head=snap.block.number, start=start,
+                    prior=usable.activity if usable else None, receipts=(usable.receipts or ()) if usable else (),
+                    span=span, on_range=on_range)
+    except PublisherError as exc:
+        receipts = kept(prior, snap)
+        problem = (f"withdraw queue logs not read ({exc}): the depositor's activity is unavailable, and the receipts "
+                   + (f"are the previous run's {len(receipts)} (later steps missing)" if receipts else "unknown"))
+        log.warning(problem)
+        warnings.append(problem)
+        return None, receipts
+    for w in got.warnings:
+        log.warning(w)
+    warnings += got.warnings
+    return got.activity, got.receipts
 
 
 def activity_for(client: RpcClient, snap: Snapshot, *, start: int, span: int, prior: PriorActivity | None,
                  warnings: list[str], on_start: Callable[[int], None] | None = None,
                  on_range: Callable[[int], None] | None = None) -> QueueActivity | None:
-    """The snapshot's queue activity up to its block (None without a queue). A prior from another
-    chain or queue, or past the block, is ignored with a warning. A failure to read the logs does not
-    stop the run: it is a warning, and the activity None (the evidence unavailable)."""
-    q = snap.withdraw_queue
-    if q is None:
-        return None
-    try:
-        usable = verified(client, prior, snap, warnings)
-        first = max(start, usable.activity.cursor + 1) if usable else start
-        if on_start:
-            on_start(max(0, snap.block.number - first) // max(1, span) + 1)
-        got = build(client, queue=q.address, head=snap.block.number, start=start,
-                    prior=usable.activity if usable else None, span=span, on_range=on_range)
-    except PublisherError as exc:
-        problem = f"withdraw queue logs not read ({exc}): the depositor's activity is unavailable"
-        log.warning(problem)
-        warnings.append(problem)
-        return None
-    for w in got.warnings:
-        log.warning(w)
-    warnings += got.warnings
-    return got.activity
+    """``logs_for``'s activity alone."""
+    return logs_for(client, snap, start=start, span=span, prior=prior, warnings=warnings, on_start=on_start,
+                    on_range=on_range)[0]
 
 
 def verified(client: RpcClient, prior: PriorActivity | None, snap: Snapshot, warnings: list[str]) -> PriorActivity | None:
-    """``prior`` when it belongs to the snapshot's queue and chain; otherwise None, with a warning."""
+    """``prior`` when it can be resumed for the snapshot's queue and chain; otherwise None, with a
+    warning."""
     if prior is None:
+        return None
+    if not prior.resumable:
+        why = "its run could not read the logs" if prior.activity is None else "it has no receipts"
+        warnings.append(f"previous withdraw queue activity not resumed ({why}): reading the queue's logs from the start")
         return None
     problem = _foreign(client, prior, snap)
     if problem:
@@ -188,12 +331,27 @@ def verified(client: RpcClient, prior: PriorActivity | None, snap: Snapshot, war
     return prior
 
 
+def kept(prior: PriorActivity | None, snap: Snapshot) -> tuple[Receipt, ...]:
+    """The receipts a run publishes when it cannot read the logs: the prior's, when it is of the
+    same queue on the same chain and names no block after the snapshot's (no header is read: the
+    node is failing); else none. They may miss the steps since, which /withdrawals says."""
+    q = snap.withdraw_queue
+    if prior is None or not prior.receipts or q is None:
+        return ()
+    if (prior.network, prior.chain_id) != (snap.network, snap.chain_id) or (prior.queue or "").lower() != q.address.lower():
+        return ()
+    if _last_block(prior.receipts) > snap.block.number:
+        return ()
+    return prior.receipts
+
+
 def _foreign(client: RpcClient, prior: PriorActivity, snap: Snapshot) -> str | None:
     q = snap.withdraw_queue
     if (prior.network, prior.chain_id) != (snap.network, snap.chain_id):
         return f"it is from {prior.network} (chain {prior.chain_id})"
     if q is None or (prior.queue or "").lower() != q.address.lower():
         return f"it is of queue {prior.queue}"
+    assert prior.activity is not None
     cursor = prior.activity.cursor
     if cursor > snap.block.number:
         return f"its cursor {cursor} is after block {snap.block.number}"
@@ -218,53 +376,97 @@ def _check_prior(p: QueueActivity, head: int) -> str | None:
     return None
 
 
+def _check_receipts(receipts: Sequence[Receipt], cursor: int) -> str | None:
+    ids = [r.id for r in receipts]
+    if len(set(ids)) != len(ids):
+        return "a receipt appears twice"
+    for r in receipts:
+        if r.closed not in (None, "claimed", "cancelled", "reclaimed") or (r.closed is None) != (r.closed_at is None):
+            return f"receipt {r.id} has no coherent outcome"
+        if (r.funded is None) != (r.allocated is None):
+            return f"receipt {r.id} has a funding without an amount, or the reverse"
+    if receipts and _last_block(receipts) > cursor:
+        return "a receipt names a block after its cursor"
+    return None
+
+
+def _last_block(receipts: Iterable[Receipt]) -> int:
+    return max((s.block for r in receipts for s in (r.requested, r.funded, r.closed_at) if s is not None), default=-1)
+
+
 def _decode(raw: list, queue: str, a: int, b: int) -> list[_Entry]:
+    """The logs of one range, checked (address, range, shape, hex) and decoded; tens of thousands
+    on a first read, so the words are read from the hex text directly."""
     out = []
+    queue = queue.lower()
+    hashes, words, hexdata = _HASHES.fullmatch, _WORDS.fullmatch, _HEXDATA.fullmatch
     for item in raw:
         try:
             if item.get("removed"):
                 continue
             block, index = int(item["blockNumber"], 16), int(item["logIndex"], 16)
-            topics, data = item["topics"], bytes.fromhex(item["data"][2:])
-            if item["address"].lower() != queue.lower() or not a <= block <= b:
+            topics, data = item["topics"], item["data"]
+            if item["address"].lower() != queue or not a <= block <= b:
                 raise ValueError("unexpected log")
-            shape = SHAPES.get(topics[0])
-            if shape is None or shape != (len(topics), len(data)):
-                raise ValueError("unexpected topics")
             t0 = topics[0]
+            shape = SHAPES.get(t0)
+            if shape is None or shape != (len(topics), (len(data) - 2) // 2) or not hexdata(data) or not words("".join(topics)):
+                raise ValueError("unexpected topics")
+            block_hash, tx = item["blockHash"], item["transactionHash"]
+            if not hashes(block_hash + tx):
+                raise ValueError("no block or transaction hash")
             if t0 == TOPIC_DEPOSITED:
-                call = data[64:96] != RESCUE
+                call = data[130:194].lower() != RESCUE_HEX
             elif t0 == TOPIC_STAKE_DEPOSITED:
-                call = bytes.fromhex(topics[1][2:]) != RESCUE
+                call = topics[1][2:].lower() != RESCUE_HEX
             elif t0 == TOPIC_CLEANED:
-                call = bytes.fromhex(topics[1][2:]) == SERVE_CLEANED
+                call = topics[1][2:].lower() == SERVE_CLEANED_HEX
             else:
-                call = True
-            popped = int(topics[2], 16) if t0 in (TOPIC_FULFILLED, TOPIC_CLEANED) else None
+                call = t0 in CALLS
+            popped = int(topics[2], 16) if t0 in POPS else None
+            step = STEPS.get(t0)
+            if step is None:
+                out.append(_Entry(block, index, call, False, popped, block_hash))
+                continue
+            funding = t0 == TOPIC_FULFILLED
+            request = int(topics[2 if funding else 1], 16)
+            who = checksum("0x" + topics[2][-40:]) if len(topics) == 3 and not funding else ""
+            amounts = tuple(int(data[k : k + 64], 16) for k in range(2, len(data), 64))
+            if t0 == TOPIC_REQUESTED and amounts[2] >= 1 << 48:
+                raise ValueError("claimable time is not a uint48")
         except (AttributeError, KeyError, TypeError, ValueError, IndexError):
             raise PublisherError(f"withdraw queue logs: eth_getLogs for blocks {a}..{b} returned a malformed log") from None
-        out.append(_Entry(block, index, call, t0 == TOPIC_FULFILLED, popped))
+        out.append(_Entry(block, index, call, funding, popped, block_hash, step, request, who, amounts, tx.lower()))
     return out
 
 
-def _times(client: RpcClient, blocks: Sequence[int]) -> dict[int, int]:
-    """The timestamps of ``blocks``, their headers read in one batch."""
+def _times(client: RpcClient, blocks: Sequence[int], hashes: dict[int, str] | None = None) -> dict[int, int]:
+    """The timestamps of ``blocks``, their headers read in batches; a header whose hash is not the
+    one the logs named for its block means the chain moved while it was read."""
     blocks = sorted(set(blocks))
-    if not blocks:
-        return {}
-    headers = client.batch([("eth_getBlockByNumber", [hex(n), False]) for n in blocks])
+    if len(blocks) > MAX_HEADERS:
+        raise PublisherError(f"withdraw queue logs need the times of {len(blocks)} blocks, more than {MAX_HEADERS}: "
+                             "raise the queue's start block")
+    hashes = hashes or {}
     out = {}
-    for n, h in zip(blocks, headers, strict=True):
-        try:
-            if int(h["number"], 16) != n:
-                raise ValueError
-            out[n] = int(h["timestamp"], 16)
-        except (KeyError, TypeError, ValueError):
-            raise PublisherError(f"withdraw queue logs: no usable header for block {n}") from None
+    for k in range(0, len(blocks), HEADERS_PER_BATCH):
+        part = blocks[k : k + HEADERS_PER_BATCH]
+        headers = client.batch([("eth_getBlockByNumber", [hex(n), False]) for n in part])
+        for n, h in zip(part, headers, strict=True):
+            try:
+                if int(h["number"], 16) != n:
+                    raise ValueError
+                out[n] = int(h["timestamp"], 16)
+                same = n not in hashes or h["hash"] == hashes[n]
+            except (KeyError, TypeError, ValueError):
+                raise PublisherError(f"withdraw queue logs: no usable header for block {n}") from None
+            if not same:
+                raise PublisherError(f"withdraw queue logs: block {n} is not the block its logs came from: the chain "
+                                     "moved while its logs were read")
     return out
 
 
-# -- the previous run's activity ----------------------------------------------------------------------
+# -- the previous run's activity and receipts ---------------------------------------------------------
 
 
 def from_snapshot(snap: Snapshot) -> PriorActivity | None:
@@ -272,40 +474,124 @@ def from_snapshot(snap: Snapshot) -> PriorActivity | None:
     if a is None or q is None:
         return None
     return PriorActivity(a, q.address, snap.network, snap.chain_id,
-                         snap.block.hash if a.cursor == snap.block.number else None)
+                         snap.block.hash if a.cursor == snap.block.number else None, snap.queue_receipts)
 
 
-def load_published(path: str | Path) -> PriorActivity | None:
-    """The activity a published ``/withdrawals`` carries: its ``depositor`` object
-    (endpoints/depositor.py ``depositor_record``) with the file's ``address`` and ``meta``, the
-    depositor's ``cursor`` being ``meta.block``. None when the file is absent, has no usable
-    depositor object (an earlier version's file, or the logs were unavailable), or is unusable:
-    that costs only reading the logs from the start block again."""
+def load_published(path: str | Path, requesters: str | Path | None = None) -> PriorActivity | None:
+    """The activity and receipts a published tree carries: ``/withdrawals`` (``path``) with its
+    ``depositor`` object (endpoints/depositor.py ``depositor_record``), its ``receipts`` object,
+    ``address`` and ``meta``, the depositor's ``cursor`` being ``meta.block``; and the receipts of
+    every ``/withdrawals/{address}`` file in ``requesters`` (default: the folder beside ``path``),
+    as many as ``receipts.count`` says. None when the file is absent or unusable; activity None
+    when that run could not read the logs (its receipts then are only kept, should this run fail
+    too); receipts None when the tree has none (an earlier version's). Each costs only reading
+    the logs from the start block again."""
+    path = Path(path)
     try:
-        data = json.loads(Path(path).read_text())
-        d = data.get("depositor")
-        if not isinstance(d, dict) or d.get("available") is not True:
-            return None
-        meta = data["meta"]
+        data = json.loads(path.read_text())
+        meta, summary = data["meta"], data.get("receipts")
         block = meta["block"]
-        activity = QueueActivity(
-            cursor=_int(d["cursor"]), line_front=_int(d["lineFront"]),
-            last_call_block=_opt(d["lastCallBlock"]), last_call_time=_opt(d["lastCallTime"]),
-            last_funding_block=_opt(d["lastFundingBlock"]), last_funding_time=_opt(d["lastFundingTime"]))
         queue, network, chain_id, number, block_hash = data["address"], meta["network"], meta["chainId"], block["number"], block["hash"]
         if not all(isinstance(v, str) for v in (queue, network, block_hash)) or not isinstance(chain_id, int):
             raise TypeError("unexpected meta")
+        d = data.get("depositor")
+        activity = None
+        if isinstance(d, dict) and d.get("available") is True:
+            activity = QueueActivity(
+                cursor=_int(d["cursor"]), line_front=_int(d["lineFront"]),
+                last_call_block=_opt(d["lastCallBlock"]), last_call_time=_opt(d["lastCallTime"]),
+                last_funding_block=_opt(d["lastFundingBlock"]), last_funding_time=_opt(d["lastFundingTime"]))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("cannot resume the withdraw queue activity from %s (%s): reading the queue's logs again",
                     path, type(exc).__name__)
         return None
-    if number != activity.cursor:
+    if activity is not None and number != activity.cursor:
         log.warning("cannot resume the withdraw queue activity from %s (its cursor is not its block): reading "
                     "the queue's logs again", path)
+        activity = None
+    receipts = None
+    if isinstance(summary, dict):
+        try:
+            receipts = load_receipts(Path(requesters) if requesters is not None else path.with_suffix(""))
+            if len(receipts) != _int(summary["count"]):
+                raise ValueError(f"{len(receipts)} receipts in the requester files, /withdrawals says {summary['count']}")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("cannot resume the withdraw queue receipts from %s (%s): reading the queue's logs again",
+                        path, exc if isinstance(exc, ValueError) else type(exc).__name__)
+            receipts = None
+        if summary.get("complete") is not True:
+            activity = None  # the receipts are an earlier run's: kept, not resumed
+    if activity is None and not receipts:
         return None
-    return PriorActivity(activity, queue, network, chain_id, block_hash)
+    return PriorActivity(activity, queue, network, chain_id, block_hash, receipts)
+
+
+# The receipts of each requester file last read, by path, with the file's identity (inode, size,
+# modification time): a file the next tree links unchanged (incremental.py) is not parsed again by
+# the same process (publisher watch reads its tree every block). Only the latest read's are kept.
+_PARSED: dict[str, tuple[tuple[int, int, int], list[Receipt]]] = {}
+
+
+def load_receipts(folder: Path) -> tuple[Receipt, ...]:
+    """Every receipt of the ``/withdrawals/{address}`` files in ``folder``, by id (none when the
+    folder is absent)."""
+    out: list[Receipt] = []
+    seen: dict[str, tuple[tuple[int, int, int], list[Receipt]]] = {}
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith("0x") and e.name.endswith(".json")]
+    except FileNotFoundError:
+        return ()
+    for entry in entries:
+        st = entry.stat()
+        identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+        hit = _PARSED.get(entry.path)
+        if hit is None or hit[0] != identity:
+            with open(entry.path, "rb") as fh:
+                body = json.loads(fh.read())
+            who = body["requester"]
+            if not isinstance(who, str) or checksum(who) != who or who.lower() != entry.name[:-5]:
+                raise ValueError(f"{entry.name} names requester {who!r}")
+            hit = (identity, [receipt_from_record(who, rec) for rec in body["receipts"]])
+        seen[entry.path] = hit
+        out += hit[1]
+    _PARSED.clear()
+    _PARSED.update(seen)
+    out.sort(key=lambda r: r.id)
+    if any(a.id == b.id for a, b in pairwise(out)):
+        raise ValueError("a request has receipts in two files")
+    return tuple(out)
+
+
+def receipt_from_record(who: str, rec: dict) -> Receipt:
+    """The Receipt a published receipt record (endpoints/withdrawals.py ``receipt_record``) holds."""
+    req, funded = rec["requested"], rec["funded"]
+    closes = [k for k in ("claimed", "cancelled", "reclaimed") if rec[k] is not None]
+    if len(closes) > 1 or rec["outcome"] != (closes[0] if closes else "open"):
+        raise ValueError(f"receipt {rec.get('id')} has no coherent outcome")
+    kind = closes[0] if closes else None
+    c = rec[kind] if kind else {}
+    return Receipt(
+        _int(rec["id"]), who, _wei(req["sharesWei"]), _wei(req["expectedAvaxWei"]), _int(rec["claimableTime"]), _step(req),
+        funded=None if funded is None else _step(funded), allocated=None if funded is None else _wei(funded["avaxWei"]),
+        closed=kind, closed_at=_step(c) if kind else None,
+        paid=_wei(c["avaxWei"]) if kind in ("claimed", "reclaimed") else None,
+        shares_returned=_wei(c["sharesReturnedWei"]) if kind in ("cancelled", "reclaimed") else None,
+        shares_burnt=_wei(c["sharesBurntWei"]) if kind == "cancelled" else None)
+
+
+def _step(rec: dict) -> QueueStep:
+    tx = rec["tx"]
+    if not isinstance(tx, str) or len(tx) != 66:
+        raise ValueError("not a transaction hash")
+    return QueueStep(_int(rec["block"]), _int(rec["time"]), tx)
+
+
+def _wei(value) -> int:
+    if not isinstance(value, str) or not value.isdigit():
+        raise TypeError("expected a decimal string")
+    return int(value)
 
 
 def _int(value) -> int:
@@ -316,4 +602,3 @@ def _int(value) -> int:
 
 def _opt(value) -> int | None:
     return None if value is None else _int(value)
-
