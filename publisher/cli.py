@@ -273,15 +273,18 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
               help="Also apply the change bounds against this earlier run (block, prices, accumulated files).")
 @fail_cleanly
 def check(directory: str, previous: str | None) -> None:
-    """Validate a built directory: schemas and invariants, as build does, with the bounds of the
-    network its status.json names."""
-    from .validate import compare_previous, load_dir, network_profile, validate
+    """Validate a built directory: every file as its build recorded it (none edited, missing or
+    added since), schemas and invariants as build checks them, with the bounds of the network its
+    status.json names."""
+    from .validate import compare_previous, load_dir, network_profile, recorded_problems, validate
 
-    files = load_dir(directory)
+    root = os.path.realpath(directory)  # one tree, even if a build flips the link meanwhile
+    files = load_dir(root)
     if not files:
         raise PublisherError(f"{directory} holds no files")
     profile = network_profile(files, directory)
-    problems = validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
+    problems = recorded_problems(root, files)
+    problems += validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
     if previous:
         problems += compare_previous(load_dir(previous), files, max_price_move_pct=profile.max_price_move_pct,
                                      max_staker_drop_pct=profile.max_staker_drop_pct)
