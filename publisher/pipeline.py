@@ -73,10 +73,12 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     out = Path(os.path.abspath(out_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
     live, target = trees(out)
-    if live is not None and not force:
+    # The live run's files the guards compare with: those still as its build wrote them.
+    previous = TreeFiles(live, record=read_record(live)) if live is not None else None
+    if previous is not None and not force:
         # First, before anything is rendered: a block older than the live run's is refused as such.
         try:
-            went_back = older_block(TreeFiles(live)["/status"], snap.network, snap.chain_id, snap.block.number)
+            went_back = older_block(previous["/status"], snap.network, snap.chain_id, snap.block.number)
         except KeyError:
             went_back = None
         if went_back:
@@ -93,8 +95,8 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
             final[path] = encode(path, body)
             made.reads[path] = body
         made.problems += invariants(made.reads, profile.feed_max_age, profile.oracle_max_age, now=snap.block.timestamp)
-        if live is not None and not force:
-            made.problems += compare_previous(TreeFiles(live), TreeFiles(target, final),
+        if previous is not None and not force:
+            made.problems += compare_previous(previous, TreeFiles(target, final),
                                               max_price_move_pct=profile.max_price_move_pct,
                                               max_staker_drop_pct=profile.max_staker_drop_pct)
         if made.problems:

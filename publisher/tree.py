@@ -243,18 +243,25 @@ def flip(out: Path, tree: Path) -> None:
 
 
 class TreeFiles(Mapping):
-    """URL path -> bytes of a built tree, read only when asked: the guards read a few files."""
+    """URL path -> bytes of a built tree, read only when asked: the guards read a few files. With
+    the tree's ``record``, only files with their recorded sha256: an edited one is not the run's."""
 
-    def __init__(self, root: Path, extra: dict[str, bytes] | None = None):
-        self.root, self.extra = root, extra or {}
+    def __init__(self, root: Path, extra: dict[str, bytes] | None = None, record: Record | None = None):
+        self.root, self.extra, self.record = root, extra or {}, record
 
     def __getitem__(self, path: str) -> bytes:
         if path in self.extra:
             return self.extra[path]
+        entry = self.record.files.get(path) if self.record else None
+        if self.record and entry is None:
+            raise KeyError(path)
         try:
-            return (self.root / file_for(path)).read_bytes()
+            data = read_file(f"{self.root}/{file_for(path)}")
         except OSError:
             raise KeyError(path) from None
+        if entry is not None and sha256(data) != entry[0]:
+            raise KeyError(path)
+        return data
 
     def __iter__(self):
         raise TypeError("a tree's files are read by path")

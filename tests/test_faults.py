@@ -405,6 +405,116 @@ def _snapshot(demo, where: Path) -> Path:
     return path
 
 
+# ---- hand edits in out/ -------------------------------------------------------------------------
+
+AWS = {"AWS_ACCESS_KEY_ID": "AKIATESTPUBLISHER", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
+       "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_MAX_ATTEMPTS": "2"}
+
+
+def _edit(path: Path, how: str) -> None:
+    """Change one digit of a file as a person would: in place (same file, same size: only its
+    modification time tells), or by writing a new file and renaming it over (as editors save)."""
+    data = bytearray(path.read_bytes())
+    at = re.search(rb":([0-9])", bytes(data)).start(1)  # the first number's first digit
+    data[at] = ord("7") if data[at] != ord("7") else ord("3")
+    if how == "in place":
+        with open(path, "r+b") as f:
+            f.write(bytes(data))
+    else:
+        tmp = path.with_name(f".{path.name}.swp")
+        tmp.write_bytes(bytes(data))
+        os.replace(tmp, path)
+
+
+def _bucket(moto) -> tuple[str, object]:
+    import uuid
+
+    import boto3
+
+    name = f"api-{uuid.uuid4().hex[:12]}"
+    s3 = boto3.client("s3", endpoint_url=moto, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    s3.create_bucket(Bucket=name)
+    return name, s3
+
+
+def _objects(s3, bucket: str) -> dict[str, bytes]:
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket) for o in page.get("Contents", ())]
+    return {k: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
+
+
+def _published(directory: Path) -> dict[str, str]:
+    """``tree`` without the build's record (which holds each file's modification time and inode)."""
+    return {name: sha for name, sha in tree(directory).items() if name != ".build.json"}
+
+
+def _problems(got: subprocess.CompletedProcess, directory: Path) -> list[str]:
+    """The problem lines of a failed ``publisher check``, after checking its last line."""
+    lines = got.stderr.strip().splitlines()
+    assert got.returncode == 1 and lines[-1] == f"error: {len(lines) - 1} problem(s) in {directory}", got.stderr
+    return lines[:-1]
+
+
+@pytest.mark.parametrize("after", ["incremental", "full"])
+@pytest.mark.parametrize("how", ["in place", "renamed over"])
+def test_a_hand_edit_in_out_is_found_by_check_refused_by_publish_and_replaced_by_the_next_build(
+        demo, base, moto, tmp_path, how, after):
+    """Two builds (the second incremental, carrying hard links into the first tree, or --full),
+    then /prices and a staker's file are edited in out/: check names both, publish refuses naming
+    them and leaves the bucket as it was, and the next build puts the built bytes back."""
+    snap = _snapshot(demo, base.parent)
+    out = tmp_path / "out"
+    for more in ([], ["--full"] if after == "full" else []):
+        got = run_cli(["build", "--from-snapshot", snap, "--out", out, *more], {"SOURCE_DATE_EPOCH": EPOCH})
+        assert got.returncode == 0, got.stderr
+    built = _published(out)
+    bucket, s3 = _bucket(moto)
+    publish = ["publish", "--dir", out, "--bucket", bucket, "--endpoint-url", moto]
+    assert run_cli(publish, AWS).returncode == 0
+    live = _objects(s3, bucket)
+
+    staker = sorted((out / "stakers").glob("0x*.json"))[0]
+    staker_url = f"/stakers/{staker.stem}"
+    for f in (out / "prices.json", staker):
+        _edit(f, how)
+    edited = tree(out)
+    assert _published(out) != built
+    got = run_cli(["check", out])
+    assert _problems(got, out) == ["problem   /prices changed since it was built",
+                                   f"problem   {staker_url} changed since it was built"]
+    assert failed(run_cli(publish, AWS)) == (f"error: refusing to publish {out}: /prices changed since it was built; "
+                                             f"{staker_url} changed since it was built; build again to replace them")
+    assert _objects(s3, bucket) == live and tree(out) == edited
+
+    got = run_cli(["build", "--from-snapshot", snap, "--out", out], {"SOURCE_DATE_EPOCH": EPOCH})
+    assert got.returncode == 0, got.stderr
+    assert _published(out) == built
+    assert run_cli(["check", out]).returncode == 0
+    got = run_cli(publish, AWS)
+    assert got.returncode == 0, got.stderr
+    assert _objects(s3, bucket) == live
+
+
+def test_a_stray_or_missing_file_in_out_is_reported_and_does_not_outlive_the_next_builds(demo, base, tmp_path):
+    snap = _snapshot(demo, base.parent)
+    out = tmp_path / "out"
+    for _ in range(2):
+        assert run_cli(["build", "--from-snapshot", snap, "--out", out], {"SOURCE_DATE_EPOCH": EPOCH}).returncode == 0
+    built = _published(out)
+    stakers = sorted((out / "stakers").glob("0x*.json"))
+    stray = out / "stakers" / ("0x" + "00" * 20 + ".json")
+    shutil.copyfile(stakers[0], stray)  # a file that would pass its schema
+    stakers[1].unlink()
+    got = run_cli(["check", out])
+    assert _problems(got, out) == [f"problem   /stakers/{'0x' + '00' * 20} is not a file the build wrote (its record does not list it)",
+                                   f"problem   /stakers/{stakers[1].stem} is missing (the build wrote it)",
+                                   "problem   /stakers: 1 stakers have no /stakers/{address} file"]
+    for _ in range(2):  # into the other tree, then into the one that held the stray
+        assert run_cli(["build", "--from-snapshot", snap, "--out", out], {"SOURCE_DATE_EPOCH": EPOCH}).returncode == 0
+        assert _published(out) == built
+    assert not list(tmp_path.glob(".out.*/stakers/" + stray.name))
+    assert run_cli(["check", out]).returncode == 0
+
+
 # ---- accumulated data ---------------------------------------------------------------------------
 
 
