@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
-from support.chain import checkpoint, header
+from support.chain import checkpoint, eth_call, header
 from support.flaky_proxy import FlakyProxy
 
+from publisher.chain import abis
 from publisher.chain.rpc import RpcClient, RpcUnavailable
 from publisher.devnet.standins import Fault
 from publisher.sources.http import HttpClient, SourceUnavailable
@@ -330,6 +331,129 @@ def test_a_block_older_than_the_live_run_is_refused_before_anything_is_built(dem
     assert 'href="docs.html#stakers_address"' in (previous / "index.html").read_text()
     got = run_cli(["check", previous])
     assert got.returncode == 0, got.stderr
+
+
+def _storage_slot(rpc: RpcClient, address: str, view) -> int:
+    """The storage slot (among the first 64) that holds what ``view`` answers: the one whose
+    change the view follows."""
+    value = eth_call(rpc, address, view)
+    for slot in range(64):
+        if int(rpc.request("eth_getStorageAt", [address, hex(slot), "latest"]), 16) != value:
+            continue
+        _set_storage(rpc, address, slot, value + 1)
+        follows = eth_call(rpc, address, view) == value + 1
+        _set_storage(rpc, address, slot, value)
+        if follows:
+            return slot
+    raise AssertionError(f"no slot of {address} holds its {view.signature}")
+
+
+def _set_storage(rpc: RpcClient, address: str, slot: int, value: int) -> None:
+    rpc.request("anvil_setStorageAt", [address, hex(slot), "0x" + value.to_bytes(32, "big").hex()])
+
+
+# (id, contract, view, the cause's text after "refusing to read block N: ")
+HUGE_COUNTS = [
+    ("queue ids", "WithdrawQueue", abis.wq_nextRequestId,
+     "WithdrawQueue {address}: nextRequestId() is 18446744073709551616, outside the 0 to 1,000,000 request ids a run reads"),
+    ("stakers", "Staking", abis.getStakerCount,
+     "Staking.getStakerCount() is 18446744073709551616, outside the 0 to 1,000,000 stakers a run reads"),
+    ("minipools", "MinipoolManager", abis.getMinipoolCount,
+     "MinipoolManager.getMinipoolCount() is 18446744073709551616, outside the 0 to 1,000,000 minipools a run reads"),
+]
+
+
+@pytest.mark.parametrize("contract,view,cause", [c[1:] for c in HUGE_COUNTS], ids=[c[0] for c in HUGE_COUNTS])
+def test_a_count_of_2_to_the_64_is_refused_before_anything_is_allocated(demo, previous, contract, view, cause):
+    """A count the node answers is bounded before a call is made or a list allocated for it: under
+    a 1 GiB address-space cap (a normal build of the demo fits in it), the run ends in seconds
+    naming the count, not in a MemoryError."""
+    rpc = RpcClient([demo.url])
+    address = demo.addresses[contract]
+    before = tree(previous)
+
+    def capped():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    with checkpoint(rpc):
+        _set_storage(rpc, address, _storage_slot(rpc, address, view), 2**64)
+        rpc.request("evm_mine", [])
+        block = int(header(rpc)["number"], 16)
+        t0 = time.monotonic()
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo), preexec_fn=capped)
+    assert failed(got) == f"error: refusing to read block {block}: " + cause.format(address=address)
+    assert time.monotonic() - t0 < 60
+    assert tree(previous) == before
+
+
+def test_queue_counts_that_contradict_each_other_are_refused_before_the_ids_are_read(demo, previous):
+    rpc = RpcClient([demo.url])
+    q = demo.addresses["WithdrawQueue"]
+    pending, fulfilled = eth_call(rpc, q, abis.wq_getPendingRequestsCount), eth_call(rpc, q, abis.wq_getFulfilledRequestsCount)
+    before = tree(previous)
+    with checkpoint(rpc):
+        _set_storage(rpc, q, _storage_slot(rpc, q, abis.wq_nextRequestId), 1)
+        rpc.request("evm_mine", [])
+        block = int(header(rpc)["number"], 16)
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
+    assert pending + fulfilled > 1
+    assert failed(got) == (f"error: refusing to read block {block}: WithdrawQueue {q}: it counts {pending} pending and "
+                           f"{fulfilled} fulfilled requests, but has issued 1 ids (nextRequestId)")
+    assert tree(previous) == before
+
+
+def _doctor(snapshot: Path, into: Path, how: str) -> str:
+    """A copy of a saved snapshot with its queue doctored; returns the cause it must be refused with."""
+    doc = json.loads(snapshot.read_text())
+    q = doc["withdraw_queue"]
+    label = f"WithdrawQueue {q['address']}"
+    funded = [r for r in q["requests"] if r["fulfilled"]]
+    total = int(q["total_allocated_funds"])
+    assert funded and total == sum(int(r["allocated_funds"]) for r in funded)
+    if how == "allocated funds doubled":  # each request's and the total: the sum still agrees
+        for r in funded:
+            r["allocated_funds"] = str(2 * int(r["allocated_funds"]))
+        q["total_allocated_funds"] = str(2 * total)
+        first = funded[0]
+        cause = (f"{label}: request {first['id']} has {first['allocated_funds']} wei allocated, more than the "
+                 f"{first['expected_assets']} wei it is owed")
+    elif how == "total doubled":
+        q["total_allocated_funds"] = str(2 * total)
+        cause = f"{label}: fulfilled requests hold {total} wei, totalAllocatedFunds() says {2 * total}"
+    else:  # a funded request dropped from the records
+        q["requests"] = [r for r in q["requests"] if r is not funded[0]]
+        q["total_allocated_funds"] = str(total - int(funded[0]["allocated_funds"]))
+        n = len(q["requests"])
+        cause = (f"{label}: {n - len(funded) + 1} pending and {len(funded) - 1} fulfilled open records, but the queue "
+                 f"counts {q['pending_count']} pending and {q['fulfilled_count']} fulfilled")
+    into.write_text(json.dumps(doc))
+    return "error: snapshot invariant violated: " + cause
+
+
+@pytest.mark.parametrize("how", ["allocated funds doubled", "total doubled", "a funded request dropped"])
+def test_a_doctored_snapshot_is_refused_by_the_invariants_a_read_is_held_to(demo, base, previous, tmp_path, how):
+    doctored = tmp_path / "doctored.json"
+    cause = _doctor(_snapshot(demo, base.parent), doctored, how)
+    before = tree(previous)
+    got = run_cli(["build", "--from-snapshot", doctored, "--out", previous, "--force"])
+    assert failed(got) == cause
+    assert tree(previous) == before
+
+
+def test_the_same_invariant_refuses_the_chain_read(demo, previous):
+    """The queue's own total doubled on the chain: the read is refused by the check a saved
+    snapshot is held to, in the same words."""
+    rpc = RpcClient([demo.url])
+    q = demo.addresses["WithdrawQueue"]
+    total = eth_call(rpc, q, abis.wq_totalAllocatedFunds)
+    before = tree(previous)
+    with checkpoint(rpc):
+        _set_storage(rpc, q, _storage_slot(rpc, q, abis.wq_totalAllocatedFunds), 2 * total)
+        rpc.request("evm_mine", [])
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
+    assert failed(got) == (f"error: snapshot invariant violated: WithdrawQueue {q}: fulfilled requests hold {total} wei, "
+                           f"totalAllocatedFunds() says {2 * total}")
+    assert tree(previous) == before
 
 
 # ---- third-party sources --------------------------------------------------------------------------
