@@ -255,6 +255,8 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
         snap = Snapshot.load(from_snapshot)
         built = build_snapshot(snap, load_profile(snap.network), out_dir, cache=Cache(keep_rows=False),
                                workers=cores(), force=force, full=full)
+        for w in snap.warnings:  # what the read that saved it warned of, published again in /status
+            click.echo(f"warning   {w}")
     else:
         with open_network(network, rpc_url, scenario) as profile:
             run = read_and_build(profile, out_dir, block, cache=Cache(keep_rows=False), workers=cores(), force=force,

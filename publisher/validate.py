@@ -230,7 +230,20 @@ def compare_previous(old: Mapping[str, bytes], new: Mapping[str, bytes], *, max_
             out.append(f"staker count dropped from {os_} to {ns} (bound {max_staker_drop_pct}%)")
     except (KeyError, ValueError, TypeError, ZeroDivisionError):
         pass  # a previous run we cannot read bounds nothing
-    return out + compare_accumulated(old, new)
+    return out + _queue_gone(old, new) + compare_accumulated(old, new)
+
+
+def _queue_gone(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[str]:
+    """A queue the last run published that this run would publish as noQueue (its requesters'
+    files deleted): like a staker count that drops, refused unless forced."""
+    try:
+        was, now = strict_loads(old["/withdrawals"]), strict_loads(new["/withdrawals"])
+        if was["status"] == "ok" and now["status"] != "ok":
+            return [f"the withdrawal queue {was['address']} of the last run is gone: /withdrawals would be "
+                    f"{now['status']} ({now['reason']})"]
+    except (KeyError, ValueError, TypeError):
+        pass  # a previous run we cannot read bounds nothing
+    return []
 
 
 # Files that accumulate across runs: path -> (list field, key field of an entry). A run may add

@@ -456,6 +456,39 @@ def test_the_same_invariant_refuses_the_chain_read(demo, previous):
     assert tree(previous) == before
 
 
+def test_a_queue_that_vanishes_is_refused_unless_forced_and_warned_of_when_forced(demo, previous, moto):
+    """The profile's queue address loses its code between runs: the build refuses, naming the queue
+    and why; forced, it publishes noQueue with a warning on the command line and in /status; and
+    publish refuses it against the bucket, which still holds the queue."""
+    rpc = RpcClient([demo.url])
+    q = demo.addresses["WithdrawQueue"]
+    bucket, s3 = _bucket(moto)
+    publish = ["publish", "--dir", previous, "--bucket", bucket, "--endpoint-url", moto]
+    assert run_cli(publish, AWS).returncode == 0
+    live = _objects(s3, bucket)
+    before = tree(previous)
+    with checkpoint(rpc):
+        rpc.request("anvil_setCode", [q, "0x"])
+        rpc.request("evm_mine", [])
+        block = int(header(rpc)["number"], 16)
+        why = f"no contract code for WithdrawQueue at {q} at block {block} (wrong network or address?)"
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
+        assert failed(got) == (f"error: refusing to write {previous}: the withdrawal queue {q} of the last run is "
+                               f"gone: /withdrawals would be noQueue ({why})")
+        assert tree(previous) == before
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous, "--force"], sources_env(demo))
+    assert got.returncode == 0, got.stderr
+    warning = f"/withdrawals is published as noQueue although the profile names a queue: {why}"
+    assert f"warning   {warning}" in got.stdout.splitlines()
+    assert warning in json.loads((previous / "status.json").read_text())["warnings"]
+    assert json.loads((previous / "withdrawals.json").read_text())["status"] == "noQueue"
+    assert not (previous / "withdrawals").exists()
+    assert failed(run_cli(publish, AWS)) == (f"error: refusing to publish to s3://{bucket}/: the withdrawal queue {q} "
+                                             f"of the last run is gone: /withdrawals would be noQueue ({why}); "
+                                             "--force overrides")
+    assert _objects(s3, bucket) == live
+
+
 # ---- third-party sources --------------------------------------------------------------------------
 
 # (id, {service: Fault}, expected: "ok" + a warning, or the failure's cause)

@@ -161,6 +161,9 @@ class Reader:
         queue_note = soft_problems.get("WithdrawQueue") if p.withdraw_queue else f"no withdrawal queue is configured for {p.name}"
         queue_at = to_checksum_address(p.withdraw_queue) if p.withdraw_queue and not queue_note else None
         pst_at = to_checksum_address(p.pst_avax) if p.pst_avax and "pstAVAX" not in soft_problems else None
+        if p.withdraw_queue and queue_note:
+            # The profile names a queue: publishing noQueue (and no requester file) is news.
+            warnings.append(f"/withdrawals is published as noQueue although the profile names a queue: {queue_note}")
         if p.pst_avax and pst_at is None:
             warnings.append(f"pstAVAX not read: {soft_problems['pstAVAX']}")
         addresses, paused = self._registry(warnings)

@@ -43,7 +43,7 @@ from .s3 import S3Sink
 __all__ = ["Plan", "Result", "publish"]
 
 # The live objects the change bounds read besides /status (accumulated files: they may only grow).
-GUARDED = ("/prices", "/metrics", "/prices/history")
+GUARDED = ("/prices", "/metrics", "/prices/history", "/withdrawals")
 DEFAULT_MAX_AGE = 60
 
 
