@@ -275,9 +275,8 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
               help="Also apply the change bounds against this earlier run (block, prices, accumulated files).")
 @fail_cleanly
 def check(directory: str, previous: str | None) -> None:
-    """Validate a built directory: every file as its build recorded it (none edited, missing or
-    added since), schemas and invariants as build checks them, with the bounds of the network its
-    status.json names."""
+    """Validate a built directory: its files against the build's record, schemas and invariants
+    as build does, with the bounds of the network its status.json names."""
     from .validate import compare_previous, load_dir, network_profile, recorded_problems, validate
 
     root = os.path.realpath(directory)  # one tree, even if a build flips the link meanwhile
