@@ -675,12 +675,10 @@ def test_a_stray_or_missing_file_in_out_is_reported_and_does_not_outlive_the_nex
 # ---- accumulated data ---------------------------------------------------------------------------
 
 
-def _with_history(directory: Path, edit, foreign: bool = False) -> None:
+def _with_history(directory: Path, edit) -> None:
     path = directory / "prices" / "history.json"
     doc = json.loads(path.read_text())
     doc["points"] = edit(doc["points"])
-    if foreign:  # a cursor hash this chain does not have: the next build cannot resume from it
-        doc["meta"]["block"]["hash"] = "0x" + "ab" * 32
     path.write_text(json.dumps(doc))
 
 
@@ -698,16 +696,22 @@ def test_check_refuses_a_history_that_shrank_or_changed_against_the_previous_run
     assert run_cli(["check", base, "--previous", base]).returncode == 0
 
 
-def test_build_refuses_to_shrink_the_history_unless_forced(demo, previous):
+def test_build_refuses_to_shrink_the_history_unless_forced(demo, base, previous, tmp_path):
     """The previous run's history holds an older point that a rebuild from events cannot produce
     (as when the build cannot resume from it): the build would drop it, and is refused; --force
-    accepts it."""
-    def add_older(points):
-        first = dict(points[0])
-        first["date"] = "2000-01-01"
-        return [first, *points]
-
-    _with_history(previous, add_older, foreign=True)
+    accepts it. The previous run is built from a snapshot holding that point, at a block hash this
+    chain does not have (an edit of out/ would not do: the bounds compare only with files as their
+    build wrote them)."""
+    doc = json.loads(_snapshot(demo, base.parent).read_text())
+    older = {**doc["price_history"][0], "date": "2000-01-01", "ggavax_assets_per_share": None, "ggavax_block": None,
+             "ggavax_time": None, "ggavax_source": None}
+    doc["price_history"].insert(0, older)
+    doc["block"]["hash"] = "0x" + "ab" * 32  # the history's cursor: the next build cannot resume from it
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps(doc))
+    got = run_cli(["build", "--from-snapshot", foreign, "--out", previous, "--force"])
+    assert got.returncode == 0, got.stderr
+    assert json.loads((previous / "prices" / "history.json").read_text())["points"][0]["date"] == "2000-01-01"
     before = tree(previous)
     got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
     line = failed(got)
