@@ -163,10 +163,11 @@ def _link(writer: TreeWriter, live: Path | None, racy_from: int, path: str, was:
     if live is None or not holds(f"{live}/{file_for(path)}", was, racy_from):
         return None
     try:
-        writer.link(path, live, was)
+        stat = writer.link(path, live, was)
     except FileNotFoundError:
         return None
-    return was
+    # The tree may have kept a copy of its own with that sha256: its entry is that file's.
+    return was if stat == (was[4], was[5]) else [*was[:4], *stat]
 
 
 def _keep_recorded(writer: TreeWriter, live: Path | None, racy_from: int, path: str, was: Entry | None,
