@@ -259,6 +259,8 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
         snap = Snapshot.load(from_snapshot)
         built = build_snapshot(snap, load_profile(snap.network), out_dir, cache=Cache(keep_rows=False),
                                workers=cores(), force=force, full=full)
+        for w in snap.warnings:  # what the read that saved it warned of, published again in /status
+            click.echo(f"warning   {w}")
     else:
         with open_network(network, rpc_url, scenario) as profile:
             run = read_and_build(profile, out_dir, block, cache=Cache(keep_rows=False), workers=cores(), force=force,
@@ -277,15 +279,17 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
               help="Also apply the change bounds against this earlier run (block, prices, accumulated files).")
 @fail_cleanly
 def check(directory: str, previous: str | None) -> None:
-    """Validate a built directory: schemas and invariants, as build does, with the bounds of the
-    network its status.json names."""
-    from .validate import compare_previous, load_dir, network_profile, validate
+    """Validate a built directory: its files against the build's record, schemas and invariants
+    as build does, with the bounds of the network its status.json names."""
+    from .validate import compare_previous, load_dir, network_profile, recorded_problems, validate
 
-    files = load_dir(directory)
+    root = os.path.realpath(directory)  # one tree, even if a build flips the link meanwhile
+    files = load_dir(root)
     if not files:
         raise PublisherError(f"{directory} holds no files")
     profile = network_profile(files, directory)
-    problems = validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
+    problems = recorded_problems(root, files)
+    problems += validate(files, feed_max_age=profile.feed_max_age, oracle_max_age=profile.oracle_max_age)
     if previous:
         problems += compare_previous(load_dir(previous), files, max_price_move_pct=profile.max_price_move_pct,
                                      max_staker_drop_pct=profile.max_staker_drop_pct)

@@ -5,11 +5,13 @@ of making the files before /status:
 
 - a file made from declared inputs (``registry.Deferred``) is keyed by a digest of its maker's name
   and those inputs. A key equal to the live record's, in a run of the same code for the same
-  network, means the same file: it is hard-linked from the live tree instead of made. Makers
-  receive their declared inputs and nothing else, so that holds by construction;
+  network, means the same file: it is hard-linked from the live tree instead of made, if the live
+  file is still the one recorded (``tree.holds``: an edit by hand is made again). Makers receive
+  their declared inputs and nothing else, so that holds by construction;
 - an aggregate made again whose content is unchanged keeps the live bytes (the core's rule; the
   live record's content key saves reading the file);
-- the tree being written keeps what it already holds with the right digest (``TreeWriter``);
+- the tree being written keeps what it already holds with the right digest, unless it was edited
+  since (``TreeWriter``);
 - the per-entity files are walked by ``workers`` forked processes, each taking every n-th, while
   this process makes the aggregates; a worker returns only digests;
 - ``cache`` (a ``Cache``, owned by the caller) is what a build leaves for the next one in the same
@@ -35,10 +37,10 @@ from .endpoints.context import Context
 from .endpoints.registry import Deferred, Each, Rows, file_for, resolve
 from .endpoints.units import dumps
 from .errors import PublisherError
-from .pipeline import INVARIANT_READS, Built, Made, bodies, extract, keep_live
+from .pipeline import INVARIANT_READS, Built, Made, bodies, extract
 from .pipeline import build as core_build
 from .snapshot import Snapshot
-from .tree import TreeWriter, read_record, sha256
+from .tree import Entry, TreeWriter, holds, read_record, sha256
 from .validate import strict_loads
 from .workers import Workers
 
@@ -82,10 +84,11 @@ class _Layer:
         t0 = time.monotonic()
         record = read_record(live)
         run = run_key(ctx.snap, ctx.oracle_max_age)
-        old = record["files"] if record else {}
-        same_run = record is not None and record.get("run") == run
+        old = record.files if record else {}
+        same_run = record is not None and record.run == run
+        racy_from = record.racy_from if record else 0
         held = read_record(target) if target.exists() else None
-        made = Made(TreeWriter(target, held["files"] if held else None), run=run)
+        made = Made(TreeWriter(target, held), run=run)
         made.reads = reads = self.reads = _Reads(self.cache.reads)
         made.stages["records"] = time.monotonic() - t0
 
@@ -93,20 +96,20 @@ class _Layer:
         keys = Keys()
         keys.warm(ctx.snap.stakers, ctx.snap.minipools)  # once, here, for the workers and the aggregates alike
         carry = old if same_run and live is not None else {}
-        job = partial(_entities, ctx, made.writer, live, carry, keys, self.cache.rows)
+        job = partial(_entities, ctx, made.writer, live, racy_from, carry, keys, self.cache.rows)
         with Workers(self.workers, job) as pool:
             for ep, path, value in bodies(ctx, entities=False):
                 key = keys.of(value) if type(value) is Deferred else None
                 was = carry.get(path)
-                if key is not None and was is not None and was[2] == key and _link(made.writer, live, path, was[0], verify=True):
-                    made.entries[path] = was  # same inputs, same content: the live file, block stamp included
-                    reads.carried(path, f"{live}/{file_for(path)}", was[0])
-                    made.carried += 1
-                    continue
-                if record is not None:  # the live record knows each aggregate's content
-                    keep = partial(_keep_recorded, made.writer, live, path, old.get(path))
-                else:
-                    keep = partial(keep_live, made.writer, live, path)
+                if key is not None and was is not None and was[2] == key:
+                    entry = _link(made.writer, live, racy_from, path, was)
+                    if entry is not None:
+                        made.entries[path] = entry  # same inputs, same content: the live file, block stamp included
+                        reads.carried(path, f"{live}/{file_for(path)}", was[0])
+                        made.carried += 1
+                        continue
+                # The live record knows each aggregate's content.
+                keep = partial(_keep_recorded, made.writer, live, racy_from, path, old.get(path))
                 sha = made.put(ep, path, resolve(value, self.cache.rows), key, keep)
                 if sha is not None and path in INVARIANT_READS:
                     reads.exact[path] = sha
@@ -136,46 +139,43 @@ class _Share:
     written: int
 
 
-def _entities(ctx: Context, writer: TreeWriter, live: Path | None, carry: dict[str, list], keys: Keys,
-              rows: Rows | None, share: int, n: int) -> _Share:
+def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: int, carry: dict[str, list],
+              keys: Keys, rows: Rows | None, share: int, n: int) -> _Share:
     """Every n-th per-entity file from the ``share``-th: linked from the live tree while its key is
-    unchanged, else rendered, validated and written."""
+    unchanged and the file is still the recorded one, else rendered, validated and written."""
     made, before = Made(writer), writer.written
     for ep, path, value in itertools.islice(bodies(ctx, entities=True), share, None, n):
         key = keys.of(value) if type(value) is Deferred else None
         was = carry.get(path)
-        if key is not None and was is not None and was[2] == key and _link(writer, live, path, was[0]):
-            made.entries[path] = was
-            made.carried += 1
-            continue
+        if key is not None and was is not None and was[2] == key:
+            entry = _link(writer, live, racy_from, path, was)
+            if entry is not None:
+                made.entries[path] = entry
+                made.carried += 1
+                continue
         made.put(ep, path, resolve(value, rows), key)
     return _Share(made.entries, made.problems, made.rendered, made.carried, writer.written - before)
 
 
-def _link(writer: TreeWriter, live: Path | None, path: str, sha: str, verify: bool = False) -> bool:
-    """Link the live tree's file; False if it is gone (then it is rendered again). ``verify``
-    (aggregates: few files, and the guards compare them) also refuses a file that no longer
-    matches its record, edited in place since the build that wrote it."""
-    if live is None:
-        return False
-    if verify:
-        try:
-            if sha256((live / file_for(path)).read_bytes()) != sha:
-                return False
-        except OSError:
-            return False
-    try:
-        writer.link(path, live, sha)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _keep_recorded(writer: TreeWriter, live: Path | None, path: str, was: list | None, ckey: str) -> list | None:
-    """The live aggregate, linked into the tree, if its recorded content key is ``ckey``."""
-    if was is None or was[3] != ckey or not _link(writer, live, path, was[0], verify=True):
+def _link(writer: TreeWriter, live: Path | None, racy_from: int, path: str, was: Entry) -> Entry | None:
+    """Link the live tree's file, recorded as ``was``; None if it is gone or no longer the file
+    its record describes (edited since the build that wrote it): it is then made again."""
+    if live is None or not holds(f"{live}/{file_for(path)}", was, racy_from):
         return None
-    return was
+    try:
+        stat = writer.link(path, live, was)
+    except FileNotFoundError:
+        return None
+    # The tree may have kept a copy of its own with that sha256: its entry is that file's.
+    return was if stat == (was[4], was[5]) else [*was[:4], *stat]
+
+
+def _keep_recorded(writer: TreeWriter, live: Path | None, racy_from: int, path: str, was: Entry | None,
+                   ckey: str) -> Entry | None:
+    """The live aggregate, linked into the tree, if its recorded content key is ``ckey``."""
+    if was is None or was[3] != ckey:
+        return None
+    return _link(writer, live, racy_from, path, was)
 
 
 # ---- keys ----------------------------------------------------------------------------------------

@@ -36,8 +36,8 @@ from .endpoints.registry import Endpoint, Row, file_for, load_all, resolve
 from .endpoints.units import dumps, dumps_value
 from .errors import PublisherError, every_cause
 from .snapshot import Snapshot
-from .tree import RECORD_FORMAT, TreeFiles, TreeWriter, flip, sha256, trees
-from .validate import compare_previous, invariants, older_block, schema_problems, strict_loads
+from .tree import RECORD_FORMAT, Entry, TreeFiles, TreeWriter, flip, read_file, read_record, sha256, trees
+from .validate import compare_previous, invariants, older_block, schema_problems
 
 JSON = "application/json"
 
@@ -73,11 +73,14 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     out = Path(os.path.abspath(out_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
     live, target = trees(out)
-    ctx.previous = TreeFiles(live) if live is not None else {}
-    if live is not None and not force:
+    # The live run's files the guards compare with, and the feed carries on from: those still as
+    # its build wrote them.
+    previous = TreeFiles(live, record=read_record(live)) if live is not None else None
+    ctx.previous = previous if previous is not None else {}
+    if previous is not None and not force:
         # First, before anything is rendered: a block older than the live run's is refused as such.
         try:
-            went_back = older_block(TreeFiles(live)["/status"], snap.network, snap.chain_id, snap.block.number)
+            went_back = older_block(previous["/status"], snap.network, snap.chain_id, snap.block.number)
         except KeyError:
             went_back = None
         if went_back:
@@ -94,16 +97,15 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
             final[path] = encode(path, body)
             made.reads[path] = body
         made.problems += invariants(made.reads, profile.feed_max_age, profile.oracle_max_age, now=snap.block.timestamp)
-        if live is not None and not force:
-            made.problems += compare_previous(TreeFiles(live), TreeFiles(target, final),
+        if previous is not None and not force:
+            made.problems += compare_previous(previous, TreeFiles(target, final),
                                               max_price_move_pct=profile.max_price_move_pct,
                                               max_staker_drop_pct=profile.max_staker_drop_pct)
         if made.problems:
             raise PublisherError(f"refusing to write {out_dir}: {every_cause(made.problems)}")
         for path, data in final.items():
             sha = sha256(data)
-            made.writer.write(path, data, sha)
-            made.entries[path] = [sha, len(data), None, None]
+            made.entries[path] = [sha, len(data), None, None, *made.writer.write(path, data, sha)]
         made.writer.finish(record(snap, made))
         flip(out, target)
         made.stages["guards+status+swap"] = time.monotonic() - t
@@ -120,9 +122,11 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
 def render_all(ctx: Context, live: Path | None, target: Path) -> Made:
     """Every file rendered, validated and written into a fresh tree."""
     made = Made(TreeWriter(target))
+    record = read_record(live)
     t = time.monotonic()
     for ep, path, value in bodies(ctx):
-        made.put(ep, path, resolve(value), keep=partial(keep_live, made.writer, live, path))
+        was = record.files.get(path) if record else None
+        made.put(ep, path, resolve(value), keep=partial(keep_live, made.writer, live, path, was))
     made.stages["render+validate+write"] = time.monotonic() - t
     return made
 
@@ -133,7 +137,7 @@ class Made:
 
     writer: TreeWriter
     run: str | None = None  # what the record's input keys leave out (the incremental layer's)
-    entries: dict[str, list] = field(default_factory=dict)  # path -> [sha256, size, inputs key, content key]
+    entries: dict[str, list] = field(default_factory=dict)  # path -> its record entry (tree.Entry)
     reads: dict = field(default_factory=dict)  # path -> what the invariants read of it (an entity: None)
     problems: list[str] = field(default_factory=list)
     rendered: int = 0
@@ -151,7 +155,7 @@ class Made:
             data, ckey = encode_stamped(path, body)
             old = keep(ckey) if keep else None
             if old is not None:
-                self.entries[path] = [old[0], old[1], key, ckey]
+                self.entries[path] = [old[0], old[1], key, ckey, old[4], old[5]]
                 self.carried += 1
                 return None
         self.rendered += 1
@@ -162,8 +166,7 @@ class Made:
                 return None
         data = data or encode(path, body)
         sha = sha256(data)
-        self.writer.write(path, data, sha)
-        self.entries[path] = [sha, len(data), key, ckey]
+        self.entries[path] = [sha, len(data), key, ckey, *self.writer.write(path, data, sha)]
         return sha
 
 
@@ -255,20 +258,21 @@ def encode_stamped(path: str, body: dict) -> tuple[bytes, str]:
     return b"{" + b",".join(key + value for _, key, value in members) + b"}\n", content.hexdigest()
 
 
-def keep_live(writer: TreeWriter, live: Path | None, path: str, ckey: str) -> list | None:
-    """The live aggregate at ``path``, written into the tree, if its content is ``ckey``."""
-    if live is None:
+def keep_live(writer: TreeWriter, live: Path | None, path: str, was: Entry | None, ckey: str) -> Entry | None:
+    """The live aggregate at ``path``, written into the tree, if its record (``was``) says its
+    content is ``ckey`` and its bytes are still the recorded ones. A live file the record does not
+    vouch for (none, another content, or edited since) is not kept: its ``meta`` could say
+    anything."""
+    if live is None or was is None or was[3] != ckey:
         return None
     try:
-        data = (live / file_for(path)).read_bytes()
-        body = strict_loads(data)
-    except (OSError, ValueError):
+        data = read_file(f"{live}/{file_for(path)}")
+    except OSError:
         return None
-    if not isinstance(body, dict) or dumps(body) != data or content_key(body) != ckey:
-        return None  # another content, or not written by this serializer: nothing to keep
     sha = sha256(data)
-    writer.write(path, data, sha)
-    return [sha, len(data)]
+    if sha != was[0]:
+        return None
+    return [sha, len(data), was[2], ckey, *writer.write(path, data, sha)]
 
 
 # ---- what the invariants read --------------------------------------------------------------------

@@ -7,6 +7,7 @@ rebuilds the same bytes offline.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import sys
 import types
@@ -390,11 +391,81 @@ class Snapshot:
         return cls.from_json(text)
 
 
+# What a run reads at most: ten times the largest protocol the publisher is measured at (100 000
+# stakers, docs/performance.md), far below what would exhaust memory. A count read from the chain
+# beyond its bound is refused before anything is allocated or paged for it.
+MAX_STAKERS = 1_000_000
+MAX_MINIPOOLS = 1_000_000
+MAX_REQUEST_IDS = 1_000_000
+
+
+def count_problems(staker_count: int, minipool_count: int, queue: str | None = None, next_request_id: int = 0,
+                   pending_count: int = 0, fulfilled_count: int = 0) -> list[str]:
+    """The counts a read pages by, each bounded and checked against the others: what the reader
+    asks before it reads the lists, and ``check`` asks of a snapshot. ``queue``: the queue's label
+    (its counts follow), None without one."""
+    out = []
+    if not 0 <= staker_count <= MAX_STAKERS:
+        out.append(f"Staking.getStakerCount() is {staker_count}, outside the 0 to {MAX_STAKERS:,} stakers a run reads")
+    if not 0 <= minipool_count <= MAX_MINIPOOLS:
+        out.append(f"MinipoolManager.getMinipoolCount() is {minipool_count}, outside the 0 to {MAX_MINIPOOLS:,} "
+                   "minipools a run reads")
+    if queue is not None:
+        if not 0 <= next_request_id <= MAX_REQUEST_IDS:
+            out.append(f"{queue}: nextRequestId() is {next_request_id}, outside the 0 to {MAX_REQUEST_IDS:,} request ids "
+                       "a run reads")
+        if pending_count < 0 or fulfilled_count < 0 or pending_count + fulfilled_count > next_request_id:
+            out.append(f"{queue}: it counts {pending_count} pending and {fulfilled_count} fulfilled requests, but has "
+                       f"issued {next_request_id} ids (nextRequestId)")
+    return out
+
+
+def queue_problems(q: WithdrawQueue) -> list[str]:
+    """The queue's open records against its own counters: a queue whose sets and records disagree
+    is read wrong or broken, and is not published."""
+    label = f"WithdrawQueue {q.address}"
+    out = []
+    ids = [r.id for r in q.requests]
+    if any(not 0 <= i < q.next_request_id for i in ids) or any(b <= a for a, b in itertools.pairwise(ids)):
+        out.append(f"{label}: its records are not distinct ids below nextRequestId() ({q.next_request_id}), in order")
+    n_done = sum(r.fulfilled for r in q.requests)
+    if (len(q.requests) - n_done, n_done) != (q.pending_count, q.fulfilled_count):
+        out.append(f"{label}: {len(q.requests) - n_done} pending and {n_done} fulfilled open records, but the queue "
+                   f"counts {q.pending_count} pending and {q.fulfilled_count} fulfilled")
+    allocated = sum(r.allocated_funds for r in q.requests if r.fulfilled)
+    if allocated != q.total_allocated_funds:
+        out.append(f"{label}: fulfilled requests hold {allocated} wei, totalAllocatedFunds() says {q.total_allocated_funds}")
+    for r in q.requests:
+        if not r.request_time <= r.claimable_time <= r.expiration_time:
+            out.append(f"{label}: request {r.id} has times out of order "
+                       f"({r.request_time}, {r.claimable_time}, {r.expiration_time})")
+        elif r.fulfilled != (r.allocated_funds > 0) and r.expected_assets > 0:
+            out.append(f"{label}: request {r.id} is {'fulfilled' if r.fulfilled else 'pending'} "
+                       f"with {r.allocated_funds} wei allocated")
+        elif r.allocated_funds > r.expected_assets:
+            # Fulfilment sets aside exactly what the request is owed, never more.
+            out.append(f"{label}: request {r.id} has {r.allocated_funds} wei allocated, more than the "
+                       f"{r.expected_assets} wei it is owed")
+        else:
+            continue
+        break  # one request named is enough
+    return out
+
+
 def check(snap: Snapshot) -> None:
-    """Exact invariants of the chain data itself, checked before anything derives from it; then
-    the chain values the rewards formula refuses (an inflation rate above 2x per interval, an
-    implausible cycle), named here rather than as an error deep in rendering."""
-    problems = []
+    """Every invariant of the snapshot, in one place, before anything derives from it: whether it
+    was just read (the reader asks ``count_problems`` before paging, then this) or loaded from a
+    file. The counts against their bounds and each other, the exact sums and counts of the chain
+    data, the queue's records against its counters; then the chain values the rewards formula
+    refuses (an inflation rate above 2x per interval, an implausible cycle), named here rather than
+    as an error deep in rendering."""
+    q = snap.withdraw_queue
+    problems = count_problems(snap.staker_count, snap.minipool_count, *(
+        (f"WithdrawQueue {q.address}", q.next_request_id, q.pending_count, q.fulfilled_count) if q else ()))
+    if problems:
+        raise PublisherError(f"snapshot invariant violated: {every_cause(problems)}")
+    if len(snap.stakers) != snap.staker_count:
+        problems.append(f"{len(snap.stakers)} stakers read, getStakerCount() is {snap.staker_count}")
     total = sum(s.ggp_staked for s in snap.stakers)
     if total != snap.total_ggp_stake:
         problems.append(f"sum of staker ggpStaked ({total}) != getTotalGGPStake ({snap.total_ggp_stake})")
@@ -410,6 +481,8 @@ def check(snap: Snapshot) -> None:
         if s.effective_ggp_staked > s.ggp_staked:
             problems.append(f"staker {s.staker_addr}: effective stake exceeds stake")
             break
+    if q is not None:
+        problems += queue_problems(q)
     if problems:
         raise PublisherError(f"snapshot invariant violated: {every_cause(problems)}")
 

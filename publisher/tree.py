@@ -4,8 +4,16 @@
 the tree ``out`` does not point at, then flips the link with one rename: a reader sees the previous
 tree or the new one, never a missing or half-written ``out/``. Each finished tree holds a record,
 ``.build.json``: for every file its sha256, size, the key of the inputs it was made from (None when
-rendered without one) and, for an aggregate, the digest of its content without ``meta``. It is the
+rendered without one), for an aggregate the digest of its content without ``meta``, and the
+modification time and inode the file had when the build wrote (or linked) it. It is the
 incremental build's memory of the previous run and the manifest ``publisher publish`` trusts.
+
+A file is only vouched for while it still is what its record says. Carried files are hard links
+shared by both trees, so an edit in place changes both: before a file is carried, linked or kept,
+its size, modification time and inode are compared with its record (``holds``), and a file written
+within ``RACY_NS`` of its record is hashed besides, since an edit in the same tick of the file
+system's clock keeps the modification time. ``changes`` lists how a whole tree differs from its
+record, for ``publisher check`` and ``publisher publish``.
 """
 from __future__ import annotations
 
@@ -15,12 +23,19 @@ import json
 import os
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from .endpoints.registry import file_for
+from .endpoints.registry import file_for, url_for
 
 RECORD = ".build.json"
-RECORD_FORMAT = "ggp-publisher-build/2"
+RECORD_FORMAT = "ggp-publisher-build/3"
+# A file whose recorded modification time is this close before its record's (or later) is hashed to
+# be verified: file systems stamp times by a clock tick (a few milliseconds, seconds on some), and
+# an edit within the tick of the build's write would keep the stamp.
+RACY_NS = 2_000_000_000
+
+Entry = list  # [sha256, size, inputs key, content key, mtime_ns, inode]
 
 
 def sha256(data: bytes) -> str:
@@ -36,33 +51,126 @@ def trees(out: Path) -> tuple[Path | None, Path]:
     return (out if out.is_dir() else None), a
 
 
-def read_record(tree: Path | None) -> dict | None:
+@dataclass(frozen=True)
+class Record:
+    """A finished tree's ``.build.json``, as read."""
+
+    files: dict[str, Entry]  # URL path -> entry
+    run: str | None
+    racy_from: int  # ns: a file recorded as modified at or after this is hashed to be verified
+
+
+def read_record(tree: Path | None) -> Record | None:
     if tree is None:
         return None
     try:
-        doc = json.loads((tree / RECORD).read_bytes())
+        fd = os.open(tree / RECORD, os.O_RDONLY)
+        try:
+            written = os.fstat(fd).st_mtime_ns
+            with os.fdopen(os.dup(fd), "rb") as f:
+                doc = json.loads(f.read())
+        finally:
+            os.close(fd)
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("format") != RECORD_FORMAT or not isinstance(doc.get("files"), dict):
         return None
-    return doc
+    if not all(type(e) is list and len(e) == 6 for e in doc["files"].values()):
+        return None
+    return Record(doc["files"], doc.get("run"), written - RACY_NS)
+
+
+def read_file(name: str) -> bytes:
+    # os.read on a raw descriptor: half the system calls of open().read() (no buffer, no isatty).
+    fd = os.open(name, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 18):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def holds(name: str, entry: Entry, racy_from: int) -> bool:
+    """Whether the file ``name`` is still what ``entry`` records: the same size, modification time
+    and inode, and for a file the record cannot tell by its time (``RACY_NS``), the same sha256."""
+    try:
+        st = os.stat(name)
+    except OSError:
+        return False
+    if st.st_size != entry[1] or st.st_mtime_ns != entry[4] or st.st_ino != entry[5]:
+        return False
+    if entry[4] < racy_from:
+        return True
+    try:
+        return sha256(read_file(name)) == entry[0]
+    except OSError:
+        return False
+
+
+def list_files(folder: str, prefix: str = "", out: list[str] | None = None) -> list[str]:
+    """Relative names of the files under ``folder``: dotfiles and dot-directories skipped,
+    symlinked directories not followed."""
+    out = [] if out is None else out
+    # os.scandir: the file type comes with the listing, without a stat per file as Path.rglob does.
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                list_files(entry.path, prefix + entry.name + "/", out)
+            elif entry.is_file():
+                out.append(prefix + entry.name)
+    return out
+
+
+def changes(root: Path, record: Record, data: Mapping[str, bytes] | None = None) -> list[str]:
+    """How the tree at ``root`` differs from its record, one line per file, in path order: a file
+    changed since the build wrote it, missing, or not written by the build. With ``data`` (every
+    file's bytes by URL path, as ``publisher check`` reads them) each file is judged by its sha256;
+    without, by ``holds``, and where that fails by its sha256 (a copied tree has other inodes and
+    the same bytes)."""
+    on_disk = data.keys() if data is not None else {url_for(rel) for rel in list_files(os.fspath(root))}
+    out = []
+    for url in sorted(on_disk | record.files.keys()):
+        entry = record.files.get(url)
+        if entry is None:
+            out.append(f"{url} is not a file the build wrote (its record does not list it)")
+        elif url not in on_disk:
+            out.append(f"{url} is missing (the build wrote it)")
+        elif data is not None:
+            if sha256(data[url]) != entry[0]:
+                out.append(f"{url} changed since it was built")
+        else:
+            name = f"{root}/{file_for(url)}"
+            if not holds(name, entry, record.racy_from):
+                try:
+                    same = sha256(read_file(name)) == entry[0]
+                except OSError:
+                    same = False
+                if not same:
+                    out.append(f"{url} changed since it was built")
+    return out
 
 
 class TreeWriter:
-    """Writes a tree that is not live. ``holds`` (the tree's own record, when it has one) names
-    what it already holds: a file whose sha256 is unchanged is not touched, and the tree is not
-    emptied first. A file is unlinked before it is replaced: it may be a hard link shared with the
-    live tree."""
+    """Writes a tree that is not live. ``held`` (the tree's own record, when it has one) names
+    what it already holds: a file still as recorded with the sha256 wanted is not touched, and the
+    tree is not emptied first. A file is unlinked before it is replaced: it may be a hard link
+    shared with the live tree. ``write`` and ``link`` return the file's (mtime_ns, inode) for its
+    record."""
 
-    def __init__(self, tree: Path, holds: dict[str, list] | None = None):
-        if holds is None and tree.exists():
+    def __init__(self, tree: Path, held: Record | None = None):
+        if held is None and tree.exists():
             shutil.rmtree(tree)  # unknown content: start afresh
         tree.mkdir(parents=True, exist_ok=True)
         os.chmod(tree, 0o755)
         (tree / RECORD).unlink(missing_ok=True)  # until finished, the tree vouches for nothing
         self.tree = tree
         self.root = str(tree)  # plain strings: tens of thousands of files, pathlib's overhead shows
-        self.holds = holds or {}
+        self.holds = held.files if held else {}
+        self.racy_from = held.racy_from if held else 0
         self.folders: set[str] = set()
         self.written = 0
 
@@ -78,30 +186,45 @@ class TreeWriter:
                 self.folders.add(folder)
         return f
 
-    def _same(self, path: str, sha: str) -> bool:
+    def _kept(self, path: str, sha: str) -> tuple[int, int] | None:
+        """(mtime_ns, inode) of the file the tree holds at ``path`` if it is still the recorded
+        one with this sha256."""
         held = self.holds.get(path)
-        return held is not None and held[0] == sha
+        if held is None or held[0] != sha or not holds(f"{self.root}/{file_for(path)}", held, self.racy_from):
+            return None
+        return held[4], held[5]
 
-    def write(self, path: str, data: bytes, sha: str) -> None:
-        if not self._same(path, sha):
-            fd = os.open(self._target(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
-            self.written += 1
+    def write(self, path: str, data: bytes, sha: str) -> tuple[int, int]:
+        kept = self._kept(path, sha)
+        if kept is not None:
+            return kept
+        fd = os.open(self._target(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        self.written += 1
+        return st.st_mtime_ns, st.st_ino
 
-    def link(self, path: str, source: Path, sha: str) -> None:
-        """Hard-link ``path`` from the tree ``source`` (the live one)."""
-        if not self._same(path, sha):
-            os.link(f"{source}/{file_for(path)}", self._target(path))
-            self.written += 1
+    def link(self, path: str, source: Path, entry: Entry) -> tuple[int, int]:
+        """Hard-link ``path`` from the tree ``source`` (the live one), whose record's ``entry``
+        the caller has checked the file against."""
+        kept = self._kept(path, entry[0])
+        if kept is not None:
+            return kept
+        os.link(f"{source}/{file_for(path)}", self._target(path))
+        self.written += 1
+        return entry[4], entry[5]
 
     def finish(self, record: dict) -> None:
-        for path in self.holds.keys() - record["files"].keys():
-            (self.tree / file_for(path)).unlink(missing_ok=True)
+        if self.holds:  # what the tree held and no longer should, and anything else put there
+            wanted = {file_for(path) for path in record["files"]}
+            for name in list_files(self.root):
+                if name not in wanted:
+                    os.unlink(f"{self.root}/{name}")
         (self.tree / RECORD).write_bytes(json.dumps(record, separators=(",", ":"), sort_keys=True).encode())
 
 
@@ -120,18 +243,25 @@ def flip(out: Path, tree: Path) -> None:
 
 
 class TreeFiles(Mapping):
-    """URL path -> bytes of a built tree, read only when asked: the guards read a few files."""
+    """URL path -> bytes of a built tree, read only when asked: the guards read a few files. With
+    the tree's ``record``, only files with their recorded sha256: an edited one is not the run's."""
 
-    def __init__(self, root: Path, extra: dict[str, bytes] | None = None):
-        self.root, self.extra = root, extra or {}
+    def __init__(self, root: Path, extra: dict[str, bytes] | None = None, record: Record | None = None):
+        self.root, self.extra, self.record = root, extra or {}, record
 
     def __getitem__(self, path: str) -> bytes:
         if path in self.extra:
             return self.extra[path]
+        entry = self.record.files.get(path) if self.record else None
+        if self.record and entry is None:
+            raise KeyError(path)
         try:
-            return (self.root / file_for(path)).read_bytes()
+            data = read_file(f"{self.root}/{file_for(path)}")
         except OSError:
             raise KeyError(path) from None
+        if entry is not None and sha256(data) != entry[0]:
+            raise KeyError(path)
+        return data
 
     def __iter__(self):
         raise TypeError("a tree's files are read by path")

@@ -17,6 +17,7 @@ import jsonschema_rs
 
 from .endpoints.registry import Endpoint, load_all, match, url_for
 from .errors import PublisherError
+from .tree import changes, list_files, read_file, read_record
 
 if TYPE_CHECKING:
     from .config import Profile
@@ -65,33 +66,16 @@ def schema_problems(ep: Endpoint, path: str, body) -> list[str]:
 def load_dir(directory: str | Path) -> dict[str, bytes]:
     """URL path -> bytes for every file of a built directory (dotfiles and dot-directories
     skipped, symlinked directories not followed), in path order."""
-    names: list[str] = []
-    _list_files(os.fspath(directory), "", names)
-    return {url_for(rel): _read(os.path.join(directory, rel)) for rel in sorted(names, key=lambda n: n.split("/"))}
+    names = list_files(os.fspath(directory))
+    return {url_for(rel): read_file(os.path.join(directory, rel)) for rel in sorted(names, key=lambda n: n.split("/"))}
 
 
-def _read(path: str) -> bytes:
-    # os.read on a raw descriptor: half the system calls of open().read() (no buffer, no isatty).
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 18):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
-
-
-def _list_files(folder: str, prefix: str, out: list[str]) -> None:
-    # os.scandir: the file type comes with the listing, without a stat per file as Path.rglob does.
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                _list_files(entry.path, prefix + entry.name + "/", out)
-            elif entry.is_file():
-                out.append(prefix + entry.name)
+def recorded_problems(directory: str | Path, files: Mapping[str, bytes]) -> list[str]:
+    """How a built directory's files (``load_dir``'s) differ from the record its build left: edited,
+    missing or added since. None without a record: a directory made by hand is judged by its files
+    alone."""
+    record = read_record(Path(directory))
+    return changes(Path(directory), record, files) if record else []
 
 
 def text_problems(content_type: str, path: str, data: bytes) -> list[str]:
@@ -268,7 +252,20 @@ def compare_previous(old: Mapping[str, bytes], new: Mapping[str, bytes], *, max_
             out.append(f"staker count dropped from {os_} to {ns} (bound {max_staker_drop_pct}%)")
     except (KeyError, ValueError, TypeError, ZeroDivisionError):
         pass  # a previous run we cannot read bounds nothing
-    return out + compare_accumulated(old, new)
+    return out + _queue_gone(old, new) + compare_accumulated(old, new)
+
+
+def _queue_gone(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[str]:
+    """A queue the last run published that this run would publish as noQueue (its requesters'
+    files deleted): like a staker count that drops, refused unless forced."""
+    try:
+        was, now = strict_loads(old["/withdrawals"]), strict_loads(new["/withdrawals"])
+        if was["status"] == "ok" and now["status"] != "ok":
+            return [f"the withdrawal queue {was['address']} of the last run is gone: /withdrawals would be "
+                    f"{now['status']} ({now['reason']})"]
+    except (KeyError, ValueError, TypeError):
+        pass  # a previous run we cannot read bounds nothing
+    return []
 
 
 # Files that accumulate across runs: path -> (list field, key field of an entry). A run may add

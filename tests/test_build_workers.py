@@ -11,6 +11,7 @@ import pytest
 from publisher import pipeline
 from publisher.compute.nodeid import node_id
 from publisher.endpoints.operators import staker_row
+from publisher.endpoints.registry import file_for
 from publisher.incremental import Cache, build
 from publisher.tree import RECORD, sha256
 from publisher.validate import load_dir, strict_loads
@@ -27,7 +28,10 @@ def test_workers_write_what_one_process_and_the_plain_core_write(demo_snapshot, 
         out = tmp_path / str(workers) / "out"
         built = build(demo_snapshot, demo_profile, out, cache=Cache(), workers=workers)
         assert built.rendered == built.count - 1  # all but /status, which is rendered apart
-        trees[workers] = load_dir(out), (out / RECORD).read_bytes()
+        record = json.loads((out / RECORD).read_bytes())
+        # Each file's modification time and inode are the tree's own; the rest is the same.
+        record["files"] = {path: entry[:4] for path, entry in record["files"].items()}
+        trees[workers] = load_dir(out), record
     assert trees[1] == trees[3]
     plain = tmp_path / "plain" / "out"
     pipeline.build(demo_snapshot, demo_profile, plain)
@@ -48,6 +52,23 @@ def test_workers_carry_and_render_an_incremental_build(demo_snapshot, demo_profi
     full = tmp_path / "full" / "out"
     pipeline.build(demo_snapshot, demo_profile, full)
     assert load_dir(out) == load_dir(full)
+
+
+def test_the_record_holds_each_files_own_modification_time_and_inode(demo_snapshot, demo_profile, tmp_path):
+    """Two full builds write every file anew into each tree; an incremental build then keeps the
+    copies the tree holds rather than linking the live ones: each entry is the file's own."""
+    import os
+
+    out = tmp_path / "out"
+    for _ in range(2):
+        pipeline.build(demo_snapshot, demo_profile, out)
+    again = build(demo_snapshot, demo_profile, out, cache=Cache(), workers=2)
+    assert again.written == 0  # the same snapshot and time: the tree held every file already
+    record = json.loads((out / RECORD).read_bytes())
+    for path, entry in record["files"].items():
+        st = os.stat(out / file_for(path))
+        assert (entry[1], entry[4], entry[5]) == (st.st_size, st.st_mtime_ns, st.st_ino), path
+    assert build(demo_snapshot, demo_profile, out, cache=Cache(), workers=2).written == 0
 
 
 def test_a_failing_worker_stops_the_build_and_leaves_out_as_it_was(demo_snapshot, demo_profile, tmp_path):

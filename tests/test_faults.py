@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
-from support.chain import checkpoint, header
+from support.chain import checkpoint, eth_call, header
 from support.flaky_proxy import FlakyProxy
 
+from publisher.chain import abis
 from publisher.chain.rpc import RpcClient, RpcUnavailable
 from publisher.devnet.standins import Fault
 from publisher.sources.http import HttpClient, SourceUnavailable
@@ -332,6 +333,162 @@ def test_a_block_older_than_the_live_run_is_refused_before_anything_is_built(dem
     assert got.returncode == 0, got.stderr
 
 
+def _storage_slot(rpc: RpcClient, address: str, view) -> int:
+    """The storage slot (among the first 64) that holds what ``view`` answers: the one whose
+    change the view follows."""
+    value = eth_call(rpc, address, view)
+    for slot in range(64):
+        if int(rpc.request("eth_getStorageAt", [address, hex(slot), "latest"]), 16) != value:
+            continue
+        _set_storage(rpc, address, slot, value + 1)
+        follows = eth_call(rpc, address, view) == value + 1
+        _set_storage(rpc, address, slot, value)
+        if follows:
+            return slot
+    raise AssertionError(f"no slot of {address} holds its {view.signature}")
+
+
+def _set_storage(rpc: RpcClient, address: str, slot: int, value: int) -> None:
+    rpc.request("anvil_setStorageAt", [address, hex(slot), "0x" + value.to_bytes(32, "big").hex()])
+
+
+# (id, contract, view, the cause's text after "refusing to read block N: ")
+HUGE_COUNTS = [
+    ("queue ids", "WithdrawQueue", abis.wq_nextRequestId,
+     "WithdrawQueue {address}: nextRequestId() is 18446744073709551616, outside the 0 to 1,000,000 request ids a run reads"),
+    ("stakers", "Staking", abis.getStakerCount,
+     "Staking.getStakerCount() is 18446744073709551616, outside the 0 to 1,000,000 stakers a run reads"),
+    ("minipools", "MinipoolManager", abis.getMinipoolCount,
+     "MinipoolManager.getMinipoolCount() is 18446744073709551616, outside the 0 to 1,000,000 minipools a run reads"),
+]
+
+
+@pytest.mark.parametrize("contract,view,cause", [c[1:] for c in HUGE_COUNTS], ids=[c[0] for c in HUGE_COUNTS])
+def test_a_count_of_2_to_the_64_is_refused_before_anything_is_allocated(demo, previous, contract, view, cause):
+    """A count the node answers is bounded before a call is made or a list allocated for it: under
+    a 1 GiB address-space cap (a normal build of the demo fits in it), the run ends in seconds
+    naming the count, not in a MemoryError."""
+    rpc = RpcClient([demo.url])
+    address = demo.addresses[contract]
+    before = tree(previous)
+
+    def capped():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    with checkpoint(rpc):
+        _set_storage(rpc, address, _storage_slot(rpc, address, view), 2**64)
+        rpc.request("evm_mine", [])
+        block = int(header(rpc)["number"], 16)
+        t0 = time.monotonic()
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo), preexec_fn=capped)
+    assert failed(got) == f"error: refusing to read block {block}: " + cause.format(address=address)
+    assert time.monotonic() - t0 < 60
+    assert tree(previous) == before
+
+
+def test_queue_counts_that_contradict_each_other_are_refused_before_the_ids_are_read(demo, previous):
+    rpc = RpcClient([demo.url])
+    q = demo.addresses["WithdrawQueue"]
+    pending, fulfilled = eth_call(rpc, q, abis.wq_getPendingRequestsCount), eth_call(rpc, q, abis.wq_getFulfilledRequestsCount)
+    before = tree(previous)
+    with checkpoint(rpc):
+        _set_storage(rpc, q, _storage_slot(rpc, q, abis.wq_nextRequestId), 1)
+        rpc.request("evm_mine", [])
+        block = int(header(rpc)["number"], 16)
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
+    assert pending + fulfilled > 1
+    assert failed(got) == (f"error: refusing to read block {block}: WithdrawQueue {q}: it counts {pending} pending and "
+                           f"{fulfilled} fulfilled requests, but has issued 1 ids (nextRequestId)")
+    assert tree(previous) == before
+
+
+def _doctor(snapshot: Path, into: Path, how: str) -> str:
+    """A copy of a saved snapshot with its queue doctored; returns the cause it must be refused with."""
+    doc = json.loads(snapshot.read_text())
+    q = doc["withdraw_queue"]
+    label = f"WithdrawQueue {q['address']}"
+    funded = [r for r in q["requests"] if r["fulfilled"]]
+    total = int(q["total_allocated_funds"])
+    assert funded and total == sum(int(r["allocated_funds"]) for r in funded)
+    if how == "allocated funds doubled":  # each request's and the total: the sum still agrees
+        for r in funded:
+            r["allocated_funds"] = str(2 * int(r["allocated_funds"]))
+        q["total_allocated_funds"] = str(2 * total)
+        first = funded[0]
+        cause = (f"{label}: request {first['id']} has {first['allocated_funds']} wei allocated, more than the "
+                 f"{first['expected_assets']} wei it is owed")
+    elif how == "total doubled":
+        q["total_allocated_funds"] = str(2 * total)
+        cause = f"{label}: fulfilled requests hold {total} wei, totalAllocatedFunds() says {2 * total}"
+    else:  # a funded request dropped from the records
+        q["requests"] = [r for r in q["requests"] if r is not funded[0]]
+        q["total_allocated_funds"] = str(total - int(funded[0]["allocated_funds"]))
+        n = len(q["requests"])
+        cause = (f"{label}: {n - len(funded) + 1} pending and {len(funded) - 1} fulfilled open records, but the queue "
+                 f"counts {q['pending_count']} pending and {q['fulfilled_count']} fulfilled")
+    into.write_text(json.dumps(doc))
+    return "error: snapshot invariant violated: " + cause
+
+
+@pytest.mark.parametrize("how", ["allocated funds doubled", "total doubled", "a funded request dropped"])
+def test_a_doctored_snapshot_is_refused_by_the_invariants_a_read_is_held_to(demo, base, previous, tmp_path, how):
+    doctored = tmp_path / "doctored.json"
+    cause = _doctor(_snapshot(demo, base.parent), doctored, how)
+    before = tree(previous)
+    got = run_cli(["build", "--from-snapshot", doctored, "--out", previous, "--force"])
+    assert failed(got) == cause
+    assert tree(previous) == before
+
+
+def test_the_same_invariant_refuses_the_chain_read(demo, previous):
+    """The queue's own total doubled on the chain: the read is refused by the check a saved
+    snapshot is held to, in the same words."""
+    rpc = RpcClient([demo.url])
+    q = demo.addresses["WithdrawQueue"]
+    total = eth_call(rpc, q, abis.wq_totalAllocatedFunds)
+    before = tree(previous)
+    with checkpoint(rpc):
+        _set_storage(rpc, q, _storage_slot(rpc, q, abis.wq_totalAllocatedFunds), 2 * total)
+        rpc.request("evm_mine", [])
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
+    assert failed(got) == (f"error: snapshot invariant violated: WithdrawQueue {q}: fulfilled requests hold {total} wei, "
+                           f"totalAllocatedFunds() says {2 * total}")
+    assert tree(previous) == before
+
+
+def test_a_queue_that_vanishes_is_refused_unless_forced_and_warned_of_when_forced(demo, previous, moto):
+    """The profile's queue address loses its code between runs: the build refuses, naming the queue
+    and why; forced, it publishes noQueue with a warning on the command line and in /status; and
+    publish refuses it against the bucket, which still holds the queue."""
+    rpc = RpcClient([demo.url])
+    q = demo.addresses["WithdrawQueue"]
+    bucket, s3 = _bucket(moto)
+    publish = ["publish", "--dir", previous, "--bucket", bucket, "--endpoint-url", moto]
+    assert run_cli(publish, AWS).returncode == 0
+    live = _objects(s3, bucket)
+    before = tree(previous)
+    with checkpoint(rpc):
+        rpc.request("anvil_setCode", [q, "0x"])
+        rpc.request("evm_mine", [])
+        block = int(header(rpc)["number"], 16)
+        why = f"no contract code for WithdrawQueue at {q} at block {block} (wrong network or address?)"
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
+        assert failed(got) == (f"error: refusing to write {previous}: the withdrawal queue {q} of the last run is "
+                               f"gone: /withdrawals would be noQueue ({why})")
+        assert tree(previous) == before
+        got = run_cli(["build", "--rpc-url", demo.url, "--out", previous, "--force"], sources_env(demo))
+    assert got.returncode == 0, got.stderr
+    warning = f"/withdrawals is published as noQueue although the profile names a queue: {why}"
+    assert f"warning   {warning}" in got.stdout.splitlines()
+    assert warning in json.loads((previous / "status.json").read_text())["warnings"]
+    assert json.loads((previous / "withdrawals.json").read_text())["status"] == "noQueue"
+    assert not (previous / "withdrawals").exists()
+    assert failed(run_cli(publish, AWS)) == (f"error: refusing to publish to s3://{bucket}/: the withdrawal queue {q} "
+                                             f"of the last run is gone: /withdrawals would be noQueue ({why}); "
+                                             "--force overrides")
+    assert _objects(s3, bucket) == live
+
+
 # ---- third-party sources --------------------------------------------------------------------------
 
 # (id, {service: Fault}, expected: "ok" + a warning, or the failure's cause)
@@ -405,15 +562,123 @@ def _snapshot(demo, where: Path) -> Path:
     return path
 
 
+# ---- hand edits in out/ -------------------------------------------------------------------------
+
+AWS = {"AWS_ACCESS_KEY_ID": "AKIATESTPUBLISHER", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
+       "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_MAX_ATTEMPTS": "2"}
+
+
+def _edit(path: Path, how: str) -> None:
+    """Change one digit of a file as a person would: in place (same file, same size: only its
+    modification time tells), or by writing a new file and renaming it over (as editors save)."""
+    data = bytearray(path.read_bytes())
+    at = re.search(rb":([0-9])", bytes(data)).start(1)  # the first number's first digit
+    data[at] = ord("7") if data[at] != ord("7") else ord("3")
+    if how == "in place":
+        with open(path, "r+b") as f:
+            f.write(bytes(data))
+    else:
+        tmp = path.with_name(f".{path.name}.swp")
+        tmp.write_bytes(bytes(data))
+        os.replace(tmp, path)
+
+
+def _bucket(moto) -> tuple[str, object]:
+    import uuid
+
+    import boto3
+
+    name = f"api-{uuid.uuid4().hex[:12]}"
+    s3 = boto3.client("s3", endpoint_url=moto, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    s3.create_bucket(Bucket=name)
+    return name, s3
+
+
+def _objects(s3, bucket: str) -> dict[str, bytes]:
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket) for o in page.get("Contents", ())]
+    return {k: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
+
+
+def _published(directory: Path) -> dict[str, str]:
+    """``tree`` without the build's record (which holds each file's modification time and inode)."""
+    return {name: sha for name, sha in tree(directory).items() if name != ".build.json"}
+
+
+def _problems(got: subprocess.CompletedProcess, directory: Path) -> list[str]:
+    """The problem lines of a failed ``publisher check``, after checking its last line."""
+    lines = got.stderr.strip().splitlines()
+    assert got.returncode == 1 and lines[-1] == f"error: {len(lines) - 1} problem(s) in {directory}", got.stderr
+    return lines[:-1]
+
+
+@pytest.mark.parametrize("after", ["incremental", "full"])
+@pytest.mark.parametrize("how", ["in place", "renamed over"])
+def test_a_hand_edit_in_out_is_found_by_check_refused_by_publish_and_replaced_by_the_next_build(
+        demo, base, moto, tmp_path, how, after):
+    """Two builds (the second incremental, carrying hard links into the first tree, or --full),
+    then /prices and a staker's file are edited in out/: check names both, publish refuses naming
+    them and leaves the bucket as it was, and the next build puts the built bytes back."""
+    snap = _snapshot(demo, base.parent)
+    out = tmp_path / "out"
+    for more in ([], ["--full"] if after == "full" else []):
+        got = run_cli(["build", "--from-snapshot", snap, "--out", out, *more], {"SOURCE_DATE_EPOCH": EPOCH})
+        assert got.returncode == 0, got.stderr
+    built = _published(out)
+    bucket, s3 = _bucket(moto)
+    publish = ["publish", "--dir", out, "--bucket", bucket, "--endpoint-url", moto]
+    assert run_cli(publish, AWS).returncode == 0
+    live = _objects(s3, bucket)
+
+    staker = sorted((out / "stakers").glob("0x*.json"))[0]
+    staker_url = f"/stakers/{staker.stem}"
+    for f in (out / "prices.json", staker):
+        _edit(f, how)
+    edited = tree(out)
+    assert _published(out) != built
+    got = run_cli(["check", out])
+    assert _problems(got, out) == ["problem   /prices changed since it was built",
+                                   f"problem   {staker_url} changed since it was built"]
+    assert failed(run_cli(publish, AWS)) == (f"error: refusing to publish {out}: /prices changed since it was built; "
+                                             f"{staker_url} changed since it was built; build again to replace them")
+    assert _objects(s3, bucket) == live and tree(out) == edited
+
+    got = run_cli(["build", "--from-snapshot", snap, "--out", out], {"SOURCE_DATE_EPOCH": EPOCH})
+    assert got.returncode == 0, got.stderr
+    assert _published(out) == built
+    assert run_cli(["check", out]).returncode == 0
+    got = run_cli(publish, AWS)
+    assert got.returncode == 0, got.stderr
+    assert _objects(s3, bucket) == live
+
+
+def test_a_stray_or_missing_file_in_out_is_reported_and_does_not_outlive_the_next_builds(demo, base, tmp_path):
+    snap = _snapshot(demo, base.parent)
+    out = tmp_path / "out"
+    for _ in range(2):
+        assert run_cli(["build", "--from-snapshot", snap, "--out", out], {"SOURCE_DATE_EPOCH": EPOCH}).returncode == 0
+    built = _published(out)
+    stakers = sorted((out / "stakers").glob("0x*.json"))
+    stray = out / "stakers" / ("0x" + "00" * 20 + ".json")
+    shutil.copyfile(stakers[0], stray)  # a file that would pass its schema
+    stakers[1].unlink()
+    got = run_cli(["check", out])
+    assert _problems(got, out) == [f"problem   /stakers/{'0x' + '00' * 20} is not a file the build wrote (its record does not list it)",
+                                   f"problem   /stakers/{stakers[1].stem} is missing (the build wrote it)",
+                                   "problem   /stakers: 1 stakers have no /stakers/{address} file"]
+    for _ in range(2):  # into the other tree, then into the one that held the stray
+        assert run_cli(["build", "--from-snapshot", snap, "--out", out], {"SOURCE_DATE_EPOCH": EPOCH}).returncode == 0
+        assert _published(out) == built
+    assert not list(tmp_path.glob(".out.*/stakers/" + stray.name))
+    assert run_cli(["check", out]).returncode == 0
+
+
 # ---- accumulated data ---------------------------------------------------------------------------
 
 
-def _with_history(directory: Path, edit, foreign: bool = False) -> None:
+def _with_history(directory: Path, edit) -> None:
     path = directory / "prices" / "history.json"
     doc = json.loads(path.read_text())
     doc["points"] = edit(doc["points"])
-    if foreign:  # a cursor hash this chain does not have: the next build cannot resume from it
-        doc["meta"]["block"]["hash"] = "0x" + "ab" * 32
     path.write_text(json.dumps(doc))
 
 
@@ -431,16 +696,22 @@ def test_check_refuses_a_history_that_shrank_or_changed_against_the_previous_run
     assert run_cli(["check", base, "--previous", base]).returncode == 0
 
 
-def test_build_refuses_to_shrink_the_history_unless_forced(demo, previous):
+def test_build_refuses_to_shrink_the_history_unless_forced(demo, base, previous, tmp_path):
     """The previous run's history holds an older point that a rebuild from events cannot produce
     (as when the build cannot resume from it): the build would drop it, and is refused; --force
-    accepts it."""
-    def add_older(points):
-        first = dict(points[0])
-        first["date"] = "2000-01-01"
-        return [first, *points]
-
-    _with_history(previous, add_older, foreign=True)
+    accepts it. The previous run is built from a snapshot holding that point, at a block hash this
+    chain does not have (an edit of out/ would not do: the bounds compare only with files as their
+    build wrote them)."""
+    doc = json.loads(_snapshot(demo, base.parent).read_text())
+    older = {**doc["price_history"][0], "date": "2000-01-01", "ggavax_assets_per_share": None, "ggavax_block": None,
+             "ggavax_time": None, "ggavax_source": None}
+    doc["price_history"].insert(0, older)
+    doc["block"]["hash"] = "0x" + "ab" * 32  # the history's cursor: the next build cannot resume from it
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps(doc))
+    got = run_cli(["build", "--from-snapshot", foreign, "--out", previous, "--force"])
+    assert got.returncode == 0, got.stderr
+    assert json.loads((previous / "prices" / "history.json").read_text())["points"][0]["date"] == "2000-01-01"
     before = tree(previous)
     got = run_cli(["build", "--rpc-url", demo.url, "--out", previous], sources_env(demo))
     line = failed(got)

@@ -105,6 +105,35 @@ def test_every_grid_point_equals_the_function(params_file, demo_snapshot, params
         assert body["meta"]["block"] == grid["meta"]["block"]
 
 
+def test_an_answer_from_a_stale_price_says_so(demo_snapshot, tmp_path, monkeypatch):
+    """The Oracle's price is 63 days old at the params block (the bound: 7 days): the params say
+    so, and so does every answer, in the grid and from the function alike."""
+    import dataclasses
+
+    snap = dataclasses.replace(demo_snapshot, oracle=dataclasses.replace(
+        demo_snapshot.oracle, timestamp=demo_snapshot.block.timestamp - 63 * 86_400))
+    ctx = Context(snap, oracle_max_age=7 * 86_400)
+    (_, params), = registry.load_all()["/rewards/params"].render(ctx)
+    reason = params["ggpPriceStaleReason"]
+    assert params["ggpPriceStale"] is True and reason.startswith("the Oracle's GGP price was last set 63 days ago")
+    path = tmp_path / "params.json"
+    path.write_bytes(R.canonical_json(params))
+    monkeypatch.setenv("REWARDS_PARAMS_URL", path.as_uri())
+    (_, grid), = registry.load_all()["/rewards/grid"].render(ctx)
+    point = grid["points"][7]
+    H.reset_cache()
+    try:
+        status, _, body = call(point["query"])
+    finally:
+        H.reset_cache()
+    assert status == 200
+    assert {"code": "ggp_price_stale", "message": f"the GGP price is stale: {reason}"} in body["result"]["warnings"]
+    assert R.canonical_json(point["result"]) == R.canonical_json(body["result"])
+    # Params without the fields (published before them) say nothing of the price's age.
+    old = {k: v for k, v in params.items() if not k.startswith("ggpPriceStale")}
+    assert "ggp_price_stale" not in {w["code"] for w in R.estimate(old, 1500 * WAD, 1000 * WAD)["warnings"]}
+
+
 def test_protocol_rejects_still_get_a_result(params_file):
     status, _, body = call("ggpStaked=1&avaxStaked=1500")
     assert status == 200

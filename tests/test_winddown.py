@@ -86,6 +86,31 @@ def test_the_wound_down_chain_is_between_the_announced_dates(wound):
     assert shown.count("<strong>passed</strong>") == 1 and "76 days left" in shown
 
 
+def test_the_function_answers_the_wound_down_chain_with_the_stale_price_and_no_distribution(wound, monkeypatch):
+    """/rewards/byStake from the wound-down build's /rewards/params, 60+ days after the last Oracle
+    price: its answer says the price is stale, in the words of /prices, and why no distribution is
+    expected, in the words of the params."""
+    from publisher.function import handler as H
+
+    _, _, _, out = wound
+    params, prices = body(out, "rewards/params.json"), body(out, "prices.json")
+    assert params["ggpPriceStale"] is True and params["ggpPriceStaleReason"] == prices["staleReason"]
+    assert prices["ggpPriceAgeDays"] >= 60 and params["distributionExpected"] is False
+    monkeypatch.setenv("REWARDS_PARAMS_URL", (out / "rewards" / "params.json").resolve().as_uri())
+    H.reset_cache()
+    try:
+        resp = H.handler({"rawPath": "/rewards/byStake", "rawQueryString": "ggpStaked=20000&avaxStaked=1000",
+                          "requestContext": {"http": {"method": "GET", "path": "/rewards/byStake"}}}, None)
+    finally:
+        H.reset_cache()
+    assert resp["statusCode"] == 200, resp["body"]
+    result = json.loads(resp["body"])["result"]
+    warnings = {w["code"]: w["message"] for w in result["warnings"]}
+    assert warnings["ggp_price_stale"] == f"the GGP price is stale: {prices['staleReason']}"
+    assert result["distributionExpected"] is False and result["noDistributionReason"] == params["noDistributionReason"]
+    assert params["noDistributionReason"] in warnings["no_distribution_expected"]
+
+
 def test_the_guards_that_must_refuse_still_refuse_on_the_wound_down_chain(wound, tmp_path):
     _, profile, snap, out = wound
     # The AVAX/USD feed is a live third-party feed: an old round is refused, not labelled.

@@ -145,6 +145,7 @@ def test_an_address_without_a_queue_publishes_no_queue(demo_profile, demo_snapsh
     profile = dataclasses.replace(demo_profile, withdraw_queue=nowhere)
     snap = collect(profile).snapshot
     assert snap.withdraw_queue is None and "no contract code for WithdrawQueue" in snap.withdraw_queue_note
+    assert f"/withdrawals is published as noQueue although the profile names a queue: {snap.withdraw_queue_note}" in snap.warnings
     out = tmp_path / "out"
     build(snap, profile, out)
     q = body(out, "withdrawals.json")

@@ -18,7 +18,7 @@ from eth_utils import keccak, to_checksum_address
 
 from ..compute.prices import dex_problem
 from ..config import Profile
-from ..errors import PublisherError
+from ..errors import PublisherError, every_cause
 from ..progress import Progress
 from ..snapshot import (
     BlockRef,
@@ -36,6 +36,7 @@ from ..snapshot import (
     Vault,
     VaultPoint,
     WithdrawQueue,
+    count_problems,
     instances,
 )
 from . import abis
@@ -160,12 +161,22 @@ class Reader:
         queue_note = soft_problems.get("WithdrawQueue") if p.withdraw_queue else f"no withdrawal queue is configured for {p.name}"
         queue_at = to_checksum_address(p.withdraw_queue) if p.withdraw_queue and not queue_note else None
         pst_at = to_checksum_address(p.pst_avax) if p.pst_avax and "pstAVAX" not in soft_problems else None
+        if p.withdraw_queue and queue_note:
+            # The profile names a queue: publishing noQueue (and no requester file) is news.
+            warnings.append(f"/withdrawals is published as noQueue although the profile names a queue: {queue_note}")
         if p.pst_avax and pst_at is None:
             warnings.append(f"pstAVAX not read: {soft_problems['pstAVAX']}")
         addresses, paused = self._registry(warnings)
         self._require_code({k: v for k, v in addresses.items() if k not in ("Multicall3", "Storage")})
         scalars = self._scalars(addresses, read_dex=p.dex_pair is not None and dex_error is None, queue=queue_at, pst=pst_at)
         addresses["WAVAX"] = to_checksum_address(scalars["wavax"])  # ggAVAX's asset; the DEX pair's other side
+        # The counts the next round pages by, bounded and checked against each other before a call
+        # is made or a list allocated for them (a node is untrusted input too).
+        s = scalars
+        counts = count_problems(s["staker_count"], s["minipool_count"], *(
+            (f"WithdrawQueue {queue_at}", s["wq_next"], s["wq_pending"], s["wq_fulfilled"]) if queue_at else ()))
+        if counts:
+            raise PublisherError(f"refusing to read block {head.number}: {every_cause(counts)}")
         stakers_raw, minipools_raw, liquid, requests_raw = self._collections(addresses, scalars, queue_at)
         converted: list[tuple[Minipool, ...]] = []
 
@@ -178,7 +189,6 @@ class Reader:
         stakers = self._staker_views(addresses, stakers_raw, minipools_ready)
         minipools = converted[0]
         apy_base = self._apy_base(addresses["TokenggAVAX"], head, warnings)
-        s = scalars
         if s["fee_bips"] is None:
             warnings.append("ProtocolDAO has no getFeeBips(): fee taken as 0")
         settings = Settings(
@@ -215,8 +225,6 @@ class Reader:
         wavax = self.profile.addresses.get("WAVAX")
         if wavax and to_checksum_address(wavax) != to_checksum_address(s["wavax"]):
             warnings.append(f"TokenggAVAX.asset() is {to_checksum_address(s['wavax'])}, profile says WAVAX {wavax}: using the chain's")
-        if len(stakers) != s["staker_count"]:
-            raise PublisherError(f"read {len(stakers)} stakers, getStakerCount() says {s['staker_count']}")
         queue = _queue(queue_at, s, requests_raw, addresses["TokenggAVAX"], warnings) if queue_at else None
         pst = PstAvax(pst_at, s["pst_supply"], s["pst_shares"]) if pst_at else None
         return Snapshot(
@@ -380,6 +388,11 @@ class Reader:
             calls += [Calls(queue, abis.wq_requests, ids, gas=GAS_PER_REQUEST, contract=label),
                       Calls(queue, abis.wq_isFulfilledRequest, ids, gas=GAS_REQUEST_VIEW, contract=label)]
         out = self._run("stakers, minipools and requests", calls)
+        for k, page in enumerate(out[:n_pages]):  # the views of every row are the next round
+            asked = min(STAKER_PAGE, s["staker_count"] - k * STAKER_PAGE)
+            if len(page) > asked:
+                raise PublisherError(f"Staking.getStakers({k * STAKER_PAGE}, {STAKER_PAGE}) answered {len(page)} rows, "
+                                     f"more than the {asked} asked for")
         stakers = [row for page in out[:n_pages] for row in page]
         # A Calls group answers one element per call, in place: pages, minipools, the balance, then
         # the requests and their set membership.
@@ -453,8 +466,8 @@ def find_block_at(client: RpcClient, timestamp: int, head: BlockRef, floor: int 
 
 
 def _queue(address: str, s: dict, raw, vault: str, warnings: list[str]) -> WithdrawQueue:
-    """The queue's record with its open requests, checked against its own counters: a queue whose
-    sets and records disagree is read wrong or broken, and is not published."""
+    """The queue's record with its open requests (checked against its own counters by
+    ``snapshot.check``, as every snapshot is)."""
     records, fulfilled = raw
     open_ = []
     for i, (row, done) in enumerate(zip(records, fulfilled, strict=True)):
@@ -462,21 +475,7 @@ def _queue(address: str, s: dict, raw, vault: str, warnings: list[str]) -> Withd
         if int(requester, 16) == 0:
             continue  # claimed, cancelled or reclaimed: the record is deleted
         open_.append(UnstakeRequest(i, checksum(requester), shares, expected, requested, claimable, expires, allocated, bool(done)))
-    n_done = sum(r.fulfilled for r in open_)
     label = f"WithdrawQueue {address}"
-    if (len(open_) - n_done, n_done) != (s["wq_pending"], s["wq_fulfilled"]):
-        raise PublisherError(f"{label}: {len(open_) - n_done} pending and {n_done} fulfilled open records, but the queue "
-                             f"counts {s['wq_pending']} pending and {s['wq_fulfilled']} fulfilled")
-    allocated = sum(r.allocated_funds for r in open_ if r.fulfilled)
-    if allocated != s["wq_allocated"]:
-        raise PublisherError(f"{label}: fulfilled requests hold {allocated} wei, totalAllocatedFunds() says {s['wq_allocated']}")
-    for r in open_:
-        if not r.request_time <= r.claimable_time <= r.expiration_time:
-            raise PublisherError(f"{label}: request {r.id} has times out of order "
-                                 f"({r.request_time}, {r.claimable_time}, {r.expiration_time})")
-        if r.fulfilled != (r.allocated_funds > 0) and r.expected_assets > 0:
-            raise PublisherError(f"{label}: request {r.id} is {'fulfilled' if r.fulfilled else 'pending'} "
-                                 f"with {r.allocated_funds} wei allocated")
     if to_checksum_address(s["wq_vault"]) != vault:
         warnings.append(f"{label} serves ggAVAX {to_checksum_address(s['wq_vault'])}, the registry's is {vault}")
     return WithdrawQueue(

@@ -290,7 +290,9 @@ def pct_to_wad(pct: float) -> int:
 
 
 def rewards_params(snapshot: Snapshot, default_rate_pct: float = DEFAULT_RATE_PCT,
-                   stakes: dict[str, DistributionStake] | None = None) -> dict:
+                   stakes: dict[str, DistributionStake] | None = None, stale: str | None = None) -> dict:
+    """The ``/rewards/params`` document. ``stale``: why the Oracle's GGP price is stale at the
+    block by the network's bound (``prices.stale_oracle``), None when it is not."""
     s = snapshot
     st = s.settings
     total, count = tegs(s, stakes)
@@ -306,6 +308,8 @@ def rewards_params(snapshot: Snapshot, default_rate_pct: float = DEFAULT_RATE_PC
         "block": {"number": s.block.number, "hash": s.block.hash, "timestamp": s.block.timestamp},
         "ggpPriceInAvaxWei": str(s.oracle.price),
         "ggpPriceTimestamp": s.oracle.timestamp,
+        "ggpPriceStale": stale is not None,
+        "ggpPriceStaleReason": stale,
         "avaxUsdFeed": feed,
         "ggpTotalSupplyWei": str(s.ggp.total_supply),
         "ggpMaxSupplyWei": str(s.ggp.max_supply),

@@ -141,6 +141,7 @@ class Params:
         "nodeop_pct",
         "nodeop_pool",
         "price",
+        "price_stale_reason",
         "price_timestamp",
         "tegs",
         "usd_den",
@@ -190,6 +191,7 @@ class Params:
     distribution_expected: bool
     no_distribution_reason: str | None
     minipool_creation_paused: bool
+    price_stale_reason: str | None
 
     def stamp(self) -> dict:
         """Where the params come from: the same shape as every endpoint's ``meta``."""
@@ -280,12 +282,15 @@ def parse_params(doc) -> Params:
     p.validator_rate = _uint(rate, "wad", hi=WAD)
     p.validator_rate_source = _str(rate, "source")
     p.inflation_start = _int(doc, "inflationIntervalStartTime")
-    # Optional: params published before these fields expect a distribution and know of no pause.
+    # Optional: params published before these fields expect a distribution, know of no pause, and
+    # say nothing of the price's age.
     expected, why, paused = doc.get("distributionExpected", True), doc.get("noDistributionReason"), doc.get("paused", {})
-    if not isinstance(expected, bool) or not isinstance(why, (str, type(None))) or not isinstance(paused, dict):
-        raise ParamsError("params fields distributionExpected, noDistributionReason, paused: wrong type")
+    stale, old = doc.get("ggpPriceStale", False), doc.get("ggpPriceStaleReason")
+    if not (type(expected) is type(stale) is bool and isinstance(paused, dict) and {type(why), type(old)} <= {str, type(None)}):
+        raise ParamsError("params fields distributionExpected, noDistributionReason, paused, ggpPriceStale(Reason): wrong type")
     p.distribution_expected = expected
     p.no_distribution_reason = None if expected else (why or "no distribution is expected")[:2000]
+    p.price_stale_reason = (old or "too old")[:2000] if stale else None
     p.minipool_creation_paused = paused.get("MinipoolManager") is True
     if p.distribution_expected:
         p.intervals = inflation_intervals(p.inflation_start, p.next_distribution, p.inflation_interval_seconds)
@@ -461,6 +466,8 @@ def _warnings(p: Params, g: int, a: int, collat: int, g_eff: int) -> list[dict]:
                                   "inflation off)")
     if p.avax_usd is None:
         warn("no_usd_price", "no AVAX/USD price in the params: USD values are null")
+    if p.price_stale_reason is not None:
+        warn("ggp_price_stale", f"the GGP price is stale: {p.price_stale_reason}")
     return out
 
 

@@ -14,7 +14,7 @@ from ..compute import params as P
 from ..compute import rewards as R
 from ..snapshot import Staker
 from . import schema as S
-from .common import meta
+from .common import meta, oracle_staleness
 from .context import Context
 from .registry import Deferred, Param, endpoint, function_endpoint
 
@@ -84,7 +84,9 @@ RESULT = S.obj({
     "warnings": S.described(S.array(WARNING), "what the protocol would do with inputs it does not accept as given, "
                                               "and what keeps rewards from coming (no_distribution_expected: no GGP "
                                               "distribution is expected; minipool_creation_paused: MinipoolManager is "
-                                              "paused, no minipool can be created, so every reward figure is 0)"),
+                                              "paused, no minipool can be created, so every reward figure is 0) or "
+                                              "makes them uncertain (ggp_price_stale: the Oracle's GGP price is older "
+                                              "than the network's bound, and every figure is at that price)"),
 }, description="the estimate; identical in the grid and the function")
 
 OPERATOR_ESTIMATE = S.obj(RETURNS, description="next-cycle estimate from the staker's own on-chain effective stake")
@@ -167,6 +169,11 @@ PARAMS = S.obj({
         "stakers": S.described(COUNT, "how many stakers that total counts"),
         "rule": S.described(S.STRING, "how the total was computed, in words"),
     }, description="the total effective GGP stake the node-operator pool is shared over"),
+    "ggpPriceStale": S.described(S.BOOLEAN, "true when the Oracle's GGP price is older than the network's bound "
+                                            "(as /prices `stale`): every estimate is at that old price, and says so "
+                                            "with the warning ggp_price_stale"),
+    "ggpPriceStaleReason": S.described(S.nullable(S.STRING), "why the GGP price is stale, in words (as /prices "
+                                                             "`staleReason`; null when it is not)"),
     "overdue": S.described(S.BOOLEAN, "the rewards cycle has ended and the next distribution has not happened yet"),
     "overdueReason": S.described(S.nullable(S.STRING), "why the forecast differs while overdue, in words (null when on time)"),
     "distributionExpected": S.described(S.BOOLEAN, "whether a GGP distribution to node operators is expected at all: "
@@ -238,7 +245,8 @@ ADDRESS_REWARDS = S.obj({
 
 
 def rewards_params(ctx: Context) -> dict:
-    return P.rewards_params(ctx.snap, ctx.validator_default_rate_pct, ctx.cached(distribution_stakes))
+    return P.rewards_params(ctx.snap, ctx.validator_default_rate_pct, ctx.cached(distribution_stakes),
+                            ctx.cached(oracle_staleness))
 
 
 def distribution_stakes(ctx: Context) -> dict[str, P.DistributionStake]:
@@ -425,8 +433,9 @@ function_endpoint(
                 "(collateralization under 10 %, AVAX not in minipool-sized steps) still get a result with "
                 "`warnings`. While no GGP distribution is expected (`distributionExpected` false, with "
                 "`noDistributionReason`) the GGP figures are 0; while MinipoolManager is paused no minipool can be "
-                "created and every reward figure is 0; each comes with its warning. 503 when the parameters "
-                "cannot be loaded.",
+                "created and every reward figure is 0; while the Oracle's GGP price is stale (`ggpPriceStale` "
+                "in /rewards/params) every figure is at that old price; each comes with its warning. 503 when the "
+                "parameters cannot be loaded.",
     schema=BY_STAKE,
     example=by_stake_example,
     params=(

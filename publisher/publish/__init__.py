@@ -6,8 +6,9 @@ manifest's changed shards and its root, /status. Anything failing stops the run 
 /status still describing the previous one; a rerun uploads what is still missing and completes it.
 
 A directory written by ``publisher build`` carries the build's record of every file's sha256: it
-is trusted (the build validated every file), and only the files to upload are read, each checked
-against its recorded digest. Any other directory is read and validated whole, as ``check`` does.
+is trusted (the build validated every file) once every file is found as recorded (``tree.changes``:
+none edited, missing or added since), and only the files to upload are read, each checked against
+its recorded digest. Any other directory is read and validated whole, as ``check`` does.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from ..endpoints.registry import file_for
 from ..errors import PublisherError, every_cause
-from ..tree import read_record
+from ..tree import changes, read_record
 from ..validate import compare_previous, load_dir, network_profile, strict_loads, validate
 from .plan import (
     MANIFEST_KEY,
@@ -42,7 +43,7 @@ from .s3 import S3Sink
 __all__ = ["Plan", "Result", "publish"]
 
 # The live objects the change bounds read besides /status (accumulated files: they may only grow).
-GUARDED = ("/prices", "/metrics", "/prices/history")
+GUARDED = ("/prices", "/metrics", "/prices/history", "/withdrawals")
 DEFAULT_MAX_AGE = 60
 
 
@@ -83,9 +84,14 @@ class Local:
         except OSError:
             raise PublisherError(f"{directory} is not a built directory (no status.json)") from None
         record = read_record(self.root)
-        recorded = record["files"].get("/status") if record else None
-        if recorded and recorded[0] == sha256(status):
-            self.files = {url: (e[0], e[1]) for url, e in record["files"].items()}  # type: ignore[index]
+        recorded = record.files.get("/status") if record else None
+        if record and recorded and recorded[0] == sha256(status):
+            changed = changes(self.root, record)
+            if changed:
+                more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
+                raise PublisherError(f"refusing to publish {directory}: {'; '.join(changed[:3])}{more}; "
+                                     "build again to replace them")
+            self.files = {url: (e[0], e[1]) for url, e in record.files.items()}
             self.trusted = True
         else:
             self.cache = load_dir(self.root)
