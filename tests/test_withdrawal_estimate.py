@@ -72,7 +72,6 @@ def test_the_estimates_span_the_line(built):
 @pytest.mark.parametrize(("query", "needle"), [
     ("", "exactly one of shares"),
     ("shares=1&avax=1", "exactly one of shares"),
-    ("shares=0", "more than 0"),
     ("shares=-1", "sign"),
     ("avax=1&expirationDelay=1e5", "whole seconds"),
     ("avax=1&expirationDelay=99999999999", "above the queue's maximum"),
@@ -134,3 +133,9 @@ def test_resuming_where_the_line_reaches_the_back_gives_the_same_answer(built, d
             for delay in (None, 30 * 86_400):
                 kwargs = {"avax": avax * WAD, "expiration_delay": delay}
                 assert L.estimate(params, resume=resume, **kwargs) == L.estimate(params, **kwargs), (params.limit, avax)
+
+
+def test_nothing_to_redeem_is_answered_with_the_queues_refusal(built):
+    status, body = ask(built, "shares=0")
+    assert status == 200 and body["result"]["expectedAvaxWei"] == "0"
+    assert any("the queue refuses such a request" in c for c in body["result"]["caveats"])

@@ -89,6 +89,8 @@ def feed_id(network: str) -> str:
 )
 def queue_feed(ctx: Context):
     s = ctx.snap
+    if s.withdraw_queue is None:
+        return  # no queue at this block: no feed of it (a noQueue /withdrawals says why)
     carried = previous_entries(ctx.previous.get(PATH), s.network)
     entries = [*receipt_entries(s.network, s.queue_receipts),
                *change_entries(ctx, carried),

@@ -206,9 +206,7 @@ def estimate_amounts(query: dict[str, str]) -> dict[str, int | None]:
         raise BadInput("give exactly one of shares (ggAVAX to redeem) and avax (AVAX to receive), whole tokens, "
                        "e.g. shares=100")
     out: dict[str, int | None] = {"shares": None, "avax": None, "expirationDelay": None}
-    out[given[0]] = parse_amount(given[0], query[given[0]])
-    if out[given[0]] == 0:
-        raise BadInput(f"{given[0]} must be more than 0")
+    out[given[0]] = parse_amount(given[0], query[given[0]])  # 0 is answered: its caveat says the queue refuses it
     if "expirationDelay" in query:
         text = query["expirationDelay"]
         if not (text.isascii() and text.isdigit() and len(text) <= 12):
