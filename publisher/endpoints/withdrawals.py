@@ -232,7 +232,7 @@ def withdrawals(ctx: Context):
                sched.front_known, sched.reverted_calls, sched.assumptions,
                sum(1 for p in sched.places.values() if p.fundable_now), len(sched.returns))
     pauses = (q.paused, Q.deposits_paused(s), bool(s.paused.get("MinipoolManager")))
-    yield "/withdrawals", Deferred((receipts_inputs(ctx), q, s.block.timestamp, s.pst_avax, outlook, pauses, depositor_inputs(ctx), announced,
+    yield "/withdrawals", Deferred((ctx.cached(receipts_inputs), q, s.block.timestamp, s.pst_avax, outlook, pauses, depositor_inputs(ctx), announced,
                                     Each(_return_row, sched.returns),
                                     Each(_restake_row, sched.restakes), Each(_line_row, tuple(line))),
                                    withdrawals_with_receipts, meta=meta(ctx))

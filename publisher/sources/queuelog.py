@@ -35,6 +35,7 @@ are all a pruned node needs to answer.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -214,9 +215,22 @@ class _Receipts:
             f["closed"], f["closed_at"], f["shares_returned"] = "reclaimed", at, amount
 
     def result(self) -> tuple[Receipt, ...]:
-        made = {i: Receipt(**f) for i, f in self.fields.items()}
+        made = {i: _receipt(f) for i, f in self.fields.items()}
         every = {**self.prior, **made}
         return tuple(every[i] for i in sorted(every))
+
+
+_RECEIPT_FIELDS = frozenset(f.name for f in dataclasses.fields(Receipt))
+
+
+def _receipt(fields: dict) -> Receipt:
+    """``Receipt(**fields)``: with every field given, made as its frozen ``__init__`` would but
+    without setting each through ``object.__setattr__`` (a first read makes tens of thousands)."""
+    if fields.keys() != _RECEIPT_FIELDS:
+        return Receipt(**fields)  # a field left to its default
+    r = object.__new__(Receipt)
+    r.__dict__.update(fields)
+    return r
 
 
 def build(client: RpcClient, *, queue: str, head: int, start: int = 0, prior: QueueActivity | None = None,
@@ -261,8 +275,12 @@ def build(client: RpcClient, *, queue: str, head: int, start: int = 0, prior: Qu
     fetched = _times(client, [b for b in wanted if b not in known], hashes)
     times = {**known, **fetched}
     book = _Receipts(receipts if prior else ())
+    at: dict[tuple[int, str], QueueStep] = {}  # one step object per transaction (a funding call serves many)
     for e in steps:
-        book.apply(e, QueueStep(e.block, times[e.block], e.tx))
+        step = at.get((e.block, e.tx))
+        if step is None:
+            step = at[e.block, e.tx] = QueueStep(e.block, times[e.block], e.tx)
+        book.apply(e, step)
     if book.unknown:
         warnings.append(f"withdraw queue logs: {len(book.unknown)} request(s) funded or closed but filed before block "
                         f"{first} (not read), e.g. id {min(book.unknown)}: they have no receipt")
@@ -431,7 +449,7 @@ def _decode(raw: list, queue: str, a: int, b: int) -> list[_Entry]:
             funding = t0 == TOPIC_FULFILLED
             request = int(topics[2 if funding else 1], 16)
             who = checksum("0x" + topics[2][-40:]) if len(topics) == 3 and not funding else ""
-            amounts = tuple(int(data[k : k + 64], 16) for k in range(2, len(data), 64))
+            amounts = (int(data[2:66], 16),) if len(data) == 66 else tuple([int(data[k : k + 64], 16) for k in range(2, len(data), 64)])
             if t0 == TOPIC_REQUESTED and amounts[2] >= 1 << 48:
                 raise ValueError("claimable time is not a uint48")
         except (AttributeError, KeyError, TypeError, ValueError, IndexError):
