@@ -164,7 +164,7 @@ def run(snap: Snapshot, tmp: Path, requests: int, cold_runs: int) -> dict:
         zh.handler(e, None)
     samples = timed(zh.handler, events)
     rng = random.Random(11)
-    estimates = [event(f"avax={rng.randrange(1, 5000)}", "/withdrawals/estimate") for _ in range(max(1, requests // 10))]
+    estimates = [event(f"amount={rng.randrange(1, 5000)}", "/withdrawals/estimate") for _ in range(max(1, requests // 10))]
     timed(zh.handler, estimates[:200])  # loads and caches the queue's params
     estimate_samples = timed(zh.handler, estimates)
     bad = [event("ggpStaked=-1&avaxStaked=1000")] * 2000

@@ -412,7 +412,7 @@ def test_the_lookup_form_without_script_is_redirected_by_serve(site, page, demo_
 def test_the_estimate_form_answers_in_place_with_script_and_with_json_without(site, browser, built, demo_requesters):
     """A requester page's estimate form: with script its words are the function's answer; without,
     the form's own submission is the function's JSON."""
-    answer = requests.get(f"{site}/withdrawals/estimate", params={"avax": "250"}).json()["result"]
+    answer = requests.get(f"{site}/withdrawals/estimate", params={"amount": "250"}).json()["result"]
     browser.scripts(True)
     browser.goto(f"{site}/withdrawals/{demo_requesters[0]}.html")
     browser.eval("document.getElementById('estimate-avax').value = '250'; "

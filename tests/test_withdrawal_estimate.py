@@ -45,7 +45,7 @@ def appended(snap, shares: int, expected: int):
 
 @pytest.mark.parametrize("avax", ["1", "60", "450", "1500", "100000"])
 def test_the_estimate_is_the_schedule_with_the_request_at_the_back(built, demo_snapshot, avax):
-    status, body = ask(built, f"avax={avax}")
+    status, body = ask(built, f"amount={avax}")
     assert status == 200, body
     res = body["result"]
     shares, expected = int(res["sharesWei"]), int(res["expectedAvaxWei"])
@@ -56,27 +56,26 @@ def test_the_estimate_is_the_schedule_with_the_request_at_the_back(built, demo_s
         place.position, place.fundable_now, place.depositor_calls, place.funding_time)
     assert res["aheadAvaxWei"] == str(place.ahead_avax)
     # The same amount asked as shares gives the same answer.
-    status, by_shares = ask(built, f"shares={shares / WAD:.18f}")
+    status, by_shares = ask(built, f"amount={shares / WAD:.18f}&unit=ggavax")
     assert status == 200 and by_shares["result"]["estimatedFundingTime"] == res["estimatedFundingTime"]
 
 
 def test_the_estimates_span_the_line(built):
     """Behind the demo's whole line: a small request waits for the returns that fund the line,
     a larger one for later ones, and one beyond every known return gets no date."""
-    small, large, huge = (ask(built, f"avax={a}")[1]["result"] for a in ("1", "450", "100000"))
+    small, large, huge = (ask(built, f"amount={a}")[1]["result"] for a in ("1", "450", "100000"))
     assert small["position"] == large["position"] > 1 and not small["fundableNow"]
     assert small["estimatedFundingTime"] <= large["estimatedFundingTime"]
     assert huge["estimatedFundingTime"] is None and any("no minipool return" in c for c in huge["caveats"])
 
 
 @pytest.mark.parametrize(("query", "needle"), [
-    ("", "exactly one of shares"),
-    ("shares=1&avax=1", "exactly one of shares"),
-    ("shares=-1", "sign"),
-    ("avax=1&expirationDelay=1e5", "whole seconds"),
-    ("avax=1&expirationDelay=99999999999", "above the queue's maximum"),
-    ("avax=1&foo=2", "unknown parameter"),
-    ("avax=1&avax=2", "more than once"),
+    ("", "amount is required"),
+    ("amount=1&unit=eth", "unit must be avax or ggavax"),
+    ("amount=-1", "sign"),
+    ("amount=1&expirationDelay=1e5", "whole seconds"),
+    ("amount=1&foo=2", "unknown parameter"),
+    ("amount=1&amount=2", "more than once"),
 ])
 def test_bad_input_is_a_400_naming_it(built, query, needle):
     status, body = ask(built, query)
@@ -85,11 +84,11 @@ def test_bad_input_is_a_400_naming_it(built, query, needle):
 
 def test_the_expiration_delay_follows_the_queue(built):
     p = L.parse_params(json.loads((built / "withdrawals" / "params.json").read_text()))
-    res = ask(built, "avax=10&expirationDelay=60")[1]["result"]
+    res = ask(built, "amount=10&expirationDelay=60")[1]["result"]
     assert res["expirationDelay"] == L.MIN_EXPIRATION_DELAY  # raised to the minimum, as the queue does
     assert res["claimableTime"] == p.block_time + p.unstake_delay
     assert res["expirationTime"] == res["claimableTime"] + L.MIN_EXPIRATION_DELAY
-    res = ask(built, f"avax=10&expirationDelay={p.max_expiration_delay}")[1]["result"]
+    res = ask(built, f"amount=10&expirationDelay={p.max_expiration_delay}")[1]["result"]
     assert res["expirationTime"] == res["claimableTime"] + p.max_expiration_delay
 
 
@@ -97,7 +96,7 @@ def test_the_expiration_delay_follows_the_queue(built):
 def test_the_chain_funds_the_filed_request_when_the_estimate_says(demo, demo_profile, built, avax):
     """File the request right after the build block, replay the chain from there: the request is
     funded at the estimated time (or by the depositor's first calls when fundable now)."""
-    status, body = ask(built, f"avax={avax}")
+    status, body = ask(built, f"amount={avax}")
     assert status == 200, body
     res = body["result"]
     shares = int(res["sharesWei"])
@@ -135,7 +134,12 @@ def test_resuming_where_the_line_reaches_the_back_gives_the_same_answer(built, d
                 assert L.estimate(params, resume=resume, **kwargs) == L.estimate(params, **kwargs), (params.limit, avax)
 
 
+def test_a_delay_beyond_the_queues_maximum_is_answered_with_its_refusal(built):
+    status, body = ask(built, "amount=1&expirationDelay=99999999999")
+    assert status == 200 and any("refuses an expiration delay above its maximum" in c for c in body["result"]["caveats"])
+
+
 def test_nothing_to_redeem_is_answered_with_the_queues_refusal(built):
-    status, body = ask(built, "shares=0")
+    status, body = ask(built, "amount=0&unit=ggavax")
     assert status == 200 and body["result"]["expectedAvaxWei"] == "0"
     assert any("the queue refuses such a request" in c for c in body["result"]["caveats"])

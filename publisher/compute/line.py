@@ -294,6 +294,8 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
         caveats.append(f"the depositor looks stale ({p.stale_reason}): nothing is funded until it calls")
     if expected == 0:
         caveats.append("these shares are worth 0 AVAX: the queue refuses such a request")
+    if delay > p.max_expiration_delay:
+        caveats.append(f"the queue refuses an expiration delay above its maximum of {p.max_expiration_delay} seconds")
     if when is None:
         caveats.append("no minipool return known today covers it: it waits for new deposits or returns the "
                        "schedule cannot date")
@@ -310,16 +312,10 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     }
 
 
-class TooLong(ValueError):
-    """An expiration delay beyond the queue's bound."""
-
-
 def answer(p: Params, inputs: dict[str, str], *, shares: int | None, avax: int | None,
            expiration_delay: int | None, resume: Resume | None = None) -> dict:
     """/withdrawals/estimate's body: the inputs as given, the params' block, the assumptions and
     the estimate with whole-token amounts beside the exact ones."""
-    if expiration_delay is not None and expiration_delay > p.max_expiration_delay:
-        raise TooLong(f"expirationDelay is above the queue's maximum of {p.max_expiration_delay} seconds")
     result = estimate(p, shares=shares, avax=avax, expiration_delay=expiration_delay, resume=resume)
     for name in ("shares", "expectedAvax", "aheadAvax"):
         result[name] = int(result[name + "Wei"]) / 10**18

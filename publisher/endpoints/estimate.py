@@ -79,7 +79,7 @@ ESTIMATE = S.obj({
     "assumptions": _d(S.array(S.STRING), "what the funding schedule assumes"),
     "result": _d(RESULT, "the estimate"),
 })
-EXAMPLE_QUERY = {"avax": "100"}
+EXAMPLE_QUERY = {"amount": "100"}
 
 
 def queue_estimate_params(ctx: Context) -> L.Params | None:
@@ -109,26 +109,26 @@ def estimate_example(ctx: Context) -> tuple[str, dict | None]:
     p = ctx.cached(queue_estimate_params)
     if p is None:
         return "", None
-    avax = int(EXAMPLE_QUERY["avax"]) * R.WAD
-    return "avax=" + EXAMPLE_QUERY["avax"], L.answer(p, EXAMPLE_QUERY, shares=None, avax=avax, expiration_delay=None)
+    avax = int(EXAMPLE_QUERY["amount"]) * R.WAD
+    return "amount=" + EXAMPLE_QUERY["amount"], L.answer(p, EXAMPLE_QUERY, shares=None, avax=avax, expiration_delay=None)
 
 
 function_endpoint(
     "/withdrawals/estimate", tag=TAG, summary="Estimate a withdrawal before requesting it",
-    description="What a withdrawal request for `shares` ggAVAX (or the shares `avax` AVAX buys) would get if filed "
+    description="What a withdrawal request for `amount` AVAX (or `amount` ggAVAX with `unit=ggavax`) would get if filed "
                 "at the params' block: the AVAX it would be paid, its place at the back of the line and the AVAX "
                 "ahead, when the depositor would fund it under the schedule's `assumptions`, its claimable and "
                 "expiration times for `expirationDelay` seconds (default and minimum 3 days, at most the queue's "
                 "maximum), and `caveats`. Answered by the function from /withdrawals/params with the same code as "
-                "the funding schedule. Exactly one of shares and avax; amounts are whole-token decimal strings; "
+                "the funding schedule. The amount is a whole-token decimal string; "
                 "400 otherwise, 503 when the params cannot be loaded.",
     schema=ESTIMATE,
     example=estimate_example,
     params=(
-        Param("shares", "query", "ggAVAX to redeem, whole tokens (give this or avax)",
-              AMOUNT, required=False),
-        Param("avax", "query", "AVAX to receive, whole tokens (give this or shares)",
-              AMOUNT, example=EXAMPLE_QUERY["avax"], required=False),
+        Param("amount", "query", "how much, whole tokens: AVAX to receive, or ggAVAX to redeem with unit=ggavax",
+              AMOUNT, example=EXAMPLE_QUERY["amount"]),
+        Param("unit", "query", "what amount is in: avax (the default) or ggavax",
+              {"type": "string", "enum": ["avax", "ggavax"]}, required=False),
         Param("expirationDelay", "query", "seconds after the claimable time the request may be claimed (default and "
               "minimum 259200)", {"type": "string", "pattern": "^[0-9]{1,12}$"}, required=False),
     ),

@@ -1,5 +1,5 @@
 """The function: ``GET /rewards/byStake?ggpStaked=&avaxStaked=`` (DESIGN §8) and
-``GET /withdrawals/estimate?shares=|avax=[&expirationDelay=]`` (a withdrawal request's estimate
+``GET /withdrawals/estimate?amount=[&unit=avax|ggavax][&expirationDelay=]`` (a withdrawal request's estimate
 before it is filed).
 
 An AWS Lambda handler for Function URL / API Gateway HTTP API v2 events. Standard library only:
@@ -29,10 +29,11 @@ except ImportError:  # packaged: rewards.py and line.py sit next to this file at
 PATH = "/rewards/byStake"
 ESTIMATE_PATH = "/withdrawals/estimate"
 NAMES = ("ggpStaked", "avaxStaked")
-ESTIMATE_NAMES = ("shares", "avax", "expirationDelay")
+ESTIMATE_NAMES = ("amount", "unit", "expirationDelay")
+UNITS = ("avax", "ggavax")  # what an estimate's amount is in: AVAX to receive, or ggAVAX to redeem
 WAD = rewards.WAD
 MAX_WEI = {**{name: limit * WAD for name, limit in rewards.QUERY_LIMITS.items()},
-           "shares": line.QUERY_LIMIT * WAD, "avax": line.QUERY_LIMIT * WAD}
+           "amount": line.QUERY_LIMIT * WAD}
 MAX_QUERY_CHARS = 1024
 MAX_AMOUNT_CHARS = rewards.MAX_AMOUNT_CHARS
 PARAMS_MAX_DEPTH = 16
@@ -119,7 +120,7 @@ def _handle(event) -> dict:
             query = parse_query(raw)
             amounts: dict[str, int | None] = {name: parse_amount(name, query[name]) for name in NAMES}
         else:
-            query = parse_query(raw, ESTIMATE_NAMES, ())
+            query = parse_query(raw, ESTIMATE_NAMES, ("amount",))
             amounts = estimate_amounts(query)
     except BadInput as exc:
         return _error(400, exc.code, exc.message)
@@ -140,11 +141,8 @@ def _handle(event) -> dict:
     else:
         if cache.resume is None:
             cache.resume = line.resume_point(cache.params)
-        try:
-            body = line.answer(cache.params, query, shares=amounts["shares"], avax=amounts["avax"],
-                               expiration_delay=amounts["expirationDelay"], resume=cache.resume)
-        except line.TooLong as exc:
-            return _error(400, "bad_parameter", str(exc))
+        body = line.answer(cache.params, query, shares=amounts["shares"], avax=amounts["avax"],
+                           expiration_delay=amounts["expirationDelay"], resume=cache.resume)
     max_age = max(0, int(cache.fresh_until - now))
     headers = {"Content-Type": "application/json", **CORS,
                "Cache-Control": f"public, max-age={max_age}, stale-if-error={STALE_IF_ERROR}"}
@@ -199,14 +197,14 @@ def parse_query(raw: str, names: tuple[str, ...] = NAMES, required: tuple[str, .
 
 
 def estimate_amounts(query: dict[str, str]) -> dict[str, int | None]:
-    """/withdrawals/estimate's inputs: exactly one of shares (ggAVAX) and avax, whole tokens; an
-    optional expirationDelay, whole seconds."""
-    given = [name for name in ("shares", "avax") if name in query]
-    if len(given) != 1:
-        raise BadInput("give exactly one of shares (ggAVAX to redeem) and avax (AVAX to receive), whole tokens, "
-                       "e.g. shares=100")
-    out: dict[str, int | None] = {"shares": None, "avax": None, "expirationDelay": None}
-    out[given[0]] = parse_amount(given[0], query[given[0]])  # 0 is answered: its caveat says the queue refuses it
+    """/withdrawals/estimate's inputs: the amount, whole tokens, in AVAX to receive (the default) or
+    ggAVAX to redeem (``unit``); an optional expirationDelay, whole seconds."""
+    unit = query.get("unit", "avax")
+    if unit not in UNITS:
+        raise BadInput(f"unit must be avax or ggavax (got {_show(unit)})")
+    amount = parse_amount("amount", query["amount"])
+    out: dict[str, int | None] = {"shares": amount if unit == "ggavax" else None,
+                                  "avax": amount if unit == "avax" else None, "expirationDelay": None}
     if "expirationDelay" in query:
         text = query["expirationDelay"]
         if not (text.isascii() and text.isdigit() and len(text) <= 12):
