@@ -12,6 +12,7 @@ non-zero when docs/performance.md differs from what this would write (a test run
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -310,24 +311,68 @@ def mainnet(r: dict) -> str:
 
 
 def queue(r: dict) -> str:
-    w, wo, one = r["with queue"], r["without queue"], r["one_request"]
+    w, wo = r["with queue"], r["without queue"]
     grow = r["growth_pct"]
     rows = [[name, secs(x["seconds"]), secs(x["cpu"]), num(x["rpc_calls"]), size(x["snapshot_bytes"], ".1f")]
             for name, x in (("without the queue", wo), ("with the queue", w))]
     rows.append(["growth", f"{num(grow['seconds'], '+.1f')} %", f"{num((w['cpu'] / wo['cpu'] - 1) * 100, '+.1f')} %",
                  f"+{num(w['rpc_calls'] - wo['rpc_calls'])}", f"{num(grow['snapshot_bytes'], '+.1f')} %"])
     body = table(["snapshot of `" + r["scenario"] + "`", "wall s (min of 3)", "CPU s", "JSON-RPC calls", "saved snapshot"], rows)
-    changed = one["changed"]
-    queue_files = [c for c in changed if c.startswith("withdrawals") or c == "status.json"]
-    return block(r, body,
-                 f"The queue holds {num(r['open_requests'])} open requests from {num(r['requesters'])} requesters "
-                 f"({num(r['ids'])} ids issued). Target: the snapshot grows by at most 20 %: "
-                 f"{verdict([('', max(grow['seconds'], grow['snapshot_bytes']) <= 20)])}.",
-                 f"One new request filed by a holder, then a snapshot ({secs(one['snapshot'])}) and an incremental build "
-                 f"({secs(one['build'])}, {num(one['rendered'])} bodies rendered) rewrote {num(len(changed))} files: "
-                 + ", ".join(f"`{c}`" for c in queue_files) + " for the request, and "
-                 + ", ".join(f"`{c}`" for c in changed if c not in queue_files)
-                 + " that move with the block's time anyway.")
+    holds = f"The queue holds {num(r['open_requests'])} open requests from {num(r['requesters'])} requesters"
+    rc = r.get("receipts")
+    if rc:
+        o = rc["outcomes"]
+        holds += (f" and the receipts of all {num(rc['count'])} requests ever filed, by {num(rc['requesters_ever'])} requesters: "
+                  + ", ".join(f"{num(o.get(k, 0))} {k}" for k in ("claimed", "cancelled", "reclaimed", "open")))
+    sentences = [f"{holds} ({num(r['ids'])} ids issued). Target: the snapshot grows by at most 20 %: "
+                 f"{verdict([('', max(grow['seconds'], grow['snapshot_bytes']) <= 20)])}."]
+    b = r.get("before")
+    if b:
+        def pct(before, after) -> str:
+            return f"{num((after / before - 1) * 100, '+.1f')} %" if before and after is not None else ""
+
+        def row(name: str, x: tuple, y: tuple, target: str = "") -> list[str]:
+            (bw, bc), (aw, ac) = x, y
+            return [name, secs(bw), secs(aw), pct(bw, aw), secs(bc), secs(ac), pct(bc, ac), target]
+
+        bq, bf, ran, was = b["with queue"], b["full_build"], r["resumed_run"], b.get("resumed_run") or {}
+        wall = r["snapshot_and_build"] / b["snapshot_and_build"] - 1
+        cpu_b, cpu_a = bq["cpu"] + bf.get("cpu", 0), w["cpu"] + r["full_build"].get("cpu", 0)
+        claim, claimed = r.get("one_claim") or {}, b.get("one_claim") or {}
+        rows = [row("snapshot (the queue's logs read from the first block)", (bq["seconds"], bq["cpu"]), (w["seconds"], w["cpu"])),
+                row(f"full build ({num(bf['files'])} → {num(r['full_build']['files'])} files)", (bf["seconds"], bf.get("cpu")),
+                    (r["full_build"]["seconds"], r["full_build"].get("cpu"))),
+                row("**snapshot + full build**", (b["snapshot_and_build"], cpu_b), (r["snapshot_and_build"], cpu_a),
+                    f"≤ +20 %: wall {verdict([('', wall <= 0.20)])}, CPU {verdict([('', cpu_a / cpu_b - 1 <= 0.20)])}"),
+                row("a run resuming from its tree, read + build", (was["read"] + was["build"] if was else None, was.get("cpu")),
+                    (ran["read"] + ran["build"], ran.get("cpu"))),
+                row("one claim, then such a run", (claimed["snapshot"] + claimed["build"] if claimed else None, None),
+                    (claim["snapshot"] + claim["build"] if claim else None, None))]
+        when = b["recorded"]
+        sentences.append(f"Before and after the receipts: the same benchmark on {when.get('commit') or 'the tree before them'} "
+                         f"(measured {when['date']}, load average {num(b['load'], '.1f')}), whose `{b['scenario']}` queue "
+                         f"had {num(b['ids'])} ids and no closed history. CPU seconds are this process's and its ended "
+                         f"children's (a build's workers).\n\n"
+                         + table(["figure", "wall s before", "after", "change", "CPU s before", "after", "change", "target"], rows))
+    if r.get("prior_load_seconds") is not None:
+        sentences.append(f"Reading the previous run's receipts back from its requester files took "
+                         f"{secs(r['prior_load_seconds'])} s in a fresh process; the runs after it, in the same process "
+                         "(as in `publisher watch`), parse again only the files a build rewrote.")
+    for key, what in (("one_request", "One new request filed by a holder"), ("one_claim", "One claim by a requester")):
+        x = r.get(key)
+        if not x:
+            continue
+        listed = [c for c in x["changed"] if not re.fullmatch(r"withdrawals/0x[0-9a-f]{40}\.html", c)]
+        pages = x.get("pages_changed", 0) + len(x["changed"]) - len(listed)  # counted, or listed by an earlier run
+        mine = [c for c in listed if c.startswith("withdrawals") or c == "status.json"]
+        timed = [c for c in listed if c not in mine]
+        sentences.append(f"{what}, then a run resuming from the tree (read {secs(x['snapshot'])}, incremental build "
+                         f"{secs(x['build'])}, {num(x['rendered'])} bodies rendered) rewrote {num(len(listed) + pages)} files: "
+                         + ", ".join(f"`{c}`" for c in mine) + " for the " + ("request" if key == "one_request" else "claim")
+                         + (f"; the {num(pages)} requester pages (`withdrawals/{{address}}.html`), every one of "
+                            "which such a block rewrites" if pages else "")
+                         + "; and " + ", ".join(f"`{c}`" for c in timed) + " that move with the block's time anyway.")
+    return block(r, body, *sentences)
 
 
 TABLES: dict[str, Callable[[dict], str]] = {
