@@ -261,14 +261,6 @@ class _Pool:
     restakes: int = 0
 
 
-def streamed(snap: Snapshot, t: int) -> int:
-    """Reward-stream AVAX released by time ``t`` (as TokenggAVAX.totalAssets counts it)."""
-    v = snap.ggavax
-    if v.rewards_cycle_end <= v.last_sync:
-        return v.last_rewards_amt
-    return v.last_rewards_amt * (min(t, v.rewards_cycle_end) - v.last_sync) // (v.rewards_cycle_end - v.last_sync)
-
-
 def books(snap: Snapshot) -> L.Books:
     v = snap.ggavax
     return L.Books(v.total_released_assets, v.last_rewards_amt, v.last_sync, v.rewards_cycle_end, v.total_supply,

@@ -233,17 +233,18 @@ def queue_series(ctx: Context, days: int = QUEUE_CHART_DAYS) -> list[svg.Series]
     for k in sched.restakes:
         steps[k.time] = steps.get(k.time, 0) - k.reward
     available = sched.liquidity
-    released = Q.streamed(s, now)
+    vault = Q.books(s)  # the stream's release, as the schedule counts it
+    released = vault.total_assets(now)
     points = [(now, available)]
     for t in sorted(steps):
         if t > end:
             break
         points.append((t, available))  # the step: flat until the event
-        stream = Q.streamed(s, t)
+        stream = vault.total_assets(t)
         available += steps[t] + stream - released
         released = stream
         points.append((t, available))
-    points.append((end, available + Q.streamed(s, end) - released))
+    points.append((end, available + vault.total_assets(end) - released))
     demand = sum(r.expected_assets for r in Q.line(s))
     return [svg.Series("AVAX the queue can use", tuple((t, v / R.WAD) for t, v in points)),
             svg.Series("pending demand", ((now, demand / R.WAD), (end, demand / R.WAD)))]
