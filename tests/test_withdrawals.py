@@ -12,6 +12,8 @@ from support.chain import checkpoint, eth_call, header
 from web3 import Web3
 
 from publisher.chain.abi import Fn
+from publisher.chain.reader import Reader
+from publisher.chain.rpc import RpcClient
 from publisher.collect import collect
 from publisher.errors import PublisherError
 from publisher.pipeline import build
@@ -106,6 +108,17 @@ def test_a_requester_without_open_requests_has_no_file(built, demo_snapshot):
     owners = {r.requester.lower() for r in demo_snapshot.withdraw_queue.requests}
     assert someone not in owners
     assert not (built / f"withdrawals/{someone}.json").exists()
+
+
+def test_the_open_ids_listed_by_the_sets_read_as_every_id_does(demo, demo_profile, demo_snapshot):
+    # The reader lists the open ids from the queue's two set views; past a gas budget it reads every
+    # id ever issued instead. Both must give the same record, closed ids and all.
+    client = RpcClient([demo.url])
+    pinned = demo_snapshot.block.number
+    listed = Reader(client, demo_profile).read(block=pinned).withdraw_queue
+    every = Reader(client, demo_profile, set_read_gas=0).read(block=pinned).withdraw_queue
+    assert listed == every == demo_snapshot.withdraw_queue
+    assert listed is not None and len(listed.requests) < listed.next_request_id  # some ids are closed
 
 
 def test_the_pin_holds_when_a_request_is_claimed_after_it(demo, demo_profile, rpc):

@@ -56,6 +56,10 @@ GAS_PER_MINIPOOL = 88_000
 GAS_STAKER_VIEW = 40_000
 GAS_PER_REQUEST = 30_000  # requests(id): seven words of one struct
 GAS_REQUEST_VIEW = 12_000  # isFulfilledRequest(id): one set lookup
+GAS_PER_SET_ID = 2_500  # getAll…Requests(): one storage word copied per open id
+# The open ids are listed by the queue's two set views when a copy fits well inside one call's gas;
+# past that (or on a queue without the views) every id ever issued is read instead.
+SET_READ_GAS = 20_000_000
 WAD = 10**18
 DAY = 86_400
 
@@ -131,6 +135,8 @@ class Reader:
     # (the largest round), possibly on the reader's decoding thread: work that needs only them
     # can overlap the node's busiest seconds.
     on_minipools: Callable[[tuple[Minipool, ...]], None] | None = None
+    # Below this much gas the open ids come from the queue's set views (see SET_READ_GAS).
+    set_read_gas: int = SET_READ_GAS
 
     def read(self, block: int | None = None) -> Snapshot:
         p = self.profile
@@ -177,7 +183,8 @@ class Reader:
             (f"WithdrawQueue {queue_at}", s["wq_next"], s["wq_pending"], s["wq_fulfilled"]) if queue_at else ()))
         if counts:
             raise PublisherError(f"refusing to read block {head.number}: {every_cause(counts)}")
-        stakers_raw, minipools_raw, liquid, requests_raw = self._collections(addresses, scalars, queue_at)
+        stakers_raw, minipools_raw, liquid, sets = self._collections(addresses, scalars, queue_at)
+        request_ids, request_calls = self._request_calls(queue_at, s, sets) if queue_at else ([], [])
         converted: list[tuple[Minipool, ...]] = []
 
         def minipools_ready() -> None:
@@ -186,7 +193,7 @@ class Reader:
                 self.on_minipools(converted[0])
 
         # The minipools are converted (and handed on) while the node answers the first views.
-        stakers = self._staker_views(addresses, stakers_raw, minipools_ready)
+        stakers, requests_raw = self._staker_views(addresses, stakers_raw, minipools_ready, request_calls)
         minipools = converted[0]
         apy_base = self._apy_base(addresses["TokenggAVAX"], head, warnings)
         if s["fee_bips"] is None:
@@ -225,7 +232,7 @@ class Reader:
         wavax = self.profile.addresses.get("WAVAX")
         if wavax and to_checksum_address(wavax) != to_checksum_address(s["wavax"]):
             warnings.append(f"TokenggAVAX.asset() is {to_checksum_address(s['wavax'])}, profile says WAVAX {wavax}: using the chain's")
-        queue = _queue(queue_at, s, requests_raw, addresses["TokenggAVAX"], warnings) if queue_at else None
+        queue = _queue(queue_at, s, request_ids, requests_raw, sets, addresses["TokenggAVAX"], warnings) if queue_at else None
         pst = PstAvax(pst_at, s["pst_supply"], s["pst_shares"]) if pst_at else None
         return Snapshot(
             network=p.name, chain_id=p.chain_id, block=head, addresses=addresses, settings=settings,
@@ -380,14 +387,14 @@ class Reader:
     def _collections(self, a: dict[str, str], s: dict, queue: str | None = None):
         calls = collection_calls(a, s["staker_count"], s["minipool_count"], s["wavax"])
         n_pages, pools = len(calls) - 2, s["minipool_count"]
-        if queue:
-            # Every id ever issued (closed ones read as zeros): no view lists the open ones in
-            # bounded pages, and ids are few next to stakers. Chunked by gas like the rest.
-            ids = [(i,) for i in range(s["wq_next"])]
+        listed = queue is not None and max(s["wq_pending"], s["wq_fulfilled"]) * GAS_PER_SET_ID <= self.set_read_gas
+        if queue and listed:
+            # The open ids only: a closed request costs nothing to read, however long the history.
             label = f"WithdrawQueue {queue}"
-            calls += [Calls(queue, abis.wq_requests, ids, gas=GAS_PER_REQUEST, contract=label),
-                      Calls(queue, abis.wq_isFulfilledRequest, ids, gas=GAS_REQUEST_VIEW, contract=label)]
-        out = self._run("stakers, minipools and requests", calls)
+            calls += [Call(queue, fn, contract=label, optional=True, gas=30_000 + n * GAS_PER_SET_ID)
+                      for fn, n in ((abis.wq_getAllPendingRequests, s["wq_pending"]),
+                                    (abis.wq_getAllFulfilledRequests, s["wq_fulfilled"]))]
+        out = self._run("stakers, minipools and open request ids", calls)
         for k, page in enumerate(out[:n_pages]):  # the views of every row are the next round
             asked = min(STAKER_PAGE, s["staker_count"] - k * STAKER_PAGE)
             if len(page) > asked:
@@ -395,13 +402,24 @@ class Reader:
                                      f"more than the {asked} asked for")
         stakers = [row for page in out[:n_pages] for row in page]
         # A Calls group answers one element per call, in place: pages, minipools, the balance, then
-        # the requests and their set membership.
+        # the queue's two sets.
         end = n_pages + pools
-        n = s["wq_next"] if queue else 0
-        requests = (out[end + 1 : end + 1 + n], out[end + 1 + n :]) if queue else None
-        return stakers, out[n_pages:end], out[end], requests
+        sets = _open_ids(queue, s, out[end + 1], out[end + 2]) if queue and listed else None
+        return stakers, out[n_pages:end], out[end], sets
 
-    def _staker_views(self, a: dict[str, str], rows: list, meanwhile: Callable[[], None]) -> tuple[Staker, ...]:
+    def _request_calls(self, queue: str, s: dict, sets: tuple[list[int], set[int]] | None) -> tuple[list[int], list[Calls]]:
+        """The ids whose records the next round reads, and its calls: the open ids with their set
+        membership known, or (without the sets) every id ever issued and its membership."""
+        label = f"WithdrawQueue {queue}"
+        ids = sets[0] if sets else list(range(s["wq_next"]))
+        calls = [Calls(queue, abis.wq_requests, [(i,) for i in ids], gas=GAS_PER_REQUEST, contract=label)]
+        if sets is None:
+            calls.append(Calls(queue, abis.wq_isFulfilledRequest, [(i,) for i in ids], gas=GAS_REQUEST_VIEW, contract=label))
+        return ids, calls
+
+    def _staker_views(self, a: dict[str, str], rows: list, meanwhile: Callable[[], None],
+                      extra: Sequence[Calls] = ()) -> tuple[tuple[Staker, ...], list]:
+        """The stakers with their views, and the results of ``extra`` calls read in the same round."""
         views = (
             (a["Staking"], abis.getEffectiveGGPStaked, "Staking"),
             (a["Staking"], abis.getCollateralizationRatio, "Staking"),
@@ -409,13 +427,15 @@ class Reader:
             (a["ClaimNodeOp"], abis.isEligible, "ClaimNodeOp"),
         )
         stakers = [(row[0],) for row in rows]
-        out = self._run("staker views", [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views], meanwhile)
+        out = self._run("staker views and open requests",
+                        [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views] + list(extra), meanwhile)
         n = len(rows)
+        out, rest = out[: 4 * n], out[4 * n :]
         # The struct's fields, then the views, in the dataclass's declaration order.
         return instances(Staker, (
             (checksum(row[0]), *row[1:], effective, ratio, rewards_ratio, bool(eligible))
             for row, effective, ratio, rewards_ratio, eligible in zip(rows, out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n :], strict=True)
-        ))
+        )), rest
 
     def _apy_base(self, vault: str, head: BlockRef, warnings: list[str]) -> VaultPoint | None:
         target = head.timestamp - self.profile.apy_window_days * DAY
@@ -465,12 +485,29 @@ def find_block_at(client: RpcClient, timestamp: int, head: BlockRef, floor: int 
     return lo_ref if hi - lo <= 1 else None
 
 
-def _queue(address: str, s: dict, raw, vault: str, warnings: list[str]) -> WithdrawQueue:
+def _open_ids(queue: str, s: dict, pending: list[int] | None, fulfilled: list[int] | None) -> tuple[list[int], set[int]] | None:
+    """The open ids in order and the fulfilled ones, from the queue's two set views; None when a
+    view is absent or reverted (the reader then reads every id)."""
+    if pending is None or fulfilled is None:
+        return None
+    label = f"WithdrawQueue {queue}"
+    both = set(pending) | set(fulfilled)
+    if (len(pending), len(fulfilled)) != (s["wq_pending"], s["wq_fulfilled"]) or len(both) != len(pending) + len(fulfilled) \
+            or any(not 0 <= i < s["wq_next"] for i in both):
+        raise PublisherError(f"{label}: its pending and fulfilled sets ({len(pending)} and {len(fulfilled)} ids) are not "
+                             f"{s['wq_pending']} and {s['wq_fulfilled']} distinct ids below nextRequestId() ({s['wq_next']})")
+    return sorted(both), set(fulfilled)
+
+
+def _queue(address: str, s: dict, ids: list[int], raw: list, sets: tuple[list[int], set[int]] | None,
+           vault: str, warnings: list[str]) -> WithdrawQueue:
     """The queue's record with its open requests (checked against its own counters by
-    ``snapshot.check``, as every snapshot is)."""
-    records, fulfilled = raw
+    ``snapshot.check``, as every snapshot is). ``raw``: the records of ``ids``, followed by their
+    set membership when ``sets`` did not list it."""
+    records = raw[: len(ids)]
+    fulfilled = [i in sets[1] for i in ids] if sets else raw[len(ids) :]
     open_ = []
-    for i, (row, done) in enumerate(zip(records, fulfilled, strict=True)):
+    for i, row, done in zip(ids, records, fulfilled, strict=True):
         requester, shares, expected, requested, claimable, expires, allocated = row
         if int(requester, 16) == 0:
             continue  # claimed, cancelled or reclaimed: the record is deleted
