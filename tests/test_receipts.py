@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from itertools import pairwise
 from pathlib import Path
@@ -360,3 +361,45 @@ def test_a_failed_read_keeps_the_previous_receipts_and_says_so(demo, demo_profil
     assert queuelog.logs_for(RpcClient([demo.url]), snap, start=0, span=2048, prior=again, warnings=warnings) == \
         (snap.queue_activity, snap.queue_receipts)
     assert len(warnings) == 1 and "not resumed" in warnings[0]
+
+
+# -- one event, the files it rewrites -------------------------------------------------------------------
+
+
+def _timeless(page: bytes) -> bytes:
+    return re.sub(rb'<span class="rel">[^<]*</span>', b"", page)
+
+
+def _digests(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")}
+
+
+def test_one_request_or_claim_rewrites_no_other_requesters_files(demo, demo_profile, rpc, tmp_path):
+    # A request filed at the back of the line, then a claim: each rewrites its own requester's
+    # files (JSON, page, calendar) and the queue's shared ones, never another requester's.
+    queue, vault = demo.addresses["WithdrawQueue"], demo.addresses["TokenggAVAX"]
+    out, cache = tmp_path / "out", Cache()
+    approve, request = Fn("approve(address,uint256)", "bool"), Fn("requestUnstake(uint256,uint48)", "uint256")
+    balance = Fn("balanceOf(address)", "uint256")
+    with checkpoint(rpc):
+        snap = read_and_build(demo_profile, out, cache=cache, workers=1).collected.snapshot
+        holder = demo.scenario.deposits[0][0]
+        shares = balance.decode(bytes.fromhex(rpc.request("eth_call", [{"to": vault, "data": "0x" + balance.encode(holder).hex()}, "latest"])[2:])) // 100
+        funded = next(r for r in snap.withdraw_queue.requests if r.fulfilled and snap.block.timestamp + 600 < r.expiration_time
+                      and r.requester != holder)
+        for who, steps in ((holder, [(vault, approve.encode(queue, shares)), (queue, request.encode(shares, 0))]),
+                           (funded.requester, [(queue, claim.encode(funded.id))])):
+            before = _digests(out)
+            for to, data in steps:
+                send_as(rpc, who, to, data)
+            read_and_build(demo_profile, out, cache=cache, workers=1)
+            after = _digests(out)
+            changed = {k for k in after if before.get(k) != after[k]} | (before.keys() - after.keys())
+            theirs = {k for k in changed if k.startswith(f"withdrawals/{who.lower()}.")}
+            assert f"withdrawals/{who.lower()}.json" in theirs
+            # Another requester's page may differ in its relative times alone ("in 9 days"), which
+            # move with the block's time; its JSON and calendar not at all.
+            others = {k for k in changed if k.startswith("withdrawals/0x")} - theirs
+            assert all(k.endswith(".html") and _timeless(before[k]) == _timeless(after[k]) for k in others), sorted(others)
+            assert {k for k in changed if k.startswith("withdrawals")} - theirs <= {
+                "withdrawals.json", "withdrawals/params.json", "withdrawals/feed.xml"}, sorted(changed)

@@ -25,6 +25,7 @@ from publisher.collect import collect, devnet_profile
 from publisher.config import load_profile
 from publisher.devnet import running
 from publisher.endpoints import requester_page as RP
+from publisher.endpoints import withdrawals as W
 from publisher.endpoints.registry import load_all, match
 from publisher.pipeline import build, context
 from publisher.serve import make_server
@@ -152,7 +153,7 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
             assert "position" not in s["values"] and s["estimate"] is None, where
             continue
         assert s["values"]["position"]["value"] == r["position"], where
-        assert f"#{r['position']} of {len(listing['schedule']['line'])}" in s["values"]["position"]["text"]
+        assert s["values"]["position"]["text"].split()[:2] == [f"#{r['position']},", "with"]
         assert number(s["values"]["aheadAvax"]["text"]) == pytest.approx(r["aheadAvax"], abs=5e-5)
         assert ("already covers it" in s["estimate"]) == r["fundableNow"], where
         if r["estimatedFundingTime"] is not None:
@@ -162,7 +163,7 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
     banners = set(page.eval("[...document.querySelectorAll('#banners [id^=banner-expires-]')].map(b => +b.id.split('-').pop())"))
     assert banners == {r["id"] for r in body["requests"] if r["canClaim"] or r["expiresBeforeFunding"]}
     window = page.eval("(document.getElementById('banner-window') || {}).textContent")
-    assert listing["window"]["note"] in window
+    assert W.window_record(listing["announcements"])["note"] in window
     stuck = [r for r in body["requests"] if r["status"] == "stuck"]
     assert (page.eval("!!document.getElementById('banner-stuck')")) == bool(stuck)
     # The depositor's last call, in the words of the page and the numbers of /withdrawals.
@@ -177,7 +178,10 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
         assert chart is None
     else:
         assert [tuple(p) for p in chart["you are here"]] == mine
-        assert set(map(tuple, chart["AVAX the line needs through each place"])) <= {(p["position"], p["cumulativeAvax"]) for p in line}
+        drawn = [tuple(p) for p in chart["AVAX the line needs through each place"]]
+        assert set(drawn) <= {(p["position"], p["cumulativeAvax"]) for p in line}
+        # The line from its front through the requester's last place, not what is behind it.
+        assert (drawn[0][0], drawn[-1][0]) == (1, max(p for p, _ in mine))
         assert page.eval("document.querySelector('#assumptions').children.length") == len(listing["schedule"]["assumptions"])
     assert page.console_errors() == []
     return body["requests"]

@@ -102,26 +102,36 @@ def _queue_body(ctx: Context) -> dict | None:
 
 def queue_view(ctx: Context) -> dict | None:
     """What every page shows of /withdrawals: nothing that changes with the block alone (no
-    ``cursor``, no days-left count but the window's note), so pages stay as they are while it
-    does not change. None without a queue."""
+    ``cursor``, no days-left count but the window's note) or with the back of the line, so pages
+    stay as they are while it does not change. None without a queue."""
     body = ctx.cached(_queue_body)
     if body is None or body["status"] != "ok":
         return None
     s, d = body["schedule"], body["depositor"]
-    line = s["line"]
-    step = max(1, -(-len(line) // CHART_POINTS))
-    curve = tuple((r["position"], r["cumulativeAvax"]) for i, r in enumerate(line) if i % step == 0 or i == len(line) - 1)
+    # Nothing of the line past a requester's own places, and no count of the whole line: a request
+    # filed at the back changes its own page, /withdrawals and the feed, not every page ahead of it.
     return {
-        "assumptions": tuple(s["assumptions"]), "outlook": s["outlook"],
-        "stale": s["stale"], "staleReason": s["staleReason"],
+        "assumptions": tuple(s["assumptions"]), "stale": s["stale"], "staleReason": s["staleReason"],
         "depositor": {k: d[k] for k in ("available", "lastCallBlock", "lastCallTime", "lastFundingBlock",
                                         "lastFundingTime", "maxAgeSeconds", "stale", "staleReason")},
-        "window": dict(body["window"]),
+        # The window's words without /withdrawals' count of claimable requests: a page names its own.
+        "window": W.window_record(list(body["announcements"])),
         "announcements": tuple({k: a[k] for k in ("key", "date", "time", "meaning", "passed")} for a in body["announcements"]),
         "pauses": dict(body["pauses"]), "requestsPaused": body["parameters"]["paused"],
-        # Not the liquidity: it moves with every block (the reward stream); fundableNow says what it covers.
-        "lineCount": len(line), "lineAvax": line[-1]["cumulativeAvax"] if line else 0.0, "curve": curve,
     }
+
+
+def _curve(ctx: Context) -> tuple[tuple[int, float], ...]:
+    """The published line as (place, AVAX needed through it)."""
+    body = ctx.cached(_queue_body)
+    return tuple((r["position"], r["cumulativeAvax"]) for r in (body or {}).get("schedule", {}).get("line", []))
+
+
+def curve_through(curve: tuple[tuple[int, float], ...], last: int) -> tuple[tuple[int, float], ...]:
+    """The line from its front through place ``last``, at most CHART_POINTS of it (the first and the
+    last place always): what is behind a requester never moves its chart."""
+    step = max(1, -(-last // CHART_POINTS))
+    return tuple(p for p in curve[:last] if p[0] % step == 0 or p[0] in (1, last))
 
 
 def _line_rows(ctx: Context) -> dict[str, tuple[dict, ...]]:
@@ -155,10 +165,10 @@ def requester_page(ctx: Context):
         body = resolve(value)
         who = path.rsplit("/", 1)[1]
         mine = places.get(who, ())
-        # The shared parts a page shows: the line only where the requester has a place in it.
-        shown = {k: v for k, v in view.items() if k != "curve"}
+        # The shared parts a page shows, and the line through the requester's last place in it.
+        shown = dict(view)
         if mine:
-            shown["curve"] = view["curve"]
+            shown["curve"] = curve_through(ctx.cached(_curve), max(r["position"] for r in mine))
         words = tuple((t, relative(t, now)) for t in sorted(_times(body, shown)))
         yield path + ".html", Deferred((site, body, shown, mine, words), make_page)
 
@@ -169,7 +179,7 @@ def make_page(site: dict, body: dict, view: dict, mine: tuple, words: tuple) -> 
     if mine:
         series = [svg.Series("AVAX the line needs through each place", tuple(view["curve"])),
                   svg.Series("you are here", tuple((r["position"], r["cumulativeAvax"]) for r in mine))]
-        chart = svg.line_chart("chart-line", "The withdrawal line: AVAX needed up to each place", series,
+        chart = svg.line_chart("chart-line", "The withdrawal line through your place: AVAX needed up to each place", series,
                                x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True)
     return _env().get_template("requester.html.j2").render(
         **site, root="../", b=body, q=view, mine=mine, chart=chart,

@@ -268,7 +268,7 @@ def no_queue_body(reason: str, pst: PstAvax | None, announced: list) -> dict:
     empty = dict.fromkeys(("address", "parameters", "pending", "funded", "pauses", "expired", "requesters",
                            "sharesHeld", "liquidity", "schedule", "depositor"))
     return {"status": "noQueue", "reason": reason, **empty, "announcements": announced,
-            "window": _window(announced), "pstAvax": _pst_record(pst)}
+            "window": window_record(announced), "pstAvax": _pst_record(pst)}
 
 
 def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, pauses: tuple,
@@ -318,7 +318,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
         },
         "depositor": depositor_record(*depositor),
         "announcements": announced,
-        "window": _window(announced, len(claimable)),
+        "window": window_record(announced, len(claimable)),
         "pstAvax": _pst_record(pst),
     }
 
@@ -350,7 +350,7 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
     return "; ".join(parts) + ". " + calls + "."
 
 
-def _window(announced: list, claimable: int = 0) -> dict:
+def window_record(announced: list, claimable: int = 0) -> dict:
     """The announced withdrawal window in words: before it closes, what to do by then; after, that
     it closed and what the contracts still allow (they know no such date)."""
     end = next((a for a in announced if a["key"] == WINDOW_END), None)
