@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from .endpoints import requester_page
+from .endpoints.calendar import CALENDAR_PATH
 from .endpoints.registry import CACHE_POLICIES, file_for, load_all, match
-from .endpoints.withdrawals import ADDRESS, NEVER_REQUESTED, REQUESTER_PATH
+from .endpoints.withdrawals import REQUESTER_PATH
 
 CORS = {
     "Access-Control-Allow-Origin": "*",
@@ -59,10 +59,11 @@ class Site:
         if ep is not None:
             path = ep.canonical(path)
         missing: tuple[int, dict, bytes] = 404, {}, error_body(404, "not_found", f"no such resource: {raw_path[:200]}")
-        if ep is not None and ep.path == requester_page.PAGE_PATH:  # where the lookup sends any address
-            missing = 404, {}, error_body(404, "not_found", requester_page.NO_PAGE.format(address=path.rsplit("/", 1)[-1][:-5]))
-        if ep is not None and ep.path == REQUESTER_PATH:  # a requester's file: a 400 or a 404 that says why
-            missing = _requester_missing(path.rsplit("/", 1)[-1])
+        if ep is not None and ep.path in REQUESTER_FILES:  # a 400 for a malformed address, or a 404 that says why
+            status, code, message = requester_page.missing(path.rsplit("/", 1)[-1])
+            missing = status, {}, error_body(status, code, message)
+            if status == 400:
+                return missing
         if len(path) > MAX_PATH or any(len(part) > MAX_SEGMENT for part in path.split("/")):
             return missing  # no published name is this long, and the file system would refuse it
         if any(part.startswith(".") for part in path.split("/")):
@@ -94,13 +95,7 @@ class Site:
         return resp["statusCode"], dict(resp.get("headers", {})), body.encode() if isinstance(body, str) else body
 
 
-def _requester_missing(address: str) -> tuple[int, dict, bytes]:
-    """The answer for a requester without a file: 400 when the address is malformed, else the
-    404 saying no request was ever filed by it (every requester keeps its file)."""
-    if not re.match(ADDRESS, address):
-        shown = address if len(address) <= 60 else address[:60] + "…"
-        return 400, {}, error_body(400, "bad_request", f"address must be 0x followed by 40 hex digits (got {shown!r})")
-    return 404, {}, error_body(404, "not_found", NEVER_REQUESTED.format(address=address.lower()))
+REQUESTER_FILES = (REQUESTER_PATH, requester_page.PAGE_PATH, CALENDAR_PATH)
 
 
 class Server(ThreadingHTTPServer):

@@ -10,6 +10,7 @@ node, answering every lookup as serve does.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -310,7 +311,7 @@ def test_serve_answers_the_lookup(site):
     nobody = "0x" + "0" * 39 + "1"
     resp = requests.get(f"{site}/withdrawals/lookup?address={nobody}")
     assert resp.status_code == 404 and resp.url.endswith(f"/withdrawals/{nobody}.html")
-    assert resp.json() == {"error": {"code": "not_found", "message": RP.NO_PAGE.format(address=nobody)}}
+    assert resp.json() == {"error": {"code": "not_found", "message": W.NEVER_REQUESTED.format(address=nobody)}}
     assert requests.get(f"{site}/withdrawals/{nobody}").status_code == 404
     # A checksummed page path is the lower-case page, as the JSON is.
     assert requests.get(f"{site}/withdrawals/{GOOD}.html").status_code == 200
@@ -365,7 +366,7 @@ def test_the_viewer_function_answers_the_lookup_as_serve_does():
     # Paths: a page, its JSON and the other address-keyed files are the lower-case keys serve reads.
     address = "0x" + "aB" * 20
     paths = [f"/withdrawals/{address}.html", f"/withdrawals/{address}", f"/stakers/{address}/", f"/rewards/{address}",
-             "/withdrawals", "/withdrawals/lookupx", f"/stakers/{address}.html", "/docs.html"]
+             "/withdrawals", f"/stakers/{address}.html", "/docs.html"]
     answers = run_viewer([(p, "") for p in paths])
     for path, got in zip(paths, answers, strict=True):
         assert "statusCode" not in got, path  # passed on to the origin
@@ -374,6 +375,28 @@ def test_the_viewer_function_answers_the_lookup_as_serve_does():
         if path == f"/stakers/{address}.html":
             want = path.lower()  # no such file either way: a 404 from the bucket
         assert got["uri"] == want, path
+
+
+def test_the_viewer_function_refuses_a_malformed_requester_as_serve_does(site):
+    # Every other name under /withdrawals/ is the registry's, and is passed on to the origin.
+    fixed = {p.split("/")[2] for p in load_all() if p.startswith("/withdrawals/") and "{" not in p}
+    listed = re.search(r"var WITHDRAWALS = \{([^}]*)\}", _viewer_code())
+    assert listed and set(re.findall(r"'([^']+)'", listed.group(1))) == fixed
+    names = ["x", "0x123.html", "lookupx", "params.html", "feed.ics", "0x" + "g" * 40, "0x" + "ab" * 20 + "0.ics", "y" * 80]
+    passed = sorted(fixed - {"lookup"})  # the lookup answers itself (above)
+    answers = run_viewer([(f"/withdrawals/{n}", "") for n in names] + [(f"/withdrawals/{n}", "") for n in passed])
+    for name, got in zip(names, answers, strict=False):
+        status, code, message = RP.missing(name)
+        assert status == got["statusCode"] == 400, name
+        assert json.loads(got["body"]["data"]) == {"error": {"code": code, "message": message}}, name
+        served = requests.get(f"{site}/withdrawals/{name}", timeout=10)
+        assert (served.status_code, served.json()) == (400, {"error": {"code": code, "message": message}}), name
+    assert passed and all(got["uri"] == f"/withdrawals/{n}" for n, got in zip(passed, answers[len(names):], strict=True))
+    # A well-formed address without a file: serve's 404 says so (the CDN's is its generic one).
+    nobody = "0x" + "ab" * 20
+    for suffix in ("", ".html", ".ics"):
+        served = requests.get(f"{site}/withdrawals/{nobody}{suffix}", timeout=10)
+        assert (served.status_code, served.json()["error"]["message"]) == (404, W.NEVER_REQUESTED.format(address=nobody))
 
 
 def test_the_lookup_form_with_script_goes_straight_to_the_page(site, page, demo_requesters):

@@ -32,7 +32,6 @@ JSON_PATH = "/withdrawals/{address}"
 PAGE_PATH = "/withdrawals/{address}.html"
 LOOKUP_PATH = "/withdrawals/lookup"
 ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
-NO_PAGE = "no withdrawal requests of {address} are published at this build"  # its page's 404
 CHART_POINTS = 120  # most places of the line drawn (every one of the requester's is)
 
 
@@ -54,9 +53,23 @@ def lookup(query: str) -> tuple[int, str, str]:
         return 400, "bad_request", "address is given more than once"
     address = values[0].strip()
     if not ADDRESS.match(address):
-        shown = address if len(address) <= 60 else address[:60] + "…"
-        return 400, "bad_request", f'address must be 0x followed by 40 hex digits (got "{shown}")'
+        return 400, "bad_request", _malformed(address)
     return 302, page_path(address), ""
+
+
+def missing(name: str) -> tuple[int, str, str]:
+    """The answer for /withdrawals/<name>, a requester's JSON, page or calendar without a file: 400
+    when the address is malformed (the CDN's viewer function answers that one too), else 404 that
+    says no request was ever filed by it (every requester keeps its files)."""
+    address = re.sub(r"\.(html|ics)$", "", name)
+    if not ADDRESS.match(address):
+        return 400, "bad_request", _malformed(address)
+    return 404, "not_found", W.NEVER_REQUESTED.format(address=address.lower())
+
+
+def _malformed(address: str) -> str:
+    shown = address if len(address) <= 60 else address[:60] + "…"
+    return f'address must be 0x followed by 40 hex digits (got "{shown}")'
 
 
 function_endpoint(
