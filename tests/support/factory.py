@@ -54,9 +54,9 @@ FEED = addr(0xFEED)
 PAUSED = dict.fromkeys(("TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp", "Oracle"), False)
 
 
-def avax(n: float | int) -> int:
-    """Whole tokens in wei (exact for integers and for the halves and tenths tests use)."""
-    return int(n * WAD) if isinstance(n, float) else n * WAD
+def avax(n: int) -> int:
+    """Whole tokens in wei."""
+    return n * WAD
 
 
 def block(number: int = BLOCK, timestamp: int = NOW, hash: str | None = None) -> BlockRef:
