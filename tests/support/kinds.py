@@ -2,7 +2,8 @@
 
 ``devnet``: it (or a fixture in its closure, or a test helper either calls) starts anvil:
 ``publisher.devnet.running``/``running_live``, an ``Anvil``, ``find_anvil``, ``publisher devnet``
-through ``DevnetCli``, or the CLI with ``--scenario``. ``browser``: it drives Chromium.
+through ``DevnetCli``, the CLI with ``--scenario``, or Python source importing the devnet run in a
+subprocess. ``browser``: it drives Chromium.
 ``node``: it runs Node.js tools (``node``, ``npm``, ``npx``). ``unit``: none of these.
 
 The code is read, not run: names a function loads are resolved in its module and followed into
@@ -90,6 +91,9 @@ class Reader:
         strings = {c for c in code.co_consts if isinstance(c, str)}
         if "devnet" in strings and strings & {"publisher", "publisher.cli"}:
             found.add("devnet")
+        # Python source run in a subprocess (`python -c …`) that imports the devnet.
+        if any("import" in c and "publisher.devnet" in c for c in strings):
+            found.add("devnet")
         self.memo[code] = frozenset(found)
         return self.memo[code]
 
@@ -144,6 +148,8 @@ def _program(argv) -> str | None:
     if base in PROGRAMS or "node_modules" in args[0]:
         return PROGRAMS.get(base, "node_modules")
     if "--scenario" in args or ("devnet" in args and any("publisher" in a for a in args)):
+        return "devnet"
+    if "-c" in args and any("publisher.devnet" in a for a in args):  # python -c "…the devnet…"
         return "devnet"
     return None
 
