@@ -8,7 +8,7 @@ PORT ?= 8000
 SCENARIO ?= demo
 PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 
-.PHONY: setup demo build serve test lint docs lock bench bench-all clean
+.PHONY: setup demo build serve test unit lint docs lock bench bench-all clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ test: setup $(VENV)/.test
 	$(BIN)/ruff check publisher tests benchmarks
 	$(BIN)/mypy publisher
 	$(BIN)/python -m pytest -n auto -q
+
+# The pure tests alone: no anvil, node or Chromium (tests/conftest.py marks each test by what it
+# uses); they need only the Python test set, and finish in about a minute.
+unit: $(VENV)/.test
+	$(BIN)/python -m pytest -m unit -n 2 -q
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check publisher tests benchmarks

@@ -5,6 +5,7 @@ import logging
 
 import pytest
 from moto.server import ThreadedMotoServer
+from support import kinds
 
 from publisher.chain.rpc import RpcClient
 from publisher.collect import collect, devnet_profile
@@ -52,3 +53,33 @@ def moto():
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+# ---- kinds of test: unit, devnet, browser, node (pyproject.toml declares them) ------------------
+
+
+def pytest_configure(config):
+    kinds.install_guard()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with its kind from what it uses (tests/support/kinds.py): `pytest -m unit`
+    runs the tests that need no node, anvil or Chromium."""
+    reader = kinds.Reader()
+    for item in items:
+        found = kinds.kinds(item, reader)
+        for kind in sorted(found):
+            if not item.get_closest_marker(kind):
+                item.add_marker(kind)
+        if not found:
+            item.add_marker("unit")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """While a unit test runs (setup to teardown), starting anvil, node or Chromium fails it."""
+    kinds.current = item.nodeid if item.get_closest_marker("unit") else None
+    try:
+        return (yield)
+    finally:
+        kinds.current = None

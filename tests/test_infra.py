@@ -142,6 +142,7 @@ def test_the_node_install_recipe_is_npm_ci_against_a_lock_for_every_platform():
         assert entry and entry["version"] == version and entry["optional"] and entry["os"] and entry["cpu"], dep
 
 
+@pytest.mark.node  # runs the Makefile's npm command
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 def test_the_node_install_recipe_leaves_the_lock_byte_identical(tmp_path):
     """The recipe's own npm command in a copy of the project's Node files (the npm cache

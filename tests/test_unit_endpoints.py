@@ -1,0 +1,98 @@
+"""Endpoint bodies made from snapshots built in memory: each render function's body passes its
+endpoint's schema and carries the figures worked out here from the snapshot's values."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import factory as F
+from support.factory import BLOCK, DAY, NOW, WAD, avax
+
+from publisher.endpoints import market, rewards, vault, withdrawals
+from publisher.endpoints.context import Context
+from publisher.endpoints.registry import load_all, resolve
+from publisher.snapshot import DexReserves, VaultPoint, check
+from publisher.validate import schema_problems
+
+
+def render(fn, snap, **ctx) -> dict[str, dict]:
+    """The bodies one render function yields, made and passed through JSON as a build writes them;
+    each must pass its endpoint's schema."""
+    out = {}
+    endpoints = load_all()
+    for path, body in fn(Context(snap, **ctx)):
+        doc = json.loads(json.dumps(resolve(body)))
+        ep = endpoints.get(path) or next(e for e in endpoints.values() if e.pattern.match(path))
+        assert schema_problems(ep, path, doc) == []
+        out[path] = doc
+    return out
+
+
+def test_ggavax_reports_the_vaults_books_in_whole_avax():
+    v = F.vault(released=avax(10_500), supply=avax(10_000), staking=avax(9000), liquid=avax(2000), available=avax(3500))
+    s = F.snapshot(ggavax=v, requests=[F.request(0, avax(7)), F.request(1, avax(2), fulfilled=True)])
+    check(s)
+    body = render(vault.ggavax, s)["/ggAvax"]
+    assert body["totalAssets"] == 10_500 and body["exchangeRate"] == 1.05 and body["totalSupply"] == 10_000
+    assert body["reserveTarget"] == 1050  # 10 % of totalAssets
+    assert body["pendingRewards"] == 500  # WAVAX held + staking − released − streaming
+    assert body["availableMinipools"] == 3  # 3 500 AVAX in 1 000-AVAX minipools
+    assert body["feePct"] == 7 and body["depositsPaused"] is False
+    assert (body["queuePendingCount"], body["queuePendingAvax"], body["queueFundedAvax"], body["queueLiquidityAvax"]) == (1, 7, 2, 1500)
+    assert body["meta"] == {"network": "mainnet", "chainId": 43114,
+                            "block": {"number": BLOCK, "hash": s.block.hash, "timestamp": NOW}}
+
+
+def test_metrics_apy_names_its_window_and_method():
+    s = F.snapshot(apy_base=VaultPoint(F.block(BLOCK - 100, NOW - 30 * DAY), WAD))
+    body = render(vault.metrics_apy, s)["/metrics/apy"]
+    assert (body["method"], body["window_days"], body["from_block"], body["to_block"]) == ("archive", 30, BLOCK - 100, BLOCK)
+    assert body["total_apy_after_fees"] == pytest.approx((1.05 ** (365 / 30) - 1) * 100, rel=1e-12)
+    assert body["total_apy"] > body["total_apy_after_fees"] and body["fee_pct"] == 7
+
+
+def test_prices_and_the_dex_quote():
+    dex = DexReserves(F.addr(0xDE7), F.ADDRESSES["TokenGGP"], F.ADDRESSES["WAVAX"], avax(4000), avax(900), NOW - 60)
+    s = F.snapshot(avax_usd=30, price_time=NOW - 9 * DAY, dex=dex, dex_pair=dex.pair)
+    body = render(market.prices, s)["/prices"]
+    assert (body["ggpInAvax"], body["avaxInUSD"], body["ggpInUSD"]) == (0.25, 30, 7.5)
+    assert body["stale"] and body["ggpPriceAgeDays"] == 9 and body["oracle"]["price"] == str(WAD // 4)
+    tj = render(market.prices_tj, s)["/prices/tj"]
+    assert tj["status"] == "ok" and tj["ggpInAvax"] == 0.225 and tj["deviationFromOraclePct"] == pytest.approx(-10)
+    assert (tj["reserveGGP"], tj["reserveAVAX"], tj["ggpInUSD"]) == (4000, 900, pytest.approx(6.75))
+    none = render(market.prices_tj, F.snapshot())["/prices/tj"]
+    assert none["status"] == "noPair" and none["ggpInAvax"] is None and "mainnet" in none["reason"]
+
+
+def test_the_withdrawals_overview_and_a_requesters_file():
+    s = F.snapshot(ggavax=F.vault(released=avax(1000), supply=avax(1000), staking=avax(990)),
+                   requests=[F.request(0, avax(5)), F.request(1, avax(100), requester=F.addr(0xB000)),
+                             F.request(2, avax(3), fulfilled=True)])
+    body = render(withdrawals.withdrawals, s)["/withdrawals"]
+    assert body["status"] == "ok" and body["pending"]["count"] == 2 and body["pending"]["expectedAvax"] == 105
+    assert body["funded"]["count"] == 1 and body["funded"]["claimableAvax"] == 3
+    assert body["liquidity"]["queueAvax"] == 10 and body["liquidity"]["pendingShortfallAvax"] == 95
+    assert body["requesters"] == 2 and body["parameters"]["nextRequestId"] == 3
+    files = render(withdrawals.requester, s)
+    mine = files[f"/withdrawals/{F.addr(0xB000).lower()}"]
+    assert [r["id"] for r in mine["requests"]] == [0, 1] and mine["totals"]["expectedAvax"] == 105
+    first, second = mine["requests"]
+    assert (first["position"], first["fundableNow"], first["depositorCalls"]) == (1, True, 1)
+    assert (second["position"], second["aheadAvax"], second["fundableNow"]) == (2, 5, False)
+    funded = files[f"/withdrawals/{F.addr(0xB002).lower()}"]["requests"][0]
+    assert (funded["status"], funded["canClaim"], funded["position"]) == ("funded", True, None)
+
+
+def test_no_queue_is_published_with_its_reason():
+    body = render(withdrawals.withdrawals, F.snapshot())["/withdrawals"]
+    assert body["status"] != "ok" and "no WithdrawQueue" in body["reason"]
+
+
+def test_rewards_params_body_is_the_formulas_inputs():
+    stakers = [F.staker(1, ggp=avax(1000), assigned=avax(1000)), F.staker(2, ggp=avax(500), assigned=avax(1000))]
+    s = F.snapshot(stakers=stakers)
+    check(s)
+    body = render(rewards.params_endpoint, s)["/rewards/params"]
+    assert body["tegs"] == {**body["tegs"], "wei": str(avax(1500)), "stakers": 2}
+    assert body["ggpPriceInAvaxWei"] == str(WAD // 4) and body["nextDistributionTime"] == NOW + 14 * DAY
+    assert body["validatorRate"]["source"] == "default" and body["distributionExpected"] is True

@@ -1,0 +1,264 @@
+"""The withdrawal queue's line and schedule on snapshots built in memory (no chain): the depositor's
+calls and their step limit, closed ids in the line, a call that would revert, returns and
+restakes funding the line, each request's status and what can be done with it, and the estimate
+before a request. Expected values are worked out here from the contracts' rules."""
+from __future__ import annotations
+
+import pytest
+from support import factory as F
+from support.factory import DAY, NOW, WAD, avax, replace
+
+from publisher.compute import line as L
+from publisher.compute import queue as Q
+from publisher.protocol import MinipoolStatus
+from publisher.snapshot import check
+
+# ---- the line, served against the books ---------------------------------------------------------
+
+
+def books(*, assets: int, supply: int, staking: int) -> L.Books:
+    """Books with no reward stream: totalAssets is ``assets`` at any time."""
+    return L.Books(released=assets, rewards=0, last_sync=0, cycle_end=0, supply=supply, staking=staking)
+
+
+def pending(*ids_and_avax: tuple[int, int]) -> list[L.Entry]:
+    return [L.Entry(i, avax(a), avax(a)) for i, a in ids_and_avax]
+
+
+def test_the_stream_releases_linearly_and_conversions_round_down():
+    b = L.Books(released=avax(100), rewards=avax(10), last_sync=1000, cycle_end=2000, supply=avax(50), staking=avax(90))
+    assert b.total_assets(1000) == avax(100)
+    assert b.total_assets(1250) == avax(1025) // 10  # a quarter of the stream released
+    assert b.total_assets(2000) == b.total_assets(10**9) == avax(110)
+    assert b.liquidity(1250) == avax(125) // 10
+    assert books(assets=avax(10), supply=avax(20), staking=avax(11)).liquidity(0) == 0  # floored, never negative
+    # 3 wei of shares at 102.5 AVAX per 50 shares: 6.15 wei, rounded down to 6.
+    assert b.to_assets(3, 1250) == 6
+    assert b.to_shares(7, 1250) == 7 * 500 // 1025 == 3
+    empty = books(assets=0, supply=0, staking=0)
+    assert empty.to_assets(5, 0) == empty.to_shares(5, 0) == 5  # an empty vault converts 1:1
+
+
+def test_a_call_takes_at_most_limit_steps_and_another_call_follows_a_full_one():
+    b = books(assets=avax(1000), supply=avax(1000), staking=0)
+    served = L.serve_line(b, pending(*((i, 1) for i in range(5))), 2, [(NOW, 0)])
+    # Five requests, two per call: calls 1, 1, 2, 2, 3, all in the first serve.
+    assert served.funded == {0: (NOW, 1, 1), 1: (NOW, 1, 1), 2: (NOW, 1, 2), 3: (NOW, 1, 2), 4: (NOW, 1, 3)}
+    assert served.reverted == 0 and served.serves == 1
+    assert (b.released, b.supply) == (avax(995), avax(995))
+
+
+def test_a_closed_id_still_in_the_line_costs_a_step():
+    b = books(assets=avax(1000), supply=avax(1000), staking=0)
+    entries = [L.Entry(0, None), L.Entry(1, None), *pending((2, 1), (3, 1))]
+    served = L.serve_line(b, entries, 2, [(NOW, 0)])
+    assert served.funded == {2: (NOW, 1, 2), 3: (NOW, 1, 2)}  # the first call only dropped 0 and 1
+
+
+def test_the_line_is_strict_a_call_stops_at_the_first_request_it_cannot_cover():
+    b = books(assets=avax(1000), supply=avax(1000), staking=avax(990))  # 10 AVAX liquid
+    served = L.serve_line(b, pending((0, 5), (1, 100), (2, 1)), 50, [(NOW, 0), (NOW + DAY, -avax(200))])
+    # Request 2 would fit in the 5 AVAX left but waits behind 1; a 200-AVAX return funds both.
+    assert served.funded == {0: (NOW, 1, 1), 1: (NOW + DAY, 2, 1), 2: (NOW + DAY, 2, 1)}
+    assert b.staking == avax(790) and b.released == avax(1000 - 106)
+
+
+def test_a_redemption_worth_more_than_the_liquidity_left_reverts_the_whole_call():
+    # The share price rose to 1.1 since the request: 10 shares redeem for 11 AVAX, but only 10 are
+    # liquid. The liquidity covers what it is owed, so the call goes ahead and fails whole.
+    b = books(assets=avax(1100), supply=avax(1000), staking=avax(1090))
+    served = L.serve_line(b, pending((0, 10)), 50, [(NOW, 0), (NOW + DAY, -avax(1))])
+    assert served.reverted == 1  # the first serve
+    assert served.funded == {0: (NOW + DAY, 2, 1)}  # 11 liquid the next day: it pays 11
+    assert b.released == avax(1089) and b.supply == avax(990)
+
+
+def test_a_reverted_call_leaves_the_books_and_the_line_as_they_were():
+    b = books(assets=avax(1100), supply=avax(1000), staking=avax(1080))  # 20 liquid
+    # Request 0 redeems 5.5 of 20; request 1 (10 shares, 11 AVAX) meets 14.5 liquid: fine; request 2
+    # (5 shares, 5.5 AVAX owed 5) meets 3.5: the liquidity does not cover what it is owed: the call stops.
+    served = L.serve_line(b, [L.Entry(0, avax(5), avax(5)), L.Entry(1, avax(10), avax(10)), L.Entry(2, avax(5), avax(5))],
+                          50, [(NOW, 0)])
+    assert served.reverted == 0 and set(served.funded) == {0, 1}
+    assert b.released == avax(1100) - avax(165) // 10 and b.supply == avax(985)
+    # Now a line whose second redemption overdraws: 8 shares (8.8 AVAX owed 8) with 9 liquid left
+    # after the first: 9 >= 8 owed, 8.8 <= 9 paid: fine. Make it 8.5 liquid: 8.8 > 8.5, the call reverts,
+    # and the first redemption of the same call is undone with it.
+    c = books(assets=avax(1100), supply=avax(1000), staking=avax(1100) - avax(96) // 10)
+    served = L.serve_line(c, [L.Entry(0, WAD, WAD), L.Entry(1, avax(8), avax(8))], 50, [(NOW, 0)])
+    assert served.reverted == 1 and served.funded == {}
+    assert (c.released, c.supply) == (avax(1100), avax(1000))
+
+
+def test_a_redemption_worth_less_than_expected_reverts():
+    b = books(assets=avax(900), supply=avax(1000), staking=0)  # the share price fell to 0.9
+    served = L.serve_line(b, pending((0, 10)), 50, [(NOW, 0)])
+    assert served.reverted == 1 and served.funded == {}
+
+
+# ---- request status and actions ------------------------------------------------------------------
+
+T = NOW - DAY  # filed a day before the block: claimable at +7 days, expires 14 days after that
+
+
+@pytest.mark.parametrize(("fulfilled", "now", "paused", "status", "claim", "cancel", "reclaim"), [
+    (False, NOW, False, Q.RequestStatus.PENDING, False, True, False),
+    (False, T + 21 * DAY, False, Q.RequestStatus.PENDING_EXPIRED, False, True, True),
+    (False, T + 21 * DAY, True, Q.RequestStatus.PENDING_EXPIRED, False, True, True),  # its shares go back, no deposit
+    (True, NOW, False, Q.RequestStatus.FUNDED, True, True, False),  # before its claimable time: cancellable
+    (True, NOW, True, Q.RequestStatus.FUNDED, True, False, False),  # cancelling deposits, and deposits are paused
+    (True, T + 8 * DAY, False, Q.RequestStatus.FUNDED, True, False, False),  # claimable: no longer cancellable
+    (True, T + 21 * DAY, False, Q.RequestStatus.EXPIRED_FUNDED, False, False, True),
+    (True, T + 21 * DAY, True, Q.RequestStatus.STUCK, False, False, False),
+])
+def test_each_state_of_a_request_and_what_can_be_done_with_it(fulfilled, now, paused, status, claim, cancel, reclaim):
+    r = F.request(0, avax(3), requested=T, fulfilled=fulfilled)
+    assert (r.claimable_time, r.expiration_time) == (T + 7 * DAY, T + 21 * DAY)
+    assert Q.status(r, now, paused) == status
+    assert (Q.can_claim(r, now), Q.can_cancel(r, now, paused), Q.can_reclaim(r, now, paused)) == (claim, cancel, reclaim)
+
+
+# ---- the schedule on a snapshot -------------------------------------------------------------------
+
+
+def at_par(**kw):
+    """A snapshot at a share price of 1 with 10 AVAX liquid and no reward stream."""
+    return F.snapshot(ggavax=F.vault(released=avax(1000), supply=avax(1000), staking=avax(990)), **kw)
+
+
+def test_places_in_line_and_the_first_call_on_a_factory_snapshot():
+    s = at_par(requests=[F.request(0, avax(5)), F.request(1, avax(100)), F.request(2, avax(1)),
+                         F.request(3, avax(2), fulfilled=True)])
+    check(s)
+    plan = Q.schedule(s)
+    assert plan.liquidity == avax(10)
+    first, second, third, funded = (plan.places[i] for i in range(4))
+    assert (first.position, first.ahead_avax, first.fundable_now, first.depositor_calls, first.funded_by) == (1, 0, True, 1, "liquidity")
+    assert (second.position, second.fundable_now, second.funded_by, second.funding_time) == (2, False, None, None)
+    assert (third.position, third.ahead_avax) == (3, avax(105))
+    assert funded.status == Q.RequestStatus.FUNDED and funded.position is None and funded.can_claim
+    assert plan.covered == 1 and plan.shortfall == avax(101 - 5)
+    assert not plan.front_known and plan.stale_entries == 0 and plan.reverted_calls == 0
+
+
+def staking_pool(index, liquid, end, *, owner_n=1, initial_start=None, duration=60 * DAY):
+    start = initial_start if initial_start is not None else end - 14 * DAY
+    m = F.minipool(index, owner=F.addr(0x5000 + owner_n), liquid=avax(liquid), start=start, duration=duration)
+    return m, F.validator(m, end)
+
+
+def test_returns_fund_the_line_at_their_end_times():
+    a, va = staking_pool(1, 60, NOW + 2 * DAY)
+    b, vb = staking_pool(2, 40, NOW + 5 * DAY)
+    s = at_par(requests=[F.request(0, avax(5)), F.request(1, avax(60)), F.request(2, avax(44)), F.request(3, avax(50))],
+               minipools=[a, b], validators=(va, vb), paused={"MinipoolManager": True})
+    plan = Q.schedule(s)
+    assert [(r.time, r.avax, r.after_restakes, r.overdue) for r in plan.returns] == [
+        (NOW + 2 * DAY, avax(60), 0, False), (NOW + 5 * DAY, avax(40), 0, False)]
+    assert plan.places[1].funding_time == NOW + 2 * DAY  # 5 left + 60 returned covers 60
+    assert plan.places[2].funding_time == NOW + 5 * DAY  # 5 + 40 covers 44
+    assert plan.places[3].funding_time is None  # 1 AVAX left after every known return
+    assert plan.covered == 3 and plan.shortfall == avax(49) and plan.last_funding_time == NOW + 5 * DAY
+
+
+def test_a_pool_restakes_while_its_duration_has_room_and_returns_at_its_last_cycle():
+    # Started 13 days ago for 60 days: its current validation ends tomorrow, then 14-day cycles while
+    # another whole one fits in the duration plus the 1-day tolerance.
+    initial = NOW - 13 * DAY
+    m, v = staking_pool(1, 500, NOW + DAY, initial_start=initial)
+    owner = F.staker(1, ggp=avax(100_000), assigned=avax(500))
+    s = at_par(requests=[F.request(0, avax(400))], minipools=[m], validators=(v,), stakers=[owner])
+    check(s)
+    ends, t = [], NOW + DAY
+    while t + 14 * DAY <= initial + 60 * DAY + DAY:  # MinipoolManager's room test at each end
+        ends.append(t)
+        t += min(14 * DAY, initial + 60 * DAY - t)
+    plan = Q.schedule(s)
+    assert [k.time for k in plan.restakes] == ends == [NOW + DAY, NOW + 15 * DAY, NOW + 29 * DAY]
+    assert [(r.time, r.avax, r.after_restakes) for r in plan.returns] == [(t, avax(500), 3)]
+    assert plan.places[0].funding_time == t and plan.places[0].funded_by == "returns"
+    # Paused, or an owner whose GGP would not cover 10 % of the AVAX assigned again: it returns tomorrow.
+    for other in (replace(s, paused={**s.paused, "MinipoolManager": True}),
+                  replace(s, stakers=(F.staker(1, ggp=avax(199), assigned=avax(500)),), total_ggp_stake=avax(199))):
+        plan = Q.schedule(other)
+        assert not plan.restakes and [r.time for r in plan.returns] == [NOW + DAY]
+        assert plan.places[0].funding_time == NOW + DAY
+
+
+def test_an_overdue_end_is_processed_in_the_block_after_and_launched_pools_return_nothing_known():
+    late, v = staking_pool(1, 50, NOW - 2 * DAY)
+    launched = F.minipool(2, status=MinipoolStatus.LAUNCHED, liquid=avax(70))
+    s = at_par(requests=[F.request(0, avax(30))], minipools=[late, launched], validators=(v,),
+               paused={"MinipoolManager": True})
+    plan = Q.schedule(s)
+    assert plan.returns[0].overdue and plan.returns[0].time == NOW - 2 * DAY
+    assert plan.places[0].funding_time == NOW + 1  # recorded in the block after the build block
+    assert plan.unscheduled_avax == avax(70)
+
+
+def test_closed_ids_from_the_logs_cost_the_depositor_a_call():
+    reqs = [F.request(2, avax(1)), F.request(3, avax(1))]
+    s = at_par(withdraw_queue=F.queue(reqs, max_requests_per_deposit=2), line_front=0)
+    plan = Q.schedule(s)
+    assert plan.front_known and plan.stale_entries == 2  # ids 0 and 1 were closed but are still in the line
+    assert plan.places[2].depositor_calls == plan.places[3].depositor_calls == 2
+    unknown = Q.schedule(replace(s, queue_activity=None))  # without the logs the front is the first pending id
+    assert not unknown.front_known and unknown.stale_entries == 0 and unknown.places[2].depositor_calls == 1
+    assert any("logs were not read" in a for a in unknown.assumptions)
+
+
+def test_a_call_that_would_revert_is_counted_and_funds_nothing():
+    # Filed at a share price of 1, redeemed at 1.1: 11 AVAX against 10 liquid.
+    s = F.snapshot(ggavax=F.vault(released=avax(1100), supply=avax(1000), staking=avax(1090)),
+                   requests=[F.request(0, avax(10))])
+    plan = Q.schedule(s)
+    assert plan.liquidity == avax(10) and plan.reverted_calls == 1
+    assert plan.covered == 0 and not plan.places[0].fundable_now
+
+
+def test_an_expired_pending_request_is_flagged_and_advice_says_what_to_do():
+    old = F.request(0, avax(2), requested=NOW - 30 * DAY)  # expired 9 days ago, still in line
+    soon = F.request(1, avax(50), requested=NOW - 20 * DAY)  # expires tomorrow; nothing funds it in time
+    m, v = staking_pool(1, 60, NOW + 3 * DAY)
+    s = at_par(requests=[old, soon], minipools=[m], validators=(v,), paused={"MinipoolManager": True})
+    plan = Q.schedule(s)
+    assert plan.places[0].status == Q.RequestStatus.PENDING_EXPIRED and plan.places[0].can_reclaim
+    assert plan.places[1].funding_time == NOW + 3 * DAY > soon.expiration_time
+    assert plan.places[1].expires_first
+    assert "cancel it" in Q.advice(old, plan.places[0])
+    assert "before that" in Q.advice(soon, plan.places[1])
+
+
+def test_no_queue_gives_an_empty_schedule():
+    plan = Q.schedule(F.snapshot())
+    assert plan.places == {} and plan.covered == 0 and plan.liquidity == avax(10_500 - 9_000)
+
+
+# ---- the estimate before a request ---------------------------------------------------------------
+
+
+def test_an_estimate_places_a_new_request_at_the_back_of_the_line():
+    s = at_par(requests=[F.request(0, avax(4)), F.request(1, avax(3))])
+    p = Q.estimate_params(s, None, None)
+    assert p is not None and p.pending_count == 2 and p.pending_avax == avax(7)
+    now_ok = L.estimate(p, avax=avax(2))
+    assert (now_ok["position"], now_ok["fundableNow"], now_ok["depositorCalls"]) == (3, True, 1)
+    assert now_ok["expectedAvaxWei"] == str(avax(2)) and now_ok["claimableTime"] == NOW + 7 * DAY
+    assert now_ok["expirationTime"] == NOW + 7 * DAY + L.MIN_EXPIRATION_DELAY  # raised to the queue's floor
+    too_much = L.estimate(p, avax=avax(4))  # 7 + 4 > 10 liquid, and no return is known
+    assert not too_much["fundableNow"] and too_much["estimatedFundingTime"] is None
+    assert any("no minipool return" in c for c in too_much["caveats"])
+    # The same answer from the resume point the function uses.
+    assert L.estimate(p, avax=avax(4), resume=L.resume_point(p)) == too_much
+    # A round trip through the published document changes nothing.
+    assert L.parse_params(L.document(p)) == p
+
+
+def test_an_estimate_names_what_the_queue_would_refuse():
+    s = at_par(withdraw_queue=F.queue([], paused=True), paused={"TokenggAVAX": True})
+    p = Q.estimate_params(s, window_end=NOW - 1, stale_reason="no call for 3 days")
+    out = L.estimate(p, shares=0, expiration_delay=40 * DAY)
+    text = " ".join(out["caveats"])
+    for words in ("the queue is paused", "deposits are paused", "window has closed", "looks stale",
+                  "worth 0 AVAX", "above its maximum of 2592000 seconds"):
+        assert words in text, words
