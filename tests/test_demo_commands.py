@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from ggp_devnet.scenarios import names
 
-from publisher.devnet.scenarios import names
 from publisher.validate import compare_accumulated
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 import requests
-
-from publisher.devnet.anvil import find_anvil, free_port
+from ggp_devnet.anvil import find_anvil, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +55,7 @@ def installed(tmp_path_factory):
 def test_wheel_carries_templates_profiles_and_artifacts(installed):
     names = zipfile.ZipFile(installed[3]).namelist()
     for needed in ("publisher/templates/index.html.j2", "publisher/templates/docs.html.j2",
-                   "publisher/profiles/mainnet.json", "publisher/devnet/artifacts.json"):
+                   "publisher/profiles/mainnet.json", "devnet/ggp_devnet/artifacts.json"):
         assert needed in names
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
 
