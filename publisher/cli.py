@@ -234,7 +234,7 @@ def own_command() -> str:
 @fail_cleanly
 def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int | None, as_network: str | None,
            live: bool, pace: float, seed: int, wind_down_at: int | None, wind_down_after: float | None, ggp_quote: str) -> None:
-    """Run the devnet until interrupted (the ggp-devnet package, installed beside the publisher)."""
+    """Run the devnet (ggp-devnet, installed beside the publisher) until interrupted."""
     running = devnet_package().running
     from ggp_devnet.scenarios import SHAPES
 

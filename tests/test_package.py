@@ -20,6 +20,26 @@ from ggp_devnet.anvil import free_port
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _locked(name: str) -> set[str]:
+    text = (ROOT / "requirements" / name).read_text()
+    return {line.split("==")[0].lower() for line in text.splitlines() if "==" in line and not line.startswith((" ", "#"))}
+
+
+def test_the_devnet_dependencies_are_locked_apart_from_the_runtime_set():
+    """rlp (the devnet's transaction encoding) is the devnet's alone: locked with it and the tests,
+    not in the runtime set the wheel and the image install; every other lock holds the runtime set."""
+    import tomllib
+
+    runtime, devnet, test = _locked("runtime.txt"), _locked("devnet.txt"), _locked("test.txt")
+    assert "rlp" not in runtime and "rlp" in devnet and "rlp" in test
+    assert runtime <= devnet <= test
+    project = tomllib.loads((ROOT / "devnet" / "pyproject.toml").read_text())["project"]
+    wanted = {d.split(">")[0].split("[")[0].strip().lower() for d in project["dependencies"]} - {"ggp-publisher"}
+    assert wanted <= devnet, wanted - devnet
+    runtime_wants = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert not any(d.startswith("rlp") for d in runtime_wants)
+
+
 def _files(directory: Path) -> dict[str, bytes]:
     """A built tree's files, without its build record (which holds inodes and times)."""
     root = directory.resolve()
