@@ -239,6 +239,14 @@ def _compile_tools() -> str:
     return node
 
 
+def test_the_runtime_names_every_custom_error_of_the_artifacts():
+    """publisher/chain/custom_errors.json, the runtime's names for reverts (the wheel carries no
+    artifacts), is what the artifacts hold."""
+    from ggp_devnet import custom_errors
+
+    assert custom_errors.TARGET.read_text() == custom_errors.render(), "stale: run python -m ggp_devnet.custom_errors"
+
+
 def test_compiled_artifacts_match_the_solidity_sources(tmp_path):
     node = _compile_tools()
     # A copy with one contract changed must be reported stale: the check can fail.

@@ -83,7 +83,7 @@ def test_wheel_carries_templates_and_profiles_and_no_devnet(installed):
     wheel = zipfile.ZipFile(installed[3])
     names = wheel.namelist()
     for needed in ("publisher/templates/index.html.j2", "publisher/templates/docs.html.j2",
-                   "publisher/profiles/mainnet.json"):
+                   "publisher/profiles/mainnet.json", "publisher/chain/custom_errors.json"):
         assert needed in names
     assert not any(n.startswith(("tests/", "benchmarks/", "devnet/", "ggp_devnet/", "publisher/devnet/")) for n in names)
     assert not any(n.endswith((".sol", ".mjs")) or n.endswith("artifacts.json") for n in names), names
