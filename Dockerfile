@@ -1,5 +1,6 @@
 # The image `publisher watch` runs in on AWS (templates/aws-stack.yaml, WatchImage): the package
 # installed as a wheel with the hash-locked runtime set, as the scheduled publish installs it.
+# The devnet (devnet/, its own distribution) stays out: .dockerignore admits only the runtime package.
 #   docker build -t publisher .   then push it where the stack can pull it (e.g. ECR).
 FROM python:3.11-slim AS wheel
 WORKDIR /src

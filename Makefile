@@ -1,6 +1,6 @@
-# Two entry points for a fresh machine: `make demo` (build the API on the embedded devnet and
-# serve it) and `make test`. Everything installs into .venv and node_modules, Python packages from
-# the hash-locked requirements/*.txt (regenerate them with `make lock` after editing pyproject.toml).
+# Two entry points for a fresh machine: `make demo` (build the API on the devnet and serve it) and
+# `make test`. Everything installs into .venv and node_modules, Python packages from the hash-locked
+# requirements/*.txt (regenerate them with `make lock` after editing a pyproject.toml).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -19,8 +19,15 @@ $(VENV)/.runtime: $(BIN)/python pyproject.toml requirements/runtime.txt
 	$(PIP) install --no-deps --no-build-isolation -e .
 	@touch $@
 
+# The devnet beside it (devnet/, a distribution of its own that the runtime wheel and the image
+# never carry): what `make demo`, the tests and the benchmarks start.
+$(VENV)/.devnet: $(VENV)/.runtime devnet/pyproject.toml requirements/devnet.txt
+	$(PIP) install --require-hashes -r requirements/devnet.txt
+	$(PIP) install --no-deps --no-build-isolation -e ./devnet
+	@touch $@
+
 # The test set on top: pytest, schemathesis, moto, web3 (the reference implementation), linters.
-$(VENV)/.test: $(VENV)/.runtime requirements/test.txt
+$(VENV)/.test: $(VENV)/.devnet requirements/test.txt
 	$(PIP) install --require-hashes -r requirements/test.txt
 	@touch $@
 
@@ -31,9 +38,9 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-setup: $(VENV)/.runtime node_modules/.package-lock.json
+setup: $(VENV)/.devnet node_modules/.package-lock.json
 
-# `make demo SCENARIO=wound-down` shows another scenario of the embedded devnet (any that `publisher
+# `make demo SCENARIO=wound-down` shows another scenario of the devnet (any that `publisher
 # build --scenario` takes). The demo builds a fresh chain into out/ whatever an earlier build left
 # there (another scenario, a rehearsal, a watch): --force lifts only the change bounds against that
 # previous run, which guard a publisher following one chain; schemas and invariants still hold.
@@ -42,8 +49,8 @@ demo: setup
 	$(BIN)/publisher serve --dir out --port $(PORT)
 
 test: setup $(VENV)/.test
-	$(BIN)/ruff check publisher tests benchmarks
-	$(BIN)/mypy publisher
+	$(BIN)/ruff check publisher devnet tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n auto -q
 
 # The pure tests alone: no anvil, node or Chromium (tests/conftest.py marks each test by what it
@@ -52,8 +59,8 @@ unit: $(VENV)/.test
 	$(BIN)/python -m pytest -m unit -n 2 -q
 
 lint: $(VENV)/.test
-	$(BIN)/ruff check publisher tests benchmarks
-	$(BIN)/mypy publisher
+	$(BIN)/ruff check publisher devnet tests benchmarks
+	$(BIN)/mypy
 
 # Regenerate the documentation's generated tables (the tests fail when they drift): the command and
 # variable tables from the code, docs/performance.md's tables from benchmarks/results/.
@@ -61,12 +68,16 @@ docs: $(VENV)/.runtime
 	$(BIN)/python -m publisher.readme
 	$(BIN)/python benchmarks/report.py
 
-# Resolve the locks anew from pyproject.toml (needs uv: `pip install uv`).
+# Resolve the locks anew from pyproject.toml and devnet/pyproject.toml (needs uv: `pip install uv`):
+# the runtime set, the devnet's (the runtime set and what the devnet adds) and the tests' (both and
+# the test tools). The two local packages themselves are installed from the checkout, not the locks.
+UV_COMPILE := uv pip compile --generate-hashes --universal --python-version 3.11 --quiet --custom-compile-command "make lock" \
+  --no-emit-package ggp-publisher --no-emit-package ggp-devnet
+
 lock:
-	uv pip compile pyproject.toml requirements/build.in --generate-hashes --universal --python-version 3.11 \
-	  --quiet --custom-compile-command "make lock" -o requirements/runtime.txt
-	uv pip compile pyproject.toml requirements/build.in --extra test --generate-hashes --universal --python-version 3.11 \
-	  --quiet --custom-compile-command "make lock" -o requirements/test.txt
+	$(UV_COMPILE) pyproject.toml requirements/build.in -o requirements/runtime.txt
+	$(UV_COMPILE) requirements/devnet.in requirements/build.in -o requirements/devnet.txt
+	$(UV_COMPILE) pyproject.toml requirements/devnet.in requirements/build.in --extra test -o requirements/test.txt
 
 # Measure, then write the figures into docs/performance.md: each benchmark writes its report into
 # benchmarks/results/ and benchmarks/report.py renders the tables from them. `make bench` runs the

@@ -72,10 +72,11 @@ def main() -> None:
     os.environ.setdefault("SOURCE_DATE_EPOCH", "1800000000")
     logging.getLogger().setLevel(logging.ERROR)
 
-    from publisher.collect import collect, devnet_profile
+    from ggp_devnet import devnet_profile, running
+    from ggp_devnet.changes import write_stakers
+
+    from publisher.collect import collect
     from publisher.config import load_profile
-    from publisher.devnet import running
-    from publisher.devnet.changes import write_stakers
     from publisher.incremental import Cache, build
     from publisher.validate import load_dir, network_profile, validate
     from publisher.workers import cores
@@ -155,9 +156,9 @@ def main() -> None:
 
 def publish_figures(out: Path, snap, net, profile, row, cache) -> dict:
     import bench_watch
+    from ggp_devnet.changes import write_stakers
 
     from publisher.collect import collect
-    from publisher.devnet.changes import write_stakers
     from publisher.incremental import build
     from publisher.publish import publish
     from publisher.workers import cores

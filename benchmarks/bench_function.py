@@ -81,9 +81,10 @@ def summary(samples: list[float]) -> dict:
 def load_snapshot(path: str | None) -> Snapshot:
     if path:
         return Snapshot.load(path)
-    from publisher.collect import collect, devnet_profile
+    from ggp_devnet import devnet_profile, running
+
+    from publisher.collect import collect
     from publisher.config import load_profile
-    from publisher.devnet import running
 
     with running("demo") as net:
         return collect(devnet_profile(load_profile("devnet"), net)).snapshot

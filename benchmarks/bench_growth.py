@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 
 import record
-
-from publisher.devnet import running
+from ggp_devnet import running
 
 SLOPED = ("seconds", "cpu_seconds", "peak_rss_mb", "seed_seconds", "disk_seconds")
 NAMED = {"1k": 1_000, "3k": 3_000, "10k": 10_000, "30k": 30_000, "100k": 100_000}

@@ -1,7 +1,7 @@
 """Benchmark: the publisher against the living devnet for many protocol cycles, every published
 forecast scored against what the protocol then paid.
 
-The demo chain runs forward one protocol day per step (publisher/devnet/live.py: prices move,
+The demo chain runs forward one protocol day per step (devnet/ggp_devnet/live.py: prices move,
 deposits and withdraw-queue requests, minipools created/launched/cycled/ended/canceled/errored, GGP cycles
 distributed on time or late). Every ``--every`` days the publisher builds into one ``out/``
 (recording its share-price history as a deployment does). When a GGP distribution runs, every
@@ -28,11 +28,11 @@ from collections import Counter
 from pathlib import Path
 
 import record
+from ggp_devnet import devnet_profile, running_live
+from ggp_devnet.scenarios import DAY
 
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.config import load_profile
-from publisher.devnet import running_live
-from publisher.devnet.scenarios import DAY
 from publisher.incremental import Cache, build
 from publisher.sources import history
 from publisher.workers import cores

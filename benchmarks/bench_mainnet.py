@@ -35,11 +35,11 @@ from urllib.parse import urlsplit
 
 import record
 import requests
+from ggp_devnet import running
 
 from publisher.chain.reader import find_blocks_at
 from publisher.chain.rpc import Counters
 from publisher.config import load_profile
-from publisher.devnet import running
 from publisher.snapshot import BlockRef
 from publisher.sources.history import RANGES_PER_BATCH
 from publisher.sources.shareprice import CALLS_PER_BATCH

@@ -94,10 +94,11 @@ def main() -> None:
     os.environ.setdefault("SOURCE_DATE_EPOCH", "1800000000")
     logging.getLogger().setLevel(logging.ERROR)
 
+    from ggp_devnet import devnet_profile, running
+
     from publisher.chain.rpc import RpcClient
-    from publisher.collect import collect, devnet_profile
+    from publisher.collect import collect
     from publisher.config import load_profile
-    from publisher.devnet import running
     from publisher.incremental import Cache, build
     from publisher.runs import read_and_build
     from publisher.sources import queuelog

@@ -26,14 +26,14 @@ from urllib.parse import urlsplit
 import record
 import requests
 from eth_utils import keccak
+from ggp_devnet import devnet_profile, running
 
 from publisher.chain import abis
 from publisher.chain.abi import Fn
 from publisher.chain.reader import WAD, Reader
 from publisher.chain.rpc import RpcClient
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.config import Profile, load_profile
-from publisher.devnet import running
 from publisher.snapshot import Minipool, Snapshot, Staker
 
 TARGET_REQUESTS = 40

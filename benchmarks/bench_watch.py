@@ -36,8 +36,7 @@ def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 
             poll: float = 0.5, row=print) -> dict:
     """Watch ``net`` into ``bucket`` with ``out`` as its build directory; ``changes`` samples."""
     import boto3
-
-    from publisher.devnet.changes import write_stakers
+    from ggp_devnet.changes import write_stakers
 
     s3 = boto3.client("s3", endpoint_url=endpoint)
 
@@ -140,9 +139,10 @@ def main() -> None:
     ap.add_argument("--poll", type=float, default=0.5)
     ap.add_argument("--json", dest="json_path")
     args = ap.parse_args()
-    from publisher.collect import collect, devnet_profile
+    from ggp_devnet import devnet_profile, running
+
+    from publisher.collect import collect
     from publisher.config import load_profile
-    from publisher.devnet import running
 
     with moto_bucket("api") as endpoint, running(args.scenario) as net, \
             tempfile.TemporaryDirectory(prefix="bench-watch-") as tmp:

@@ -19,10 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import record
+from ggp_devnet import running
 from moto.server import ThreadedMotoServer
 from support.soak import FAULTS, SLACK, STALL_DEADLINE, soak
-
-from publisher.devnet import running
 
 
 def main() -> None:

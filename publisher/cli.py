@@ -10,7 +10,10 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,10 +22,30 @@ from .config import NETWORKS
 from .deadline import DeadlineExceeded, deadline, run_seconds
 from .errors import PublisherError, cause
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from .config import Profile
+
+INSTALL_DEVNET = "pip install -e ./devnet in a checkout of the publisher (make setup does)"
+
+
+def devnet_package() -> ModuleType:
+    """The devnet (ggp_devnet, a distribution of its own beside the runtime package), or a
+    one-line error naming how to install it."""
+    try:
+        import ggp_devnet
+        import ggp_devnet.seed  # its own dependencies (rlp) too, before anything starts
+    except ModuleNotFoundError as exc:
+        raise PublisherError(f"the devnet is not installed ({exc.name} not found): {INSTALL_DEVNET}, "
+                             "or read a node with --rpc-url") from None
+    return ggp_devnet
+
 
 class _LazyChoice(click.Choice):
     """A choice whose values are read from the code when first needed: the devnet's scenarios
-    import the whole devnet, which no other command should pay for at start-up."""
+    import the whole devnet, which no other command should pay for at start-up. Without the devnet
+    installed any value passes here, and the command that would start one says how to install it."""
 
     def __init__(self, load):
         self._load = load
@@ -30,10 +53,37 @@ class _LazyChoice(click.Choice):
 
     choices = property(lambda self: tuple(self._load()), lambda self, _: None)  # type: ignore[assignment]
 
+    def convert(self, value, param, ctx):
+        if not self.choices:
+            return value
+        return super().convert(value, param, ctx)
+
+    def get_metavar(self, param, ctx=None):  # type: ignore[override]
+        return super().get_metavar(param, ctx) if self.choices else "SCENARIO"
+
+
+@contextmanager
+def reading(network: str, rpc_url: str | None, scenario: str = "demo") -> Iterator[Profile]:
+    """The profile stage one reads: with the given RPC URLs, else the profile's own, else (devnet
+    only) a throwaway devnet of ``scenario`` started here and stopped on the way out."""
+    from .config import load_profile
+
+    profile = load_profile(network, rpc_urls=tuple(u for u in (rpc_url or "").split(",") if u))
+    if profile.rpc_urls:
+        yield profile
+        return
+    if network != "devnet":
+        raise PublisherError(f"no RPC URL for {network}: pass --rpc-url or set PUBLISHER_RPC_URL")
+    devnet = devnet_package()
+    with devnet.running(scenario) as net:
+        yield devnet.devnet_profile(profile, net)
+
 
 def _scenarios() -> list[str]:
-    from .devnet.scenarios import names
-
+    try:
+        from ggp_devnet.scenarios import names
+    except ModuleNotFoundError:
+        return []
     return names()
 
 
@@ -67,8 +117,8 @@ def fail_cleanly(fn):
             return fn(*args, **kwargs)
         except click.ClickException:
             raise  # a usage error: click prints it with the usage line and exits 2
-        except PublisherError as exc:
-            _fail(str(exc))
+        except KeyboardInterrupt:
+            _interrupted()
         except DeadlineExceeded as exc:
             click.echo("error: " + f"{exc}: the run was stopped; nothing was written", err=True)
             sys.stdout.flush()
@@ -76,21 +126,49 @@ def fail_cleanly(fn):
             # A worker thread stuck on a stalled upload would hold the interpreter's exit (it
             # joins them): the deadline is the run's whole life, so leave now.
             os._exit(1)
-        except OSError as exc:
-            _fail(cause(exc))
         except Exception as exc:
-            if logging.getLogger().isEnabledFor(logging.INFO):
-                import traceback
-
-                frames = "".join(traceback.format_tb(exc.__traceback__))
-                click.echo(f"traceback (message withheld):\n{frames}", err=True)
-            _fail(f"unexpected {type(exc).__name__} (a bug; run with -v for the traceback); nothing was written")
+            if _by_interrupt(exc):
+                _interrupted()
+            _report(exc)
     return wrapper
+
+
+def _report(exc: Exception) -> None:
+    if isinstance(exc, PublisherError):
+        _fail(str(exc))
+    if isinstance(exc, OSError):
+        _fail(cause(exc))
+    if logging.getLogger().isEnabledFor(logging.INFO):
+        import traceback
+
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        click.echo(f"traceback (message withheld):\n{frames}", err=True)
+    _fail(f"unexpected {type(exc).__name__} (a bug; run with -v for the traceback); nothing was written")
 
 
 def _fail(message: str) -> None:
     click.echo("error: " + " ".join(message.split()), err=True)
     sys.exit(1)
+
+
+def _interrupted() -> None:
+    """Ctrl-C: the devnet and the build's unfinished tree were cleaned up on the way out (their
+    context managers), so this is all that is left to say; 130 as shells report a SIGINT."""
+    click.echo("interrupted", err=True)
+    sys.exit(130)
+
+
+def _by_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while an interrupt unwound the run (a cleanup step that failed
+    because the interrupt had stopped what it talks to): the cause to report is the interrupt."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        if isinstance(at, KeyboardInterrupt):
+            return True
+        seen.add(id(at))
+        at = at.__cause__ or at.__context__
+    return False
 
 
 def stop_on_signals() -> None:
@@ -156,9 +234,9 @@ def own_command() -> str:
 @fail_cleanly
 def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int | None, as_network: str | None,
            live: bool, pace: float, seed: int, wind_down_at: int | None, wind_down_after: float | None, ggp_quote: str) -> None:
-    """Run the embedded devnet until interrupted."""
-    from .devnet import running
-    from .devnet.scenarios import SHAPES
+    """Run the devnet (ggp-devnet, installed beside the publisher) until interrupted."""
+    running = devnet_package().running
+    from ggp_devnet.scenarios import SHAPES
 
     if live and (scenario not in ("demo", "wound-down") or stakers or minipools is not None):
         raise click.UsageError("--live runs the demo scenario at its own size (or wound-down, which goes on winding down)")
@@ -192,7 +270,7 @@ def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int 
                        f" --out {out_dir}")
             click.echo("Ctrl-C to stop")
             if live:
-                from .devnet.live import Live
+                from ggp_devnet.live import Live
 
                 def report(driver, events):
                     notable = [e for e in events if e.startswith(("GGP", "ggAVAX sync", "operations ended"))]
@@ -222,10 +300,10 @@ def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int 
 @within_run_deadline
 def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str, scenario: str) -> None:
     """Read the whole protocol at one block and save it."""
-    from .collect import collect, open_network
+    from .collect import collect
     from .progress import Progress
 
-    with open_network(network, rpc_url, scenario) as profile:
+    with reading(network, rpc_url, scenario) as profile:
         got = collect(profile, block, Progress())
     got.snapshot.save(out_path)
     _summary(got)
@@ -245,7 +323,6 @@ def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str
 @within_run_deadline
 def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full) -> None:
     """Build every endpoint into OUT (default out/), validated, swapped in atomically."""
-    from .collect import open_network
     from .config import load_profile
     from .incremental import Cache
     from .progress import Progress
@@ -262,7 +339,7 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
         for w in snap.warnings:  # what the read that saved it warned of, published again in /status
             click.echo(f"warning   {w}")
     else:
-        with open_network(network, rpc_url, scenario) as profile:
+        with reading(network, rpc_url, scenario) as profile:
             run = read_and_build(profile, out_dir, block, cache=Cache(keep_rows=False), workers=cores(), force=force,
                                  full=full, progress=Progress())
         _summary(run.collected)
@@ -364,14 +441,13 @@ def watch(network, rpc_url, out_dir, bucket, prefix, endpoint_url, region, distr
           poll, heartbeat, runs) -> None:
     """Follow the head; build and publish each block that changes the protocol (every guard of a
     single run holds; a failed run changes nothing and is retried)."""
-    from .collect import open_network
     from .runs import Target
     from .watch import watch as follow
     from .workers import cores
 
     target = Target(bucket, prefix, endpoint_url, region, distribution_id, max_age)
     stop_on_signals()
-    with open_network(network, rpc_url) as profile:
+    with reading(network, rpc_url) as profile:
         every = heartbeat or profile.cadence_seconds
         click.echo(f"watching  {network} every {poll:g}s, publishing to s3://{bucket}/{prefix} "
                    f"(heartbeat {every:g}s; Ctrl-C to stop)")

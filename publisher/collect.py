@@ -1,20 +1,18 @@
-"""Stage one: sources -> Snapshot. Opens the network (a given RPC, the profile's RPCs, or a
-throwaway devnet), reads the chain at one block, adds the off-chain sources, and prints nothing
-itself."""
+"""Stage one: sources -> Snapshot. Reads the chain at one block through the profile's RPC URLs
+(the command layer has resolved them: given, configured, or a devnet it started), adds the
+off-chain sources, and prints nothing itself."""
 from __future__ import annotations
 
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from . import snapshot, sources
 from .chain.reader import DAY, Reader, Reorged, find_block_at, verify_canonical
 from .chain.rpc import Counters, RpcClient
 from .compute.prices import stale_oracle
-from .config import Profile, load_profile
+from .config import Profile
 from .errors import PublisherError
 from .progress import Progress
 from .snapshot import Minipool, Snapshot
@@ -29,32 +27,6 @@ class Collected:
     seconds: float
     http: HttpCounters = field(default_factory=HttpCounters)  # requests to third-party APIs
     replaced: Reorged | None = None  # the reorg that made the run read the new head instead
-
-
-@contextmanager
-def open_network(network: str = "devnet", rpc_url: str | None = None, scenario: str = "demo") -> Iterator[Profile]:
-    """The profile to read, with a throwaway devnet when asked for devnet without an RPC URL."""
-    overrides = {"rpc_urls": tuple(u for u in (rpc_url or "").split(",") if u)}
-    profile = load_profile(network, **overrides)
-    if profile.rpc_urls:
-        yield profile
-        return
-    if network != "devnet":
-        raise PublisherError(f"no RPC URL for {network}: pass --rpc-url or set PUBLISHER_RPC_URL")
-    from .devnet import running
-
-    with running(scenario) as net:
-        yield devnet_profile(profile, net)
-
-
-def devnet_profile(profile: Profile, net) -> Profile:
-    a, svc = net.addresses, net.services
-    return profile.with_overrides(
-        rpc_urls=(net.url,), storage=a["Storage"], avax_usd_feed=a["PriceFeed"], dex_pair=a["DexPair"],
-        withdraw_queue=a.get("WithdrawQueue"), pst_avax=a.get("TokenpstAVAX"),
-        addresses={k: a[k] for k in ("TokenGGP", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp", "ProtocolDAO", "Oracle")},
-        validator_api_url=svc.get("validator_api"), pchain_rpc_url=svc.get("pchain_rpc"), price_api_url=svc.get("price_api"),
-    )
 
 
 def collect(profile: Profile, block: int | None = None, progress: Progress | None = None, *,

@@ -163,7 +163,7 @@ ENV_VARS = (
     EnvVar("PUBLISHER_APY_WINDOW_DAYS", "apy_window_days", "ggAVAX APY look-back window, days"),
     EnvVar("PUBLISHER_RUN_DEADLINE", None, "seconds a whole build, snapshot or publish may take (default 240; 0: none)"),
     EnvVar("PUBLISHER_PROFILE_DIR", None, "folder of profile files to use instead of the shipped `publisher/profiles/`"),
-    EnvVar("PUBLISHER_ANVIL", None, "anvil binary for the embedded devnet (default: the pinned one under node_modules)"),
+    EnvVar("PUBLISHER_ANVIL", None, "anvil binary for the devnet (default: the pinned one under node_modules)"),
 )
 _SECRET_FIELDS = {"validator_api_key"}  # never accepted from a profile file
 

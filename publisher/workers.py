@@ -6,8 +6,9 @@ import gc
 import os
 import pickle
 import signal
+import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import PublisherError
 
@@ -36,32 +37,57 @@ class Workers:
         return self.n > 1
 
     def __enter__(self) -> Workers:
-        for share in range(self.n if self.forked else 0):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the worker: never returns into the caller's code
-                status = 1
-                try:
-                    # A collection would write to every object it visits, copying pages the
-                    # worker only reads: a worker lives for one job and never collects.
-                    gc.disable()
-                    os.close(r)
-                    try:
-                        result: tuple = ("ok", self.job(share, self.n))
-                    except BaseException as exc:  # every failure goes to the parent
-                        result = ("error", exc)
-                    try:
-                        data = pickle.dumps(result)
-                    except Exception:  # an exception that does not pickle: its text
-                        data = pickle.dumps(("error", PublisherError(repr(result[1]))))
-                    with os.fdopen(w, "wb") as pipe:
-                        pipe.write(data)
-                    status = 0
-                finally:
-                    os._exit(status)
-            os.close(w)
-            self.children.append((pid, r))
+        try:
+            for share in range(self.n if self.forked else 0):
+                self._fork(share)
+        except BaseException:  # a Ctrl-C among the forks: no worker is left behind
+            self.__exit__()
+            raise
         return self
+
+    def _fork(self, share: int) -> None:
+        r, w = os.pipe()
+        # A Ctrl-C landing inside fork() would be raised in the interpreter's fork hooks, which
+        # swallow it ("Exception ignored"), and the run would go on: it is noted instead, and raised
+        # again once the worker is on the list that __exit__ stops.
+        held: list[int] = []
+        hold = threading.current_thread() is threading.main_thread()  # where handlers can be set
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum)) if hold else None
+        try:
+            pid = os.fork()
+            if pid == 0:
+                if hold:
+                    signal.signal(signal.SIGINT, previous)
+                self._work(share, r, w)
+            self.children.append((pid, r))
+            os.close(w)
+        finally:
+            if hold:
+                signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)
+
+    def _work(self, share: int, r: int, w: int) -> NoReturn:
+        """The worker: never returns into the caller's code."""
+        status = 1
+        try:
+            # A collection would write to every object it visits, copying pages the
+            # worker only reads: a worker lives for one job and never collects.
+            gc.disable()
+            os.close(r)
+            try:
+                result: tuple = ("ok", self.job(share, self.n))
+            except BaseException as exc:  # every failure goes to the parent
+                result = ("error", exc)
+            try:
+                data = pickle.dumps(result)
+            except Exception:  # an exception that does not pickle: its text
+                data = pickle.dumps(("error", PublisherError(repr(result[1]))))
+            with os.fdopen(w, "wb") as pipe:
+                pipe.write(data)
+            status = 0
+        finally:
+            os._exit(status)
 
     def results(self) -> Iterator[Any]:
         """Each share's result, in share order; a worker's failure is raised here."""

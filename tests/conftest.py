@@ -4,13 +4,13 @@ from __future__ import annotations
 import logging
 
 import pytest
+from ggp_devnet import devnet_profile, running
 from moto.server import ThreadedMotoServer
 from support import kinds
 
 from publisher.chain.rpc import RpcClient
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.config import load_profile
-from publisher.devnet import running
 
 
 @pytest.fixture(scope="session")

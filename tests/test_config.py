@@ -99,7 +99,7 @@ def test_every_publisher_variable_in_the_code_is_in_the_table():
 
 
 def test_cli_choices_come_from_the_code():
-    from publisher.devnet.scenarios import SHAPES, SIZES, names
+    from ggp_devnet.scenarios import SHAPES, SIZES, names
 
     assert set(names()) == set(SHAPES) | set(SIZES) >= {"demo", "scale", "scale-1k", "scale-30k", "scale-100k"}
     for command in ("devnet", "snapshot", "build"):

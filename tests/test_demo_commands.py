@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from ggp_devnet.scenarios import names
 
-from publisher.devnet.scenarios import names
 from publisher.validate import compare_accumulated
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,3 +109,22 @@ def test_every_history_refusal_names_the_ways_out(new, says):
     [problem] = compare_accumulated(old, new)
     assert problem.startswith(f"/prices/history {says}")
     assert "--out DIR" in problem and "--force" in problem
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_demo_installs_the_devnet_beside_the_runtime_set():
+    """The devnet is a distribution of its own (devnet/): `make demo` (through `make setup`) installs
+    it after the runtime set, its dependencies from their own lock, before the build starts it."""
+    got = subprocess.run(["make", "-n", "-B", "--no-print-directory", "demo"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)  # -B: every step, whatever this checkout has installed already
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+
+    def first(*words: str) -> int:
+        return next(i for i, line in enumerate(lines) if all(w in line.split() for w in words))
+
+    runtime, editable = first("requirements/runtime.txt"), first("-e", ".")
+    devnet_lock, devnet = first("requirements/devnet.txt"), first("--no-deps", "-e", "./devnet")
+    build = first("build", "--scenario")
+    assert runtime < editable < devnet_lock < devnet < build, lines
+    assert "--require-hashes" in lines[devnet_lock].split()

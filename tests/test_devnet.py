@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 from eth_utils import keccak
+from ggp_devnet import running, scenarios
+from ggp_devnet.anvil import CHAIN_ID, Anvil, _port_taken, free_port
+from ggp_devnet.scenarios import DAY
+from ggp_devnet.seed import MULTICALL3, REGISTERED
 from support.chain import MAX_UINT, WAD, artifacts, checkpoint, eth_call, header, send
 from support.devnet_cli import DevnetCli
 
@@ -23,10 +27,6 @@ from publisher.chain import abis
 from publisher.chain.abi import Fn, event_topic
 from publisher.chain.reader import registry_key
 from publisher.chain.rpc import RpcClient, RpcError
-from publisher.devnet import running, scenarios
-from publisher.devnet.anvil import CHAIN_ID, Anvil, _port_taken, free_port
-from publisher.devnet.scenarios import DAY
-from publisher.devnet.seed import MULTICALL3, REGISTERED
 from publisher.errors import PublisherError
 from publisher.protocol import MinipoolStatus
 
@@ -239,17 +239,25 @@ def _compile_tools() -> str:
     return node
 
 
+def test_the_runtime_names_every_custom_error_of_the_artifacts():
+    """publisher/chain/custom_errors.json, the runtime's names for reverts (the wheel carries no
+    artifacts), is what the artifacts hold."""
+    from ggp_devnet import custom_errors
+
+    assert custom_errors.TARGET.read_text() == custom_errors.render(), "stale: run python -m ggp_devnet.custom_errors"
+
+
 def test_compiled_artifacts_match_the_solidity_sources(tmp_path):
     node = _compile_tools()
     # A copy with one contract changed must be reported stale: the check can fail.
     stale = tmp_path / "devnet"
-    shutil.copytree(ROOT / "publisher" / "devnet" / "contracts", stale / "contracts")
-    shutil.copy(ROOT / "publisher" / "devnet" / "compile.mjs", stale)
-    shutil.copy(ROOT / "publisher" / "devnet" / "artifacts.json", stale)
+    shutil.copytree(ROOT / "devnet" / "ggp_devnet" / "contracts", stale / "contracts")
+    shutil.copy(ROOT / "devnet" / "ggp_devnet" / "compile.mjs", stale)
+    shutil.copy(ROOT / "devnet" / "ggp_devnet" / "artifacts.json", stale)
     with (stale / "contracts" / "Oracle.sol").open("a") as f:
         f.write("// changed\n")
     env = {**os.environ, "NODE_PATH": str(ROOT / "node_modules")}
-    real = subprocess.Popen([node, "publisher/devnet/compile.mjs", "--check"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    real = subprocess.Popen([node, "devnet/ggp_devnet/compile.mjs", "--check"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     copy = subprocess.Popen([node, str(stale / "compile.mjs"), "--check"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = real.communicate(timeout=300)
     assert real.returncode == 0, f"artifacts.json is stale or does not compile: {err or out}"
@@ -321,7 +329,7 @@ def _process(pid: int) -> tuple[str, str] | None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux only")
 def test_anvil_does_not_outlive_a_killed_publisher():
-    code = ("import sys, time\nfrom publisher.devnet.anvil import Anvil\n"
+    code = ("import sys, time\nfrom ggp_devnet.anvil import Anvil\n"
             "a = Anvil().start()\nprint(a.proc.pid, a.port, flush=True)\ntime.sleep(60)\n")
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:

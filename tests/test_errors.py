@@ -15,11 +15,11 @@ import time
 
 import pytest
 import requests
+from ggp_devnet.standins import Fault
 from support.chain import WAD, checkpoint, send
 from support.flaky_proxy import FlakyProxy
 
 from publisher.chain.abi import Fn
-from publisher.devnet.standins import Fault
 
 MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11"
 SECRET = "sk-live-7f3a9c"  # recognizable: must never appear in any output

@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+from ggp_devnet.standins import Fault
 from support.chain import checkpoint, eth_call, header
 from support.flaky_proxy import FlakyProxy
 
 from publisher.chain import abis
 from publisher.chain.rpc import RpcClient, RpcUnavailable
-from publisher.devnet.standins import Fault
 from publisher.sources.http import HttpClient, SourceUnavailable
 
 EPOCH = "1800000000"

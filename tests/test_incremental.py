@@ -16,12 +16,12 @@ import random
 import threading
 
 import pytest
+from ggp_devnet import devnet_profile, running
+from ggp_devnet.changes import write_stakers
 
 from publisher import pipeline
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.config import load_profile
-from publisher.devnet import running
-from publisher.devnet.changes import write_stakers
 from publisher.errors import PublisherError
 from publisher.incremental import Cache
 from publisher.incremental import build as incremental

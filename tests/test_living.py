@@ -1,6 +1,6 @@
 """Forecasts against what the living devnet then pays.
 
-The demo chain is run forward by the protocol operator (publisher/devnet/live.py); a build is made
+The demo chain is run forward by the protocol operator (devnet/ggp_devnet/live.py); a build is made
 at some block, then the operator runs the GGP distribution the way Rialto does, and every staker's
 published next-cycle forecast must equal, to the wei, what the distribution paid it. The same after
 the distribution is overdue. AVAX: the validation rewards the devnet pays cycling minipools match
@@ -13,15 +13,15 @@ from contextlib import contextmanager
 from fractions import Fraction
 
 from eth_utils import to_checksum_address
+from ggp_devnet import devnet_profile, running_live
+from ggp_devnet.live import planned_end
+from ggp_devnet.scenarios import DAY, STAKING
+from ggp_devnet.seed import manual_mining
 
 from publisher.chain import abis
 from publisher.chain.reader import registry_key
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.config import load_profile
-from publisher.devnet import running_live
-from publisher.devnet.live import planned_end
-from publisher.devnet.scenarios import DAY, STAKING
-from publisher.devnet.seed import manual_mining
 from publisher.pipeline import build
 
 WAD = 10**18
@@ -234,11 +234,11 @@ def test_the_depositor_funds_the_line_in_the_block_a_minipool_ends():
     return), and no funding leaves a request the vault could still cover at the line's front."""
     from eth_abi import decode
     from eth_utils import keccak
+    from ggp_devnet import operator as O
     from support.chain import eth_call, eth_calls, header
     from support.queue import all_pending, check_views_agree, is_fulfilled, is_pending, liquidity, requests_
 
     from publisher.chain.abi import event_topic
-    from publisher.devnet import operator as O
 
     with running_live(seed=6) as (net, live):
         waiting = sorted(r.id for r in net.scenario.queue.requests if r.fate == "pending")

@@ -18,6 +18,8 @@ import pytest
 import requests
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
+from ggp_devnet import running
+from ggp_devnet.seed import DEPLOYER, set_reserves
 from support.chain import artifacts, checkpoint, eth_call, send
 from support.devnet_cli import DevnetCli
 
@@ -25,8 +27,6 @@ from publisher.chain import abis
 from publisher.chain.reader import registry_key
 from publisher.chain.rpc import RpcClient
 from publisher.config import PROFILE_DIR, load_profile
-from publisher.devnet import running
-from publisher.devnet.seed import DEPLOYER, set_reserves
 from publisher.endpoints.registry import file_for, load_all
 
 TJ_FACTORY = "0x9Ad6C38BE94206cA50bb0d90783181662f0Cfa10"

@@ -8,15 +8,15 @@ session devnet is left as it was.
 from __future__ import annotations
 
 from eth_utils import keccak
+from ggp_devnet import operator as O
+from ggp_devnet.scenarios import LAUNCHED, STAKING, WITHDRAWABLE
+from ggp_devnet.seed import DEPLOYER
 from support.chain import DAY, WAD, checkpoint, div_wad, eth_call, head, mul_wad, send
 
 from publisher.chain import abis
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcError
 from publisher.compute import rewards as R
-from publisher.devnet import operator as O
-from publisher.devnet.scenarios import LAUNCHED, STAKING, WITHDRAWABLE
-from publisher.devnet.seed import DEPLOYER
 
 YEAR = 365 * DAY
 set_uint = Fn("setUint(string,uint256)")

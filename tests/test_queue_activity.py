@@ -15,20 +15,20 @@ from pathlib import Path
 import jsonschema
 import pytest
 import requests
+from ggp_devnet import devnet_profile, running_live
+from ggp_devnet.scenarios import DAY
 from web3 import Web3
 
 from publisher.chain.rpc import RpcClient
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.compute.depositor import depositor_stale
 from publisher.config import load_profile
-from publisher.devnet import running_live
-from publisher.devnet.scenarios import DAY
 from publisher.endpoints.depositor import DEPOSITOR_SCHEMA, depositor_record
 from publisher.pipeline import build
 from publisher.snapshot import QueueActivity, Snapshot
 from publisher.sources import queuelog
 
-ARTIFACTS = json.loads((Path(__file__).parents[1] / "publisher/devnet/artifacts.json").read_text())["contracts"]
+ARTIFACTS = json.loads((Path(__file__).parents[1] / "devnet/ggp_devnet/artifacts.json").read_text())["contracts"]
 FULFILLED = Web3.keccak(text="RequestFulfilled(bytes32,uint256,uint256)").to_0x_hex()
 CLEANED = Web3.keccak(text="QueueCleaned(bytes32,uint256)").to_0x_hex()
 

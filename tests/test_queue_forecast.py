@@ -9,12 +9,12 @@ estimate must be exact.
 from __future__ import annotations
 
 import pytest
+from ggp_devnet import devnet_profile, running_live
 
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.compute import queue as Q
 from publisher.compute.nodeid import node_id
 from publisher.config import load_profile
-from publisher.devnet import running_live
 from publisher.protocol import MinipoolStatus
 
 DAY = 86_400

@@ -20,18 +20,18 @@ import re
 from contextlib import contextmanager
 
 import pytest
+from ggp_devnet import devnet_profile, running, running_live
+from ggp_devnet import operator as O
+from ggp_devnet.seed import Sender, cancel_request, claim_unstake, manual_mining, reclaim_expired
 from support.chain import checkpoint, header
 from support.replay import replay
 
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient, RpcError
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.compute import queue as Q
 from publisher.compute.nodeid import node_id
 from publisher.config import load_profile
-from publisher.devnet import operator as O
-from publisher.devnet import running, running_live
-from publisher.devnet.seed import Sender, cancel_request, claim_unstake, manual_mining, reclaim_expired
 from publisher.pipeline import build
 
 DAY = 86_400

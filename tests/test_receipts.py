@@ -19,16 +19,16 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from ggp_devnet import devnet_profile, running, running_live
+from ggp_devnet.scenarios import DAY
 from support.chain import checkpoint, header, mine_at
 from support.flaky_proxy import FlakyProxy
 from web3 import Web3
 
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.config import load_profile
-from publisher.devnet import running, running_live
-from publisher.devnet.scenarios import DAY
 from publisher.endpoints.withdrawals import receipt_record
 from publisher.incremental import Cache
 from publisher.pipeline import build
@@ -37,7 +37,7 @@ from publisher.serve import Site
 from publisher.snapshot import Snapshot
 from publisher.sources import queuelog
 
-ARTIFACTS = json.loads((Path(__file__).parents[1] / "publisher/devnet/artifacts.json").read_text())["contracts"]
+ARTIFACTS = json.loads((Path(__file__).parents[1] / "devnet/ggp_devnet/artifacts.json").read_text())["contracts"]
 WAD = 10**18
 claim = Fn("claimUnstake(uint256)")
 cancel = Fn("cancelRequest(uint256)")

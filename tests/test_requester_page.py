@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 import requests
 import yaml
+from ggp_devnet import devnet_profile, running
 from support.browser import Chromium
 
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.config import load_profile
-from publisher.devnet import running
 from publisher.endpoints import requester_page as RP
 from publisher.endpoints import withdrawals as W
 from publisher.endpoints.registry import load_all, match

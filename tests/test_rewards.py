@@ -11,17 +11,17 @@ from fractions import Fraction
 import jsonschema
 import pytest
 from eth_utils import to_checksum_address
+from ggp_devnet import devnet_profile, running
+from ggp_devnet.seed import DEPLOYER
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from publisher.chain import abis
 from publisher.chain.rpc import RpcClient
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.compute import params as P
 from publisher.compute import rewards as R
 from publisher.config import load_profile
-from publisher.devnet import running
-from publisher.devnet.seed import DEPLOYER
 from publisher.endpoints import registry, units
 from publisher.endpoints import rewards as E
 from publisher.endpoints.context import Context

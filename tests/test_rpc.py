@@ -7,6 +7,8 @@ import dataclasses
 import eth_abi
 import pytest
 from click.testing import CliRunner
+from ggp_devnet.anvil import free_port
+from ggp_devnet.seed import MULTICALL3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.chain import head
@@ -30,8 +32,6 @@ from publisher.chain.reader import GAS_PER_MINIPOOL, GAS_PER_STAKER, STAKER_PAGE
 from publisher.chain.rpc import RawParams, RpcClient, RpcError, RpcUnavailable, mask_url
 from publisher.cli import main as cli
 from publisher.collect import collect
-from publisher.devnet.anvil import free_port
-from publisher.devnet.seed import MULTICALL3
 from publisher.errors import PublisherError
 
 

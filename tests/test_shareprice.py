@@ -11,18 +11,18 @@ import shutil
 from datetime import UTC, datetime
 
 import pytest
+from ggp_devnet import devnet_profile, running
+from ggp_devnet.operator import Operator
+from ggp_devnet.seed import Sender, deposit_from_staking, manual_mining
 from support.chain import header
 from support.flaky_proxy import FlakyProxy
 
 from publisher.chain import abis
 from publisher.chain.reader import find_blocks_at, header_ref
 from publisher.chain.rpc import RpcClient
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.compute.apy import YEAR, ggavax_apy
 from publisher.config import load_profile
-from publisher.devnet import running
-from publisher.devnet.operator import Operator
-from publisher.devnet.seed import Sender, deposit_from_staking, manual_mining
 from publisher.incremental import Cache
 from publisher.pipeline import build
 from publisher.runs import read_and_build

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from ggp_devnet import running
 from support.soak import soak
-
-from publisher.devnet import running
 
 SCHEDULE = ["none", "stall", "s3 error", "reorg", "price jump", "missing history", "none"]
 

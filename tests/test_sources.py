@@ -14,17 +14,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
+from ggp_devnet import devnet_profile, running
+from ggp_devnet.scenarios import LAUNCHED, STAKING, WAD
+from ggp_devnet.seed import DEPLOYER
+from ggp_devnet.standins import Fault, Standins, missing_node
 
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.compute import prices as compute_prices
 from publisher.compute.nodeid import node_id
 from publisher.config import load_profile
-from publisher.devnet import running
-from publisher.devnet.scenarios import LAUNCHED, STAKING, WAD
-from publisher.devnet.seed import DEPLOYER
-from publisher.devnet.standins import Fault, Standins, missing_node
 from publisher.errors import PublisherError
 from publisher.snapshot import PricePoint
 from publisher.sources import history, prices

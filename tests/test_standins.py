@@ -6,11 +6,11 @@ import time
 
 import pytest
 import requests
+from ggp_devnet import standins as st
+from ggp_devnet.scenarios import LAUNCHED, STAKING, build
+from ggp_devnet.standins import Fault, Standins
 
 from publisher.compute.nodeid import node_id, tx_id
-from publisher.devnet import standins as st
-from publisher.devnet.scenarios import LAUNCHED, STAKING, build
-from publisher.devnet.standins import Fault, Standins
 from publisher.sources.http import HttpClient, SourceMalformed, SourceUnavailable
 from publisher.sources.validators import Glacier
 

@@ -17,14 +17,13 @@ import time
 
 import boto3
 import pytest
+from ggp_devnet import devnet_profile, running
+from ggp_devnet.operator import set_paused, set_price, stake_ggp_for
 from support.chain import eth_call, head, header, send
 
 from publisher.chain import abis
 from publisher.chain.rpc import RpcClient
-from publisher.collect import devnet_profile
 from publisher.config import load_profile
-from publisher.devnet import running
-from publisher.devnet.operator import set_paused, set_price, stake_ggp_for
 from publisher.runs import Target
 from publisher.watch import watch
 
@@ -157,7 +156,8 @@ def test_watch_follows_the_living_devnet(moto, bucket, tmp_path):
     each is published, and after each the bucket holds exactly the tree the build left."""
     import hashlib
 
-    from publisher.devnet import running_live
+    from ggp_devnet import running_live
+
     from publisher.publish.plan import object_key
     from publisher.validate import load_dir
 

@@ -10,13 +10,13 @@ import json
 from pathlib import Path
 
 import pytest
+from ggp_devnet import devnet_profile, running, running_live
 from support.chain import eth_call
 
 from publisher import incremental
 from publisher.chain import abis
-from publisher.collect import collect, devnet_profile
+from publisher.collect import collect
 from publisher.config import load_profile
-from publisher.devnet import running, running_live
 from publisher.errors import PublisherError
 from publisher.pipeline import build
 from publisher.validate import load_dir, validate

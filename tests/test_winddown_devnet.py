@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 import pytest
 import requests
 from click.testing import CliRunner
+from ggp_devnet import operator as O
+from ggp_devnet import running, scenarios
+from ggp_devnet.live import WIND_DOWN_SOURCE, Live
+from ggp_devnet.scenarios import DAY, WIND_DOWN_AT, WIND_DOWN_PAUSED
+from ggp_devnet.seed import next_request_id
 from support.chain import eth_call, eth_calls, head, header
 from support.devnet_cli import DevnetCli
 
@@ -24,11 +29,6 @@ from publisher.chain.abi import Fn, event_topic
 from publisher.chain.reader import registry_key
 from publisher.chain.rpc import RpcClient
 from publisher.config import load_profile
-from publisher.devnet import operator as O
-from publisher.devnet import running, scenarios
-from publisher.devnet.live import WIND_DOWN_SOURCE, Live
-from publisher.devnet.scenarios import DAY, WIND_DOWN_AT, WIND_DOWN_PAUSED
-from publisher.devnet.seed import next_request_id
 from publisher.protocol import MinipoolStatus
 
 ENDED = {MinipoolStatus.WITHDRAWABLE, MinipoolStatus.FINISHED, MinipoolStatus.CANCELED, MinipoolStatus.ERROR}

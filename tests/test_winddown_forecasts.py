@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from ggp_devnet import operator as O
 from support.chain import DAY, checkpoint, eth_call, head, send
 
 from publisher.chain import abis
 from publisher.collect import collect
 from publisher.compute import params as P
 from publisher.compute import rewards as R
-from publisher.devnet import operator as O
 from publisher.function import handler as H
 from publisher.pipeline import build
 from publisher.snapshot import BlockRef, PricePoint, Snapshot, VaultPoint

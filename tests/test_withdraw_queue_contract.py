@@ -12,6 +12,15 @@ import time
 import eth_abi
 import pytest
 from eth_utils import keccak, to_checksum_address
+from ggp_devnet import running
+from ggp_devnet.anvil import GENESIS_TIME, Anvil
+from ggp_devnet.scenarios import (
+    QUEUE_COVERED,
+    QUEUE_MAX_EXPIRATION_DELAY,
+    QUEUE_MIN_EXPIRATION_DELAY,
+    QUEUE_UNSTAKE_DELAY,
+)
+from ggp_devnet.seed import DEPLOYER, deploy, deposit_for, withdraw_for_staking
 from support.chain import DAY, WAD, artifacts, checkpoint, eth_call, head, mine_at
 from support.queue import (
     REQUEST_FIELDS,
@@ -34,15 +43,6 @@ from support.queue import (
 from publisher.chain import abis
 from publisher.chain.abi import Fn, event_topic
 from publisher.chain.rpc import RpcClient, RpcError
-from publisher.devnet import running
-from publisher.devnet.anvil import GENESIS_TIME, Anvil
-from publisher.devnet.scenarios import (
-    QUEUE_COVERED,
-    QUEUE_MAX_EXPIRATION_DELAY,
-    QUEUE_MIN_EXPIRATION_DELAY,
-    QUEUE_UNSTAKE_DELAY,
-)
-from publisher.devnet.seed import DEPLOYER, deploy, deposit_for, withdraw_for_staking
 
 next_amount = Fn("getNextPendingRequestAmount()", "uint256")
 paused = Fn("paused()", "bool")

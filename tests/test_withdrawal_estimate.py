@@ -10,6 +10,8 @@ import dataclasses
 import json
 
 import pytest
+from ggp_devnet import operator as O
+from ggp_devnet.seed import Sender, manual_mining
 from support.chain import checkpoint, header
 from support.replay import replay
 
@@ -18,8 +20,6 @@ from publisher.chain.rpc import RpcClient
 from publisher.collect import collect
 from publisher.compute import line as L
 from publisher.compute import queue as Q
-from publisher.devnet import operator as O
-from publisher.devnet.seed import Sender, manual_mining
 from publisher.serve import Site
 from publisher.snapshot import UnstakeRequest
 

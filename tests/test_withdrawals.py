@@ -19,7 +19,7 @@ from publisher.errors import PublisherError
 from publisher.pipeline import build
 from publisher.validate import load_dir, validate
 
-ARTIFACTS = json.loads((Path(__file__).parents[1] / "publisher/devnet/artifacts.json").read_text())["contracts"]
+ARTIFACTS = json.loads((Path(__file__).parents[1] / "devnet/ggp_devnet/artifacts.json").read_text())["contracts"]
 WAD = 10**18
 pause = Fn("pause()")
 claim = Fn("claimUnstake(uint256)")

@@ -173,29 +173,27 @@ PAUSABLE = ("TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNo
 
 
 # Custom errors (Solidity `error X(...)`): a revert carries only the 4-byte selector and the
-# arguments, so messages name the error from the compiled ABIs of the contracts, whose errors
-# mirror mainnet's.
+# arguments, so messages name the error from the contracts' compiled ABIs, whose errors mirror
+# mainnet's. custom_errors.json holds them ([name, [types]]; the devnet's ggp_devnet.custom_errors
+# writes it from its artifacts, which the runtime package does not carry).
 @functools.lru_cache(maxsize=1)
 def _errors() -> dict[bytes, tuple[str, tuple[str, ...]]]:
     from pathlib import Path
 
     out: dict[bytes, tuple[str, tuple[str, ...]]] = {}
     try:
-        artifacts = json.loads((Path(__file__).parent.parent / "devnet" / "artifacts.json").read_text())["contracts"]
-    except (OSError, ValueError, KeyError):
+        known = json.loads(Path(__file__).with_name("custom_errors.json").read_text())
+    except (OSError, ValueError):
         return out
-    for contract in artifacts.values():
-        for item in contract.get("abi", ()):
-            if item.get("type") != "error":
-                continue
-            types = tuple(_abi_type(i) for i in item.get("inputs", ()))
-            out[keccak(f"{item['name']}({','.join(types)})".encode())[:4]] = (item["name"], types)
+    for name, types in known:
+        out[keccak(f"{name}({','.join(types)})".encode())[:4]] = (name, tuple(types))
     return out
 
 
-def _abi_type(param: dict) -> str:
+def abi_type(param: dict) -> str:
+    """The canonical type of an ABI parameter (a tuple spelled out as its components)."""
     if param["type"].startswith("tuple"):
-        return "(" + ",".join(_abi_type(c) for c in param.get("components", ())) + ")" + param["type"][5:]
+        return "(" + ",".join(abi_type(c) for c in param.get("components", ())) + ")" + param["type"][5:]
     return param["type"]
 
 

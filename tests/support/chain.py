@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
+from ggp_devnet.seed import ARTIFACTS, DEPLOYER
+
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient
-from publisher.devnet.seed import ARTIFACTS, DEPLOYER
 
 WAD = 10**18
 DAY = 86_400

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ggp_devnet import operator as O
+from ggp_devnet.live import planned_end
+from ggp_devnet.seed import Sender, manual_mining
+
 from publisher.chain import abis
 from publisher.chain.rpc import RpcClient, RpcError
 from publisher.compute import queue as Q
 from publisher.compute.nodeid import node_id
-from publisher.devnet import operator as O
-from publisher.devnet.live import planned_end
-from publisher.devnet.seed import Sender, manual_mining
 from publisher.snapshot import Snapshot
 
 from .chain import checkpoint

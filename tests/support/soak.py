@@ -31,10 +31,10 @@ from pathlib import Path
 
 import boto3
 from botocore.exceptions import ClientError
+from ggp_devnet.seed import DEPLOYER
 
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient
-from publisher.devnet.seed import DEPLOYER
 
 from .flaky_proxy import FlakyProxy
 from .s3_fault_proxy import S3FaultProxy

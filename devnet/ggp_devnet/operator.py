@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..chain import abis
-from ..chain.abi import Fn
-from ..chain.rpc import RpcClient, RpcError
+from publisher.chain import abis
+from publisher.chain.abi import Fn
+from publisher.chain.rpc import RpcClient, RpcError
+
 from . import seed as seed_fns
 from .seed import (
     DEPLOYER,

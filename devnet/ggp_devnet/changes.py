@@ -6,9 +6,10 @@ import re
 import time
 from collections.abc import Sequence
 
-from ..chain import abis
-from ..chain.rpc import RpcClient
-from ..snapshot import Staker
+from publisher.chain import abis
+from publisher.chain.rpc import RpcClient
+from publisher.snapshot import Staker
+
 from .seed import DEPLOYER, TX_GAS, set_stakers
 
 FIELDS = [(name, re.sub(r"([A-Z])", r"_\1", name).lower()) for name, _ in abis.STAKER_FIELDS]

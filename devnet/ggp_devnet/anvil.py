@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from ..errors import PublisherError
+from publisher.errors import PublisherError
 
 CHAIN_ID = 43112  # Avalanche's local-network C-Chain id
 GENESIS_TIME = 1767225600  # 2026-01-01T00:00:00Z: fixed so every run has the same blocks
@@ -119,8 +119,10 @@ class Anvil:
         try:
             # Only from the main thread: the death signal follows the starting thread, not the process.
             tie = _PRCTL is not None and threading.current_thread() is threading.main_thread()
+            # A session of its own: a Ctrl-C at the terminal reaches the publisher only, which stops
+            # the node after its own cleanup (which may still talk to it), not before.
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                         preexec_fn=_stop_with_parent if tie else None)
+                                         preexec_fn=_stop_with_parent if tie else None, start_new_session=True)
         except OSError as exc:
             raise PublisherError(f"cannot start anvil ({cmd[0]}): {exc.strerror}; run `npm install` in the project root") from exc
         self._wait_ready()

@@ -16,9 +16,10 @@ import json
 from eth_abi import encode
 from eth_utils import to_checksum_address
 
-from ..chain.rpc import RpcClient
-from ..config import Profile
-from ..errors import PublisherError
+from publisher.chain.rpc import RpcClient
+from publisher.config import Profile
+from publisher.errors import PublisherError
+
 from . import seed as S
 from .scenarios import Scenario
 

@@ -1,5 +1,8 @@
-"""The embedded devnet: anvil running our contracts, seeded with a deterministic scenario, and
-local stand-ins for the third-party APIs (validators, P-Chain, prices) fed from the same scenario."""
+"""The devnet: anvil running our contracts, seeded with a deterministic scenario, and local
+stand-ins for the third-party APIs (validators, P-Chain, prices) fed from the same scenario.
+
+A distribution of its own (ggp-devnet, beside the publisher): the runtime package and its image
+never carry it. ``publisher build --scenario`` and ``publisher devnet`` start it when installed."""
 from __future__ import annotations
 
 import time
@@ -8,7 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..chain.rpc import RpcClient
+from publisher.chain.rpc import RpcClient
+from publisher.config import Profile, load_profile
+
 from .anvil import CHAIN_ID, GENESIS_TIME, Anvil
 from .scenarios import Scenario, build
 from .standins import NETWORK, Standins
@@ -28,6 +33,17 @@ class Devnet:
     services: dict[str, str] = field(default_factory=dict)
     standins: Standins | None = None  # their fault switches
     network: str = "devnet"  # the profile this chain rehearses ("devnet": the plain devnet)
+
+
+def devnet_profile(profile: Profile, net: Devnet) -> Profile:
+    """``profile`` reading ``net``: its node, the contracts where it deployed them, its stand-ins."""
+    a, svc = net.addresses, net.services
+    return profile.with_overrides(
+        rpc_urls=(net.url,), storage=a["Storage"], avax_usd_feed=a["PriceFeed"], dex_pair=a["DexPair"],
+        withdraw_queue=a.get("WithdrawQueue"), pst_avax=a.get("TokenpstAVAX"),
+        addresses={k: a[k] for k in ("TokenGGP", "TokenggAVAX", "Staking", "MinipoolManager", "RewardsPool", "ClaimNodeOp", "ProtocolDAO", "Oracle")},
+        validator_api_url=svc.get("validator_api"), pchain_rpc_url=svc.get("pchain_rpc"), price_api_url=svc.get("price_api"),
+    )
 
 
 @contextmanager
@@ -51,8 +67,6 @@ def running(scenario: str = "demo", port: int | None = None, *, as_network: str 
     sc = build(scenario, stakers, minipools)
     profile = None
     if as_network:
-        from ..config import load_profile
-
         profile = load_profile(as_network)
     chain_id = profile.chain_id if profile else CHAIN_ID
     network = profile.validator_network if profile else NETWORK

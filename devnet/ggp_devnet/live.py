@@ -43,9 +43,10 @@ from typing import TYPE_CHECKING
 
 from eth_utils import keccak, to_checksum_address
 
-from ..chain import abis
-from ..chain.reader import registry_key
-from ..chain.rpc import RpcClient
+from publisher.chain import abis
+from publisher.chain.reader import registry_key
+from publisher.chain.rpc import RpcClient
+
 from . import operator as O
 from .operator import YEAR, Distribution, Operator, network_reward
 from .scenarios import CANCELED, DAY, ERROR, FINISHED, LAUNCHED, PRELAUNCH, STAKING, WAD, WIND_DOWN_PAUSED, WITHDRAWABLE

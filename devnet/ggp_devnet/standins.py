@@ -35,7 +35,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from eth_utils import keccak
 
-from ..compute.nodeid import cb58encode, node_id, tx_id
+from publisher.compute.nodeid import cb58encode, node_id, tx_id
+
 from .scenarios import DAY, LAUNCHED, NAVAX, STAKING, WAD, Scenario
 
 NETWORK = "local"  # the Glacier network name the devnet profile uses

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 
 from eth_utils import keccak, to_checksum_address
 
-from ..protocol import MinipoolStatus
+from publisher.protocol import MinipoolStatus
+
 from .anvil import GENESIS_TIME
 
 DAY = 86_400

@@ -1,6 +1,6 @@
-// Compiles publisher/devnet/contracts/**/*.sol with the pinned solc-js and writes artifacts.json.
-//   node publisher/devnet/compile.mjs          write artifacts.json
-//   node publisher/devnet/compile.mjs --check  exit 1 if artifacts.json is stale
+// Compiles devnet/ggp_devnet/contracts/**/*.sol with the pinned solc-js and writes artifacts.json.
+//   node devnet/ggp_devnet/compile.mjs          write artifacts.json
+//   node devnet/ggp_devnet/compile.mjs --check  exit 1 if artifacts.json is stale
 // Exit codes: 0 ok, 1 stale artifacts (--check), 2 compile errors.
 import { createHash } from "node:crypto";
 import { readFileSync, readdirSync, writeFileSync, existsSync } from "node:fs";

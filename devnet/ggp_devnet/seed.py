@@ -16,10 +16,11 @@ import rlp
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
 
-from ..chain import abis
-from ..chain.abi import Fn
-from ..chain.rpc import RpcClient
-from ..errors import PublisherError
+from publisher.chain import abis
+from publisher.chain.abi import Fn
+from publisher.chain.rpc import RpcClient
+from publisher.errors import PublisherError
+
 from . import scenarios
 from .anvil import BLOCK_GAS_LIMIT
 from .scenarios import DAY, WAD, Scenario
