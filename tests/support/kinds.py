@@ -1,7 +1,7 @@
 """Which kind of test an item is, from what it uses, so test files need no markers of their own.
 
 ``devnet``: it (or a fixture in its closure, or a test helper either calls) starts anvil:
-``publisher.devnet.running``/``running_live``, an ``Anvil``, ``find_anvil``, ``publisher devnet``
+``ggp_devnet.running``/``running_live``, an ``Anvil``, ``find_anvil``, ``publisher devnet``
 through ``DevnetCli``, the CLI with ``--scenario``, or Python source importing the devnet run in a
 subprocess. ``browser``: it drives Chromium.
 ``node``: it runs Node.js tools (``node``, ``npm``, ``npx``). ``unit``: none of these.
@@ -46,7 +46,7 @@ def _in_tests(obj) -> bool:
 def _known(obj) -> str | None:
     name = getattr(obj, "__name__", None)
     module = getattr(obj, "__module__", "") or ""
-    if name in DEVNET_NAMES and (module.startswith("publisher.devnet") or _in_tests(obj)):
+    if name in DEVNET_NAMES and (module.startswith("ggp_devnet") or _in_tests(obj)):
         return "devnet"
     if name in BROWSER_NAMES and _in_tests(obj):
         return "browser"
@@ -82,8 +82,8 @@ class Reader:
         names = set(code.co_names)
         for name in names:
             found |= self._object(scope.get(name), code, scope)
-        # A function-level import (`from publisher.devnet import running_live`) leaves no global.
-        if names & DEVNET_NAMES and any(n.startswith(("publisher.devnet", "support.", "tests.support")) for n in names):
+        # A function-level import (`from ggp_devnet import running_live`) leaves no global.
+        if names & DEVNET_NAMES and any(n.startswith(("ggp_devnet", "support.", "tests.support")) for n in names):
             found.add("devnet")
         if names & BROWSER_NAMES and any(n.endswith("support.browser") for n in names):
             found.add("browser")
@@ -92,7 +92,7 @@ class Reader:
         if "devnet" in strings and strings & {"publisher", "publisher.cli"}:
             found.add("devnet")
         # Python source run in a subprocess (`python -c …`) that imports the devnet.
-        if any("import" in c and "publisher.devnet" in c for c in strings):
+        if any("import" in c and "ggp_devnet" in c for c in strings):
             found.add("devnet")
         self.memo[code] = frozenset(found)
         return self.memo[code]
@@ -149,7 +149,7 @@ def _program(argv) -> str | None:
         return PROGRAMS.get(base, "node_modules")
     if "--scenario" in args or ("devnet" in args and any("publisher" in a for a in args)):
         return "devnet"
-    if "-c" in args and any("publisher.devnet" in a for a in args):  # python -c "…the devnet…"
+    if "-c" in args and any("ggp_devnet" in a for a in args):  # python -c "…the devnet…"
         return "devnet"
     return None
 
