@@ -15,6 +15,7 @@ queue's checked subtraction). Every assumption is published with the schedule (`
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -108,6 +109,7 @@ class Schedule:
     front_known: bool  # the line's front came from the queue's logs (else: assumed at the first pending id)
     reverted_calls: int  # depositor calls the schedule expects to fail whole (checked subtraction)
     assumptions: tuple[str, ...] = field(default=())
+    serves: tuple[tuple[int, int], ...] = ()  # the depositor's serves the minipools bring (Events.serves)
 
 
 def assumptions(snap: Snapshot, sched_front_known: bool) -> tuple[str, ...]:
@@ -324,16 +326,20 @@ def minipool_events(snap: Snapshot) -> Events:
     returns: list[Return] = []
     restaked: list[Restake] = []
     serves: list[tuple[int, int]] = [(now + 1, 0)]  # the depositor's next call, before anything returns
-    todo: list[tuple[int, int, _Pool | None]] = [(processing_time(p.end, now), p.m.index, p) for p in pools]
+    # A heap of (processing time, minipool index, insertion order, pool): ends in time order, those
+    # of one time by index, as the rest of the module orders them.
+    todo: list[tuple[int, int, int, _Pool | None]] = [(processing_time(p.end, now), p.m.index, k, p) for k, p in enumerate(pools)]
     if v.rewards_cycle_end > now + 1:  # the stream's last release: the depositor calls then too
-        todo.append((v.rewards_cycle_end, -1, None))
-    todo.sort(key=lambda e: (e[0], e[1]))
+        todo.append((v.rewards_cycle_end, -1, len(todo), None))
+    heapq.heapify(todo)
+    pushed = len(todo)
     while todo:
         t = todo[0][0]
-        batch = [e for e in todo if e[0] == t]
-        todo = [e for e in todo if e[0] != t]
+        batch = []
+        while todo and todo[0][0] == t:
+            batch.append(heapq.heappop(todo))
         delta = 0
-        for _, _, p in batch:
+        for _, _, _, p in batch:
             if p is None:
                 continue
             owner = owners.setdefault(p.m.owner, [0, 0])
@@ -347,10 +353,10 @@ def minipool_events(snap: Snapshot) -> Events:
                 restaked.append(Restake(t, p.m.node_id, compounded, ls_reward))
                 end = next_period_end(snap, p.m, t)
                 reward = period_reward(p.reward, p.ls + p.node_op, p.end - p.start, 2 * compounded, end - t)
-                todo.append((end, p.m.index, _Pool(p.m, end, compounded, compounded, reward, t, p.restakes + 1)))
+                heapq.heappush(todo, (end, p.m.index, pushed, _Pool(p.m, end, compounded, compounded, reward, t, p.restakes + 1)))
+                pushed += 1
             else:
                 returns.append(Return(p.end, p.ls, p.m.node_id, p.end <= now, p.restakes))
-        todo.sort(key=lambda e: (e[0], e[1]))
         serves.append((t, delta))
     returns.sort(key=lambda r: (r.time, r.node_id))
     return Events(tuple(serves), tuple(returns), tuple(restaked), unscheduled)
@@ -399,7 +405,7 @@ def schedule(snap: Snapshot) -> Schedule:
         shortfall = max(0, sum(r.expected_assets for r in uncovered) - vault.liquidity(t_end))
     stale = sum(1 for e in entries if e.shares is None)
     return Schedule(queue_liquidity(snap), ev.returns, ev.restakes, ev.unscheduled, places, covered, shortfall,
-                    last, stale, front_known, served.reverted, assumptions(snap, front_known))
+                    last, stale, front_known, served.reverted, assumptions(snap, front_known), ev.serves)
 
 
 def cached_schedule(ctx) -> Schedule:
@@ -448,9 +454,11 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
                             if not place.expires_first else "")
 
 
-def estimate_params(snap: Snapshot, window_end: int | None, stale_reason: str | None) -> L.Params | None:
+def estimate_params(snap: Snapshot, window_end: int | None, stale_reason: str | None,
+                    sched: Schedule | None = None) -> L.Params | None:
     """What /withdrawals/estimate needs to place a new request at the back of the line: the same
-    books, minipool events and line (to the last id issued) as the schedule."""
+    books, minipool events and line (to the last id issued) as the schedule (``sched``, the build's
+    own when given: its minipool events are not replayed again)."""
     q = snap.withdraw_queue
     if q is None:
         return None
@@ -461,6 +469,6 @@ def estimate_params(snap: Snapshot, window_end: int | None, stale_reason: str | 
         snap.block.number, snap.block.hash, snap.block.timestamp,
         (v.total_released_assets, v.last_rewards_amt, v.last_sync, v.rewards_cycle_end, v.total_supply,
          v.staking_total_assets),
-        q.max_requests_per_deposit, tuple(entries), minipool_events(snap).serves, q.next_request_id,
+        q.max_requests_per_deposit, tuple(entries), sched.serves if sched else minipool_events(snap).serves, q.next_request_id,
         len(pending), sum(r.expected_assets for r in pending), q.unstake_delay, q.max_expiration_delay,
         q.paused, deposits_paused(snap), window_end, stale_reason, assumptions(snap, front_known))

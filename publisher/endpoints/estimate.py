@@ -85,7 +85,7 @@ EXAMPLE_QUERY = {"amount": "100"}
 def queue_estimate_params(ctx: Context) -> L.Params | None:
     s = ctx.snap
     window = next((a.time for a in ctx.announcements if a.key == WINDOW_END), None)
-    return Q.estimate_params(s, window, depositor_stale(s, ctx.depositor_max_age))
+    return Q.estimate_params(s, window, depositor_stale(s, ctx.depositor_max_age), ctx.cached(Q.cached_schedule))
 
 
 @endpoint(

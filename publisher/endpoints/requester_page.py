@@ -144,7 +144,8 @@ def curve_through(curve: tuple[tuple[int, float], ...], last: int) -> tuple[tupl
     """The line from its front through place ``last``, at most CHART_POINTS of it (the first and the
     last place always): what is behind a requester never moves its chart."""
     step = max(1, -(-last // CHART_POINTS))
-    return tuple(p for p in curve[:last] if p[0] % step == 0 or p[0] in (1, last))
+    places = sorted({1, *range(step, last + 1, step), last})  # the line's places are 1, 2, 3 … in order
+    return tuple(curve[k - 1] for k in places if k <= len(curve))
 
 
 def _line_rows(ctx: Context) -> dict[str, tuple[dict, ...]]:
