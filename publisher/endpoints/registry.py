@@ -32,7 +32,7 @@ class Deferred:
 
     An input is a scalar (str, int, float, bool, None, bytes), a tuple, list or dict of inputs, a
     frozen dataclass (a snapshot record, or a value derived from the snapshot such as
-    ``rewards.Estimating``) or an ``Each`` (a long list made row by row). A derived value several
+    ``rewards.StakerTerms``) or an ``Each`` (a long list made row by row). A derived value several
     files need is computed once by the render function (``ctx.cached``) and declared as an input
     of each; a maker reads no module state either.
 
