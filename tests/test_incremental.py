@@ -19,6 +19,8 @@ import pytest
 
 from publisher import pipeline
 from publisher.collect import collect, devnet_profile
+from publisher.compute import params as P
+from publisher.compute import rewards as R
 from publisher.config import load_profile
 from publisher.devnet import running
 from publisher.devnet.changes import write_stakers
@@ -175,3 +177,45 @@ def test_a_file_missing_from_the_live_tree_is_rendered_again(net, profile, tmp_p
     victim.unlink()
     build(snap, profile, out)
     assert load_dir(out) == full
+
+
+# What a change to one eligible staker's stake moves besides that staker's two files: the list of
+# stakers, the totals (/metrics' total and effective stake and node-operator APRs, /rewards/params'
+# tegs), the grid (every point's share of the pool is over tegs), the pages that show them and the
+# run stamp. Every other staker's files stay as they are: its estimate, which divides by tegs, is
+# the function's (/rewards/estimate?address=).
+STAKE_MOVES = {"/stakers", "/metrics", "/rewards/params", "/rewards/grid", "/", "/docs.html", "/status"}
+
+
+def test_one_stake_change_rewrites_that_stakers_files_and_the_totals(net, profile, tmp_path):
+    out, cache = tmp_path / "out", Cache()
+    snap = collect(profile).snapshot
+    build(snap, profile, out, cache)
+    # A block with no change first: what moves with the block's time alone (the vault's stream,
+    # the queue's schedule) moves in the next one too, whatever else changes.
+    write_stakers(net.url, net.addresses["Staking"], [])
+    before = load_dir(out)
+    snap = collect(profile).snapshot
+    build(snap, profile, out, cache)
+    after = load_dir(out)
+    ticking = {p for p in after if before.get(p) != after[p]}
+    assert not any(p.startswith(("/stakers", "/rewards/0x", "/rewards/grid")) for p in ticking), sorted(ticking)
+
+    when = P.next_distribution_time(snap)
+    st = next(s for s in snap.stakers if P.eligible_at(s, when, snap.settings.rewards_eligibility_min_seconds)
+              and s.effective_ggp_staked == s.ggp_staked > 100 * WAD and s.collateralization_ratio > 3 * R.TENTH)
+    write_stakers(net.url, net.addresses["Staking"], [dataclasses.replace(st, ggp_staked=st.ggp_staked - 7 * WAD)])
+    before, tegs = after, P.tegs(snap)
+    snap = collect(profile).snapshot
+    assert P.tegs(snap)[0] == tegs[0] - 7 * WAD  # the total every estimate divides by moved
+    built = build(snap, profile, out, cache)
+    after = load_dir(out)
+    changed = {p for p in after if before.get(p) != after[p]}
+    own = {f"/stakers/{st.staker_addr.lower()}", f"/rewards/{st.staker_addr.lower()}"}
+    assert own <= changed and {"/stakers", "/metrics", "/rewards/params", "/rewards/grid"} <= changed
+    assert changed - ticking - own <= STAKE_MOVES, sorted(changed - ticking - own - STAKE_MOVES)
+    assert not {p for p in changed - own if p.startswith(("/stakers/", "/rewards/0x"))}
+    assert built.rendered <= len(own | STAKE_MOVES | ticking) + 2, built.rendered  # + the carried-page check's own
+    # The staker's file holds its new inputs, exactly; the estimate over the new total is the function's.
+    mine = json.loads(after[f"/rewards/{st.staker_addr.lower()}"])
+    assert mine["ggpStakedWei"] == str(st.ggp_staked - 7 * WAD) and "estimate" not in mine
