@@ -7,8 +7,8 @@
 - ``/calculator.html``: a form for /rewards/byStake that works without script and answers in place
   with it.
 
-The dashboard and the reference carry this build's numbers, so they change every run and take the
-data cache policy; the calculator holds no data and is docs (a change to it costs a CDN
+The dashboard and the reference carry this build's numbers and take the data cache policy (the
+dashboard is made again only when a figure it shows changes, and names the block it was read at); the calculator holds no data and is docs (a change to it costs a CDN
 invalidation, so it must only change when the API does). Plain HTML, CSS and inline SVG: they work
 offline, and nothing but the calculator's optional answer-in-place needs script.
 """
