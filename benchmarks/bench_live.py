@@ -6,7 +6,8 @@ deposits and withdraw-queue requests, minipools created/launched/cycled/ended/ca
 distributed on time or late). Every ``--every`` days the publisher builds into one ``out/``
 (recording its share-price history as a deployment does). When a GGP distribution runs, every
 build made since the previous one is scored: the node-operator pool forecast and each staker's
-``/rewards/{address}`` ``ggpPerCycleWei`` against what the distribution paid. Every AVAX validation
+``/rewards/estimate?address=`` ``ggpPerCycleWei`` (worked out from ``/rewards/{address}`` and the
+params, as the function does) against what the distribution paid. Every AVAX validation
 reward paid is scored against the validator rate the latest build published.
 
 By default the builds see no archive state (``apy_base`` dropped, as on a pruned node), so
@@ -32,6 +33,7 @@ from ggp_devnet import devnet_profile, running_live
 from ggp_devnet.scenarios import DAY
 
 from publisher.collect import collect
+from publisher.compute import rewards as R
 from publisher.config import load_profile
 from publisher.incremental import Cache, build
 from publisher.sources import history
@@ -60,8 +62,11 @@ def read_build(out: Path) -> Published:
 
     params, metrics, apy = read("/rewards/params"), read("/metrics"), read("/metrics/apy")
     stakers = {}
+    parsed = R.parse_params(params)
     for f in (out / "rewards").glob("0x*.json"):
-        stakers[f.stem] = int(json.loads(f.read_text())["estimate"]["ggpPerCycleWei"])
+        # What /rewards/estimate?address= answers: the function's code on the staker's file and the params.
+        estimate = R.staker_estimate(parsed, R.parse_staker(json.loads(f.read_text())))
+        stakers[f.stem] = int(estimate["result"]["ggpPerCycleWei"])
     return Published(params["block"]["timestamp"], params["nextDistributionTime"], params["overdue"],
                      int(params["forecast"]["nodeOpPoolWei"]), stakers, int(params["validatorRate"]["wad"]),
                      params["validatorRate"]["source"], metrics["ggavax_apy"], apy["method"])

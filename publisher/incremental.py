@@ -233,6 +233,8 @@ class Keys:
                 else:
                     parts.append(hit[1])
             parts.append(b")")
+        elif kind is bytes:  # a document declared as its bytes (a page's figures): length-prefixed, as is
+            parts.append(b"b%d:" % len(x) + x)
         elif kind in _SCALARS:
             parts.append(repr(x).encode() + b"\0")
         elif hasattr(kind, "__dataclass_fields__"):

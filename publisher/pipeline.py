@@ -202,7 +202,8 @@ def bodies(ctx: Context, entities: bool | None = None) -> Iterator[tuple[Endpoin
             continue
         assert ep.render is not None
         match = ep.pattern.match  # tens of thousands of paths: looked up once per endpoint
-        for path, value in ep.render(ctx):
+        # An aggregate's bodies are the ones the pages show (rendered once); the per-entity files stream.
+        for path, value in (ep.render(ctx) if "{" in ep.path else ctx.rendered(ep.path, ep.render)):
             if not match(path):
                 raise PublisherError(f"{ep.path} rendered a file at {path}, outside its path template")
             if path in seen:

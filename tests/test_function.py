@@ -251,13 +251,89 @@ def test_methods_paths_and_cors(params_file):
     assert "GET" in resp["headers"]["Access-Control-Allow-Methods"]
     resp = H.handler(event(method="HEAD"), None)
     assert resp["statusCode"] == 200 and resp["body"] == ""
-    for path in ("/rewards/byStake/", "/rewards/bystake", "/", "/rewards/params"):
+    for path in ("/rewards/byStake/", "/rewards/bystake", "/", "/rewards/params", "/rewards/estimate/"):
         status, headers, body = call(path=path)
         assert status == 404 and body["error"]["code"] == "not_found", path
         assert headers["Access-Control-Allow-Origin"] == "*"
     assert H.handler("not an event", None)["statusCode"] == 400
     assert H.handler({"rawPath": "/rewards/byStake", "rawQueryString": 7}, None)["statusCode"] == 400
     assert H.handler({"rawPath": "/rewards/byStake", "rawQueryString": GOOD, "requestContext": "x"}, None)["statusCode"] == 200
+
+
+# ---- a staker's estimate -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def built_params(built, monkeypatch):
+    """The function pointed at a build's /rewards/params (its stakers' files beside it)."""
+    monkeypatch.setenv("REWARDS_PARAMS_URL", (built / "rewards" / "params.json").as_uri())
+    monkeypatch.delenv("REWARDS_PARAMS_TTL", raising=False)
+    H.reset_cache()
+    yield built
+    H.reset_cache()
+
+
+def test_a_stakers_estimate_is_the_formula_on_its_inputs_from_the_chain(built_params, demo_snapshot):
+    """/rewards/estimate?address= for every staker equals the formula for that staker's inputs as
+    the chain holds them, over the build's params; together the shares are the pool."""
+    snap = demo_snapshot
+    doc = json.loads((built_params / "rewards" / "params.json").read_bytes())
+    params = R.parse_params(doc)
+    stakes = P.stakes_at_distribution(snap)
+    schema = registry.load_all()["/rewards/estimate"].schema
+    paid, eligible = 0, 0
+    for i, staker in enumerate(snap.stakers):
+        address = staker.staker_addr if i % 2 else staker.staker_addr.lower()  # both spellings name the staker
+        status, headers, body = call(f"address={address}", path="/rewards/estimate")
+        assert status == 200 and "x-params-stale" not in headers, body
+        jsonschema.Draft202012Validator(schema).validate(body)
+        eligible_next = P.eligible_at(staker, params.next_distribution, params.eligibility_min_seconds)
+        want = R.operator_estimate(params, ggp_staked=staker.ggp_staked, avax_staked=staker.avax_staked,
+                                   avax_validating=staker.avax_validating,
+                                   effective_ggp_staked=stakes[staker.staker_addr].effective, eligible_next=eligible_next)
+        assert body["result"] == json.loads(R.canonical_json(want)), staker.staker_addr
+        assert body["address"] == staker.staker_addr and body["eligibleNextDistribution"] is eligible_next
+        assert body["inputs"]["ggpStakedWei"] == str(staker.ggp_staked) and body["meta"]["block"] == doc["block"]
+        if eligible_next:
+            want_ggp = stakes[staker.staker_addr].effective * WAD // params.tegs * params.nodeop_pool // WAD
+            assert int(body["result"]["ggpPerCycleWei"]) == want_ggp
+        else:
+            assert body["result"]["ggpPerCycleWei"] == "0"
+        paid += int(body["result"]["ggpPerCycleWei"])
+        eligible += eligible_next
+    assert eligible == doc["tegs"]["stakers"] >= 5
+    assert params.nodeop_pool - eligible * (params.nodeop_pool // WAD + 1) <= paid <= params.nodeop_pool
+
+
+def test_a_stakers_estimate_refuses_what_is_not_a_staker(built_params):
+    for query, name in (("", "address is required"), ("address=0x12", "address must be"),
+                        ("address=" + "0x" + "g" * 40, "address must be"), ("address=0x" + "1" * 40 + "&address=0x" + "1" * 40, "more than once"),
+                        ("ggpStaked=1", "unknown parameter")):
+        status, _, body = call(query, path="/rewards/estimate")
+        assert status == 400 and name in body["error"]["message"], query
+    status, _, body = call("address=0x" + "1" * 40, path="/rewards/estimate")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+def test_a_stakers_file_is_found_next_to_the_params():
+    a = "0x" + "ab" * 20
+    assert H.staker_url("file:///srv/out/rewards/params.json", a) == f"file:///srv/out/rewards/{a}.json"
+    assert H.staker_url("https://api.example/rewards/params", a) == f"https://api.example/rewards/{a}"
+    with pytest.raises(R.ParamsError):
+        H.staker_url("https://api.example/rewards-params.json", a)
+
+
+def test_a_stakers_estimate_without_its_file_is_503_not_404(built_params, tmp_path, monkeypatch):
+    """The params load, the staker's document cannot be read (not a missing file): 503."""
+    only = tmp_path / "rewards"
+    only.mkdir()
+    (only / "params.json").write_bytes((built_params / "rewards" / "params.json").read_bytes())
+    st = next(p for p in (built_params / "rewards").glob("0x*.json"))
+    (only / st.name).write_text("{not json")
+    monkeypatch.setenv("REWARDS_PARAMS_URL", (only / "params.json").as_uri())
+    H.reset_cache()
+    status, headers, body = call(f"address={st.stem}", path="/rewards/estimate")
+    assert status == 503 and body["error"]["code"] == "staker_unavailable" and headers["Cache-Control"] == "no-store"
 
 
 # ---- params loading ---------------------------------------------------------------------------
@@ -383,7 +459,7 @@ def test_zip_is_deterministic_and_minimal(tmp_path):
                             "build_zip(sys.argv[1])", str(tmp_path / "c" / "function.zip")], capture_output=True, text=True)
     assert other.returncode == 0, other.stderr
     assert a.read_bytes() == b.read_bytes() == (tmp_path / "c" / "function.zip").read_bytes()
-    assert size == a.stat().st_size < 64_000  # three small modules and their bytecode
+    assert size == a.stat().st_size < 72_000  # three small modules and their bytecode (three routes)
     with zipfile.ZipFile(a) as zf:
         modules = ("handler.py", "line.py", "rewards.py")
         assert zf.namelist() == sorted([*modules, *(importlib.util.cache_from_source(m) for m in modules)])

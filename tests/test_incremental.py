@@ -21,6 +21,8 @@ from ggp_devnet.changes import write_stakers
 
 from publisher import pipeline
 from publisher.collect import collect
+from publisher.compute import params as P
+from publisher.compute import rewards as R
 from publisher.config import load_profile
 from publisher.errors import PublisherError
 from publisher.incremental import Cache
@@ -175,3 +177,65 @@ def test_a_file_missing_from_the_live_tree_is_rendered_again(net, profile, tmp_p
     victim.unlink()
     build(snap, profile, out)
     assert load_dir(out) == full
+
+
+# What a change to one eligible staker's stake moves besides that staker's two files: the list of
+# stakers, the totals (/metrics' total and effective stake and node-operator APRs, /rewards/params'
+# tegs), the grid (every point's share of the pool is over tegs), the pages that show them and the
+# run stamp. Every other staker's files stay as they are: its estimate, which divides by tegs, is
+# the function's (/rewards/estimate?address=).
+STAKE_MOVES = {"/stakers", "/metrics", "/rewards/params", "/rewards/grid", "/", "/docs.html", "/status"}
+
+
+def test_one_stake_change_rewrites_that_stakers_files_and_the_totals(net, profile, tmp_path):
+    out, cache = tmp_path / "out", Cache()
+    snap = collect(profile).snapshot
+    build(snap, profile, out, cache)
+    # A block with no change first: what moves with the block's time alone (the vault's stream,
+    # the queue's schedule) moves in the next one too, whatever else changes.
+    write_stakers(net.url, net.addresses["Staking"], [])
+    before = load_dir(out)
+    snap = collect(profile).snapshot
+    build(snap, profile, out, cache)
+    after = load_dir(out)
+    ticking = {p for p in after if before.get(p) != after[p]}
+    assert not any(p.startswith(("/stakers", "/rewards/0x", "/rewards/grid")) for p in ticking), sorted(ticking)
+
+    when = P.next_distribution_time(snap)
+    st = next(s for s in snap.stakers if P.eligible_at(s, when, snap.settings.rewards_eligibility_min_seconds)
+              and s.effective_ggp_staked == s.ggp_staked > 100 * WAD and s.collateralization_ratio > 3 * R.TENTH)
+    write_stakers(net.url, net.addresses["Staking"], [dataclasses.replace(st, ggp_staked=st.ggp_staked - 7 * WAD)])
+    before, tegs = after, P.tegs(snap)
+    snap = collect(profile).snapshot
+    assert P.tegs(snap)[0] == tegs[0] - 7 * WAD  # the total every estimate divides by moved
+    built = build(snap, profile, out, cache)
+    after = load_dir(out)
+    changed = {p for p in after if before.get(p) != after[p]}
+    own = {f"/stakers/{st.staker_addr.lower()}", f"/rewards/{st.staker_addr.lower()}"}
+    assert own <= changed and {"/stakers", "/metrics", "/rewards/params", "/rewards/grid"} <= changed
+    # The withdrawal queue's files move with time alone (a request's deadline passing), in any block.
+    other = {p for p in changed - ticking - own - STAKE_MOVES if not p.startswith("/withdrawals")}
+    assert not other, sorted(other)
+    assert not {p for p in changed - own if p.startswith(("/stakers/", "/rewards/0x"))}
+    assert built.rendered <= len(changed) + 4, built.rendered
+    # The staker's file holds its new inputs, exactly; the estimate over the new total is the function's.
+    mine = json.loads(after[f"/rewards/{st.staker_addr.lower()}"])
+    assert mine["ggpStakedWei"] == str(st.ggp_staked - 7 * WAD) and "estimate" not in mine
+
+
+def test_the_dashboard_is_rendered_only_when_what_it_shows_changes(net, profile, tmp_path):
+    out, cache = tmp_path / "out", Cache()
+    snap = collect(profile).snapshot
+    build(snap, profile, out, cache)
+    page = out / "index.html"
+    before = page.stat().st_ino
+    # A staker's unclaimed rewards: its files and /stakers move, no figure of the dashboard does.
+    st = snap.stakers[0]
+    changed = dataclasses.replace(snap, stakers=(dataclasses.replace(st, ggp_rewards=st.ggp_rewards + WAD), *snap.stakers[1:]))
+    build(changed, profile, out, cache)
+    assert json.loads((out / f"rewards/{st.staker_addr.lower()}.json").read_bytes())["ggpRewardsWei"] == str(st.ggp_rewards + WAD)
+    assert page.stat().st_ino == before  # carried from the live tree (a hard link), not rendered again
+    # A figure it shows: rendered again, naming the block it was read at.
+    moved = dataclasses.replace(changed, block=dataclasses.replace(snap.block, number=snap.block.number + 1))
+    build(moved, profile, out, cache)
+    assert page.stat().st_ino != before and f'<a href="status">{snap.block.number + 1}</a>' in page.read_text()

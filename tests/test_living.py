@@ -17,6 +17,7 @@ from ggp_devnet import devnet_profile, running_live
 from ggp_devnet.live import planned_end
 from ggp_devnet.scenarios import DAY, STAKING
 from ggp_devnet.seed import manual_mining
+from support.estimates import published_estimate
 
 from publisher.chain import abis
 from publisher.chain.reader import registry_key
@@ -47,7 +48,7 @@ def check_every_staker_is_paid_its_forecast(read, dist, snap_stakers, when: int)
     assert str(dist.tegs) == params["tegs"]["wei"]
     paid_some = 0
     for addr in snap_stakers:
-        forecast = int(read(f"/rewards/{addr.lower()}")["estimate"]["ggpPerCycleWei"])
+        forecast = int(published_estimate(read, addr)["ggpPerCycleWei"])
         assert forecast == dist.paid.get(addr, 0), addr
         paid_some += forecast > 0
     return paid_some
@@ -180,7 +181,7 @@ def test_a_staker_under_the_floor_whose_minipools_all_end_is_paid_its_forecast(t
         assert mine["eligibleNextDistribution"] is True
         assert mine["effectiveGGPStakedNextDistribution"] > 0
         assert "without another cycle" in mine["forecastNote"] and "10 % floor does not apply" in mine["forecastNote"]
-        forecast = int(mine["estimate"]["ggpPerCycleWei"])
+        forecast = int(published_estimate(read, owner)["ggpPerCycleWei"])
         assert forecast > 0
         due = read("/rewards/params")["nextDistributionTime"]
 

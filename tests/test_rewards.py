@@ -175,7 +175,9 @@ def test_under_the_floor_the_forecast_models_minipools_that_end_for_good(demo_sn
     assert P.tegs(snap) == (base + free, P.tegs(demo_snapshot)[1] + 1)
     body = registry.resolve(dict(registry.load_all()["/rewards/{address}"].render(Context(snap)))[E.rewards_path(st.staker_addr)])
     assert body["effectiveGGPStaked"] == 0 and body["effectiveGGPStakedNextDistributionWei"] == str(free)
-    assert body["forecastNote"] == then.note and int(body["estimate"]["ggpPerCycleWei"]) > 0
+    assert body["forecastNote"] == then.note
+    params = R.parse_params(json.loads(R.canonical_json(P.rewards_params(snap))))
+    assert int(R.staker_estimate(params, R.parse_staker(body))["result"]["ggpPerCycleWei"]) > 0
 
 
 @pytest.mark.parametrize("case", ["may cycle", "not validating", "ends after"])
@@ -429,7 +431,7 @@ def param_docs(draw, base=None):
 
 def _cap_ggp(p: R.Params, avax: int) -> int:
     """Smallest GGP whose ratio reaches MaxCollateralizationRatio (beyond it nothing changes)."""
-    return E.ggp_for_collateralization(p, avax, p.max_ratio)
+    return R.ggp_for_collateralization(p.price, avax, p.max_ratio)
 
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -439,7 +441,7 @@ PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthC
 @given(data=st.data(), avax=AVAX.filter(lambda a: a >= WAD))
 def test_no_ggp_below_ten_percent(doc, data, avax):
     p = data.draw(param_docs(doc))
-    top = E.ggp_for_collateralization(p, avax, TENTH)  # the first GGP amount at 10 %
+    top = R.ggp_for_collateralization(p.price, avax, TENTH)  # the first GGP amount at 10 %
     ggp = data.draw(st.integers(0, max(top - 1, 0)))
     r = R.estimate(p, ggp, avax)
     assert R.collateralization_ratio(ggp, avax, p.price) < TENTH
@@ -588,7 +590,8 @@ def test_per_address_estimates_share_the_pool(rendered, demo_snapshot, params):
         assert body["eligibleNow"] == s.eligible
         assert body["effectiveGGPStakedWei"] == str(s.effective_ggp_staked)
         assert body["ggpRewardsWei"] == str(s.ggp_rewards)
-        got = int(body["estimate"]["ggpPerCycleWei"])
+        assert "estimate" not in body and body["estimatePath"] == f"/rewards/estimate?address={s.staker_addr.lower()}"
+        got = int(R.staker_estimate(params, R.parse_staker(body))["result"]["ggpPerCycleWei"])
         then = int(body["effectiveGGPStakedNextDistributionWei"])
         if body["forecastNote"] is None:
             assert then == s.effective_ggp_staked

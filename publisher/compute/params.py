@@ -105,9 +105,8 @@ def overdue_reason(snap: Snapshot) -> str | None:
 
 
 def eligible_at(st: Staker, when: int, min_seconds: int) -> bool:
-    """ClaimNodeOp.isEligible evaluated at time ``when``."""
-    start = st.rewards_start_time
-    return start != 0 and start <= when and when - start >= min_seconds and st.avax_validating_high_water > 0
+    """ClaimNodeOp.isEligible evaluated at time ``when`` (the rule the function applies too)."""
+    return rewards.eligible_at(st.rewards_start_time, st.avax_validating_high_water, when, min_seconds)
 
 
 def eligibility_reason(st: Staker, when: int, min_seconds: int) -> str | None:

@@ -11,7 +11,9 @@ integers; display numbers are the correctly rounded double of the exact value, s
 always give the same bytes.
 
 Inputs come from the ``/rewards/params`` document (``parse_params``); ``estimate`` answers one
-hypothetical operator, ``operator_estimate`` an existing staker.
+hypothetical operator, ``operator_estimate`` an existing staker, and ``staker_estimate`` an existing
+staker from its published inputs (``/rewards/{address}``, read by ``parse_staker``) — the one place a
+staker's share of the pool is worked out, so a change to one stake rewrites no other staker's file.
 """
 from __future__ import annotations
 
@@ -62,6 +64,22 @@ def effective_ggp_staked(ggp_staked: int, avax_assigned: int, high_water: int, p
     """Staking.getEffectiveGGPStaked = divWad(mulWad(HW, ratio), price)."""
     ratio = effective_rewards_ratio(ggp_staked, avax_assigned, high_water, price, max_ratio)
     return div_wad(mul_wad(high_water, ratio), price)
+
+
+def ggp_for_collateralization(price: int, avax_wei: int, target_wad: int) -> int:
+    """Smallest GGP (wei) whose on-chain collateralization (floor(floor(G·P/1e18)·1e18/A)) reaches
+    ``target_wad``, the inverse of ``collateralization_ratio``: G = ceil(ceil(t·A/1e18)·1e18/P).
+    Exactly ``target_wad`` for A ≥ 1 AVAX, P ≤ 1 AVAX."""
+    if target_wad == 0:
+        return 0
+    x = -(-target_wad * avax_wei // WAD)
+    return -(-x * WAD // price)
+
+
+def eligible_at(rewards_start_time: int, high_water: int, when: int, min_seconds: int) -> bool:
+    """ClaimNodeOp.isEligible evaluated at time ``when``."""
+    start = rewards_start_time
+    return start != 0 and start <= when and when - start >= min_seconds and high_water > 0
 
 
 def compound(supply: int, rate: int, intervals: int) -> int:
@@ -372,6 +390,66 @@ def operator_estimate(params, *, ggp_staked: int, avax_staked: int, avax_validat
     out["sharePct"] = pct(share)
     out["shareWad"] = str(share)
     return out
+
+
+_STAKER_WEI = ("ggpStakedWei", "avaxStakedWei", "avaxValidatingWei", "avaxValidatingHighWaterWei",
+               "effectiveGGPStakedNextDistributionWei")
+
+
+class StakerInputs:
+    """What the estimate of an existing staker reads of its ``/rewards/{address}`` document."""
+
+    __slots__ = ("address", "avax_staked", "avax_validating", "effective_next", "ggp_staked", "high_water",
+                 "rewards_start_time")
+
+    address: str
+    ggp_staked: int
+    avax_staked: int
+    avax_validating: int
+    high_water: int
+    effective_next: int
+    rewards_start_time: int
+
+    def document(self) -> dict:
+        """The inputs as an estimate echoes them (exact, wei as decimal strings)."""
+        return {"ggpStakedWei": str(self.ggp_staked), "avaxStakedWei": str(self.avax_staked),
+                "avaxValidatingWei": str(self.avax_validating), "avaxValidatingHighWaterWei": str(self.high_water),
+                "effectiveGGPStakedNextDistributionWei": str(self.effective_next),
+                "rewardsStartTime": self.rewards_start_time}
+
+
+def parse_staker(doc) -> StakerInputs:
+    """Validate the inputs of a ``/rewards/{address}`` document; other fields are ignored."""
+    if not isinstance(doc, dict):
+        raise ParamsError("staker document must be a JSON object")
+    s = StakerInputs()
+    address = _str(doc, "address")
+    if len(address) != 42 or not address.startswith("0x") or not all(c in _HEXDIGITS for c in address[2:]):
+        raise ParamsError("staker field 'address' must be a 0x-prefixed 20-byte hex address")
+    s.address = address
+    s.ggp_staked, s.avax_staked, s.avax_validating, s.high_water, s.effective_next = (_uint(doc, k) for k in _STAKER_WEI)
+    s.rewards_start_time = _int(doc, "rewardsStartTime")
+    return s
+
+
+_HEXDIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def staker_estimate(params, staker: StakerInputs) -> dict:
+    """The next-cycle estimate of an existing staker from its published inputs and the params:
+    eligibility at the params' nextDistributionTime, then ``operator_estimate`` (its share of the
+    pool over the params' total eligible stake). What the function answers for ``address=``."""
+    p = parse_params(params)
+    eligible = eligible_at(staker.rewards_start_time, staker.high_water, p.next_distribution, p.eligibility_min_seconds)
+    return {
+        "address": staker.address,
+        "inputs": staker.document(),
+        "eligibleNextDistribution": eligible,
+        "meta": p.stamp(),
+        "result": operator_estimate(p, ggp_staked=staker.ggp_staked, avax_staked=staker.avax_staked,
+                                    avax_validating=staker.avax_validating,
+                                    effective_ggp_staked=staker.effective_next, eligible_next=eligible),
+    }
 
 
 def _returns(p: Params, g: int, capital_avax: int, earning_avax: int, ggp_cycle: int) -> dict:

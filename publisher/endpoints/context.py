@@ -2,7 +2,7 @@
 (APY, rewards parameters …) are computed once per build however many endpoints use them."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..snapshot import Snapshot
@@ -32,8 +32,17 @@ class Context:
         # queue feed's parameter changes, which the contract announces with no event).
         self.previous: Mapping[str, bytes] = {}
         self._memo: dict[Callable, Any] = {}
+        self._rendered: dict[str, list[tuple[str, Any]]] = {}
 
     def cached(self, fn: Callable[[Context], Any]) -> Any:
         if fn not in self._memo:
             self._memo[fn] = fn(self)
         return self._memo[fn]
+
+    def rendered(self, path: str, render: Callable[[Context], Iterable[tuple[str, Any]]]) -> list[tuple[str, Any]]:
+        """An aggregate endpoint's (path, body) of this build, rendered once: the build writes the
+        very bodies the pages show, so none is made, or keyed, twice."""
+        out = self._rendered.get(path)
+        if out is None:
+            out = self._rendered[path] = list(render(self))
+        return out

@@ -11,7 +11,7 @@ from . import schema as S
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
 from .registry import Deferred, Each, Param, endpoint
-from .rewards import ADDRESS_REWARDS, Estimating, distribution_stakes, estimating, staker_rewards
+from .rewards import ADDRESS_REWARDS, StakerTerms, distribution_stakes, staker_rewards, staker_terms
 from .units import tokens
 
 TOKENS = S.NON_NEGATIVE
@@ -102,8 +102,9 @@ def stakers_body(rows: list, count: int) -> dict:
 
 @endpoint(
     "/stakers/{address}", tag="Node operators", summary="One staker with its minipools",
-    description="The staker record of /stakers, its minipools and its rewards view (as /rewards/{address}). "
-                "No run timestamp: the file changes only when the staker or the inputs of its estimate do.",
+    description="The staker record of /stakers, its minipools and its rewards view (as /rewards/{address}, whose "
+                "next-cycle estimate is answered at /rewards/estimate?address=). No run timestamp: the file "
+                "changes only when the staker's own inputs do.",
     schema=S.obj({
         "staker": S.described(STAKER, "the staker record, as in /stakers"),
         "minipools": S.described(S.array(MINIPOOL), "the staker's minipools"),
@@ -113,16 +114,16 @@ def stakers_body(rows: list, count: int) -> dict:
 )
 def staker(ctx: Context):
     pools = ctx.cached(staker_minipools)
-    shared = ctx.cached(estimating)
+    terms = ctx.cached(staker_terms)
     then = ctx.cached(distribution_stakes)
     for st in ctx.snap.stakers:
-        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, pools.get(st.staker_addr, ()), shared, then[st.staker_addr]),
+        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, pools.get(st.staker_addr, ()), terms, then[st.staker_addr]),
                                                                   staker_body)
 
 
-def staker_body(st: Staker, mine: tuple[Minipool, ...], shared: Estimating, then: DistributionStake) -> dict:
+def staker_body(st: Staker, mine: tuple[Minipool, ...], terms: StakerTerms, then: DistributionStake) -> dict:
     return {"staker": staker_record(st, mine), "minipools": [minipool_record(m) for m in mine],
-            "rewards": staker_rewards(st, shared, then)}
+            "rewards": staker_rewards(st, terms, then)}
 
 
 @endpoint(

@@ -7,8 +7,8 @@
 - ``/calculator.html``: a form for /rewards/byStake that works without script and answers in place
   with it.
 
-The dashboard and the reference carry this build's numbers, so they change every run and take the
-data cache policy; the calculator holds no data and is docs (a change to it costs a CDN
+The dashboard and the reference carry this build's numbers and take the data cache policy (the
+dashboard is made again only when a figure it shows changes, and names the block it was read at); the calculator holds no data and is docs (a change to it costs a CDN
 invalidation, so it must only change when the API does). Plain HTML, CSS and inline SVG: they work
 offline, and nothing but the calculator's optional answer-in-place needs script.
 """
@@ -30,7 +30,7 @@ from . import schema as S
 from .announcements import announcement_records
 from .context import Context
 from .openapi import document
-from .registry import endpoint, excerpt, load_all, resolve
+from .registry import Deferred, endpoint, excerpt, load_all, resolve
 from .rewards import EXAMPLE_STAKE
 
 HTML = "text/html; charset=utf-8"
@@ -110,14 +110,14 @@ def fields(schema: dict, prefix: str = "", depth: int = 0, shared: bool = True) 
 
 
 def response(ctx: Context, path: str):
-    """The body the build publishes at ``path``, from the endpoint's own render function (rendered
-    here once more because pages sort before the files they show; every input is memoized), its
-    long lists cut to what an example shows (``registry.Head``)."""
+    """The body the build publishes at ``path``, the very one the build writes (``ctx.rendered``:
+    pages sort before the files they show, which are rendered here first), its long lists cut to
+    what an example shows (``registry.Head``)."""
     memo = ctx.cached(_responses)
     if path not in memo:
         ep = load_all()[path]
         assert ep.render is not None  # a file endpoint
-        memo[path] = next((excerpt(body, EXAMPLE_ITEMS) for p, body in ep.render(ctx) if p == path), None)
+        memo[path] = next((excerpt(body, EXAMPLE_ITEMS) for p, body in ctx.rendered(path, ep.render) if p == path), None)
     return memo[path]
 
 
@@ -289,19 +289,52 @@ def _endpoint_links(ctx: Context) -> list[dict]:
     return sorted(rows, key=lambda r: (r["tag"], r["path"]))
 
 
-def _dashboard(ctx: Context) -> dict:
-    m, apy = response(ctx, "/metrics"), response(ctx, "/metrics/apy")
-    prices, ggavax = response(ctx, "/prices"), response(ctx, "/ggAvax")
-    params, grid = response(ctx, "/rewards/params"), response(ctx, "/rewards/grid")
-    pools = response(ctx, "/minipools")
+def _plain(value):
+    """A response's values as plain JSON types (dicts, lists, scalars), as a page's declared input."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _unstamped(body: dict | None) -> dict | None:
+    return None if body is None else _plain({k: v for k, v in body.items() if k not in ("meta", "block")})
+
+
+def dashboard_inputs(ctx: Context) -> dict:
+    """Everything the dashboard shows but the block it was read at: its key. Each response without
+    its stamp, and of the long ones only what is drawn, so a block that moves none of its figures
+    leaves the page (and its stamp) as it was."""
+    m, grid, pools = response(ctx, "/metrics"), response(ctx, "/rewards/grid"), response(ctx, "/minipools")
     history = (response(ctx, "/prices/history") or {"points": []})["points"]
+    queue = response(ctx, "/withdrawals")
     block = m["meta"]["block"]
-    hs = _history_series(history)
-    apr = []
-    for avax in APR_CHART_AVAX:
-        pts = tuple((p["collateralizationPct"], p["result"]["aprPct"]) for p in grid["points"] if p["avaxStaked"] == avax)
-        apr.append(svg.Series(f"{int(avax):,} AVAX", pts))
-    counts = pools["countsByStatus"]
+    skew = ctx.generated_at - block["timestamp"]
+    clock = {"own": abs(skew) > OWN_CLOCK_SECONDS, "days": round(abs(skew) / 86_400), "behind": skew > 0}
+    apr = [[avax, [[p["collateralizationPct"], p["result"]["aprPct"]] for p in grid["points"] if p["avaxStaked"] == avax]]
+           for avax in APR_CHART_AVAX]
+    series = [[s.name, _plain(s.points)] for s in queue_series(ctx)] if queue and queue["status"] == "ok" else []
+    return {
+        "site": _site(ctx), "m": _unstamped(m), "apy": _unstamped(response(ctx, "/metrics/apy")),
+        "prices": _unstamped(response(ctx, "/prices")), "ggavax": _unstamped(response(ctx, "/ggAvax")),
+        "params": _unstamped(response(ctx, "/rewards/params")), "queue": _unstamped(queue), "queue_series": series,
+        "clock": clock, "apr": apr, "counts": _plain(pools["countsByStatus"]), "pool_count": pools["count"],
+        "history": _plain(history), "endpoints": _endpoint_links(ctx),
+        "announcements": announcement_records(ctx.announcements, ctx.snap.block.timestamp),
+    }
+
+
+def dashboard_page(shown: bytes, *, stamp: dict) -> str:
+    """The dashboard from what it shows (``dashboard_inputs`` as canonical JSON) and the block it
+    was read at."""
+    return _env().get_template("index.html.j2").render(**_dashboard(json.loads(shown), stamp))
+
+
+def _dashboard(shown: dict, block: dict) -> dict:
+    hs = _history_series(shown["history"])
+    apr = [svg.Series(f"{int(avax):,} AVAX", tuple((x, y) for x, y in pts)) for avax, pts in shown["apr"]]
+    counts = shown["counts"]
     history_src, grid_src = "prices/history", "rewards/grid"
     # GGP and AVAX in USD get a chart each: on one scale (about 0.7 and 25) the GGP line would be flat.
     charts = [
@@ -321,20 +354,18 @@ def _dashboard(ctx: Context) -> dict:
         (svg.bar_chart("chart-minipools", "Minipools by status", [(n, counts[n]) for n in STATUS_LABELS],
                        value_label="minipools", label_header="status"), "minipools"),
     ]
-    queue = response(ctx, "/withdrawals")
+    queue, prices, params, ggavax = shown["queue"], shown["prices"], shown["params"], shown["ggavax"]
     if queue and queue["status"] == "ok":
+        series = [svg.Series(name, tuple((t, v) for t, v in points)) for name, points in shown["queue_series"]]
         charts.insert(5, (svg.line_chart("chart-queue", f"Withdrawal queue: pending demand and AVAX available, next {QUEUE_CHART_DAYS} days",
-                                         queue_series(ctx), x_label="date (UTC)", y_label="AVAX", dates=True, y_zero=True),
+                                         series, x_label="date (UTC)", y_label="AVAX", dates=True, y_zero=True),
                           "withdrawals"))
-    skew = ctx.generated_at - block["timestamp"]
-    clock = {"own": abs(skew) > OWN_CLOCK_SECONDS, "days": round(abs(skew) / 86_400), "behind": skew > 0}
     return {
-        **_site(ctx), "m": m, "apy": apy, "prices": prices, "ggavax": ggavax, "params": params, "clock": clock, "queue": queue,
-        "banners": _banners(prices, params, ggavax, queue),
-        "counts": counts, "pool_count": pools["count"], "block": block, "charts": charts, "apy_window_days": APY_WINDOW_DAYS,
-        "endpoints": _endpoint_links(ctx),
-        "announcements": announcement_records(ctx.announcements, ctx.snap.block.timestamp),
-        "history_days": len(history), "share_points": len(hs["share"].points), "apy_points": len(hs["apy"].points),
+        **shown["site"], "m": shown["m"], "apy": shown["apy"], "prices": prices, "ggavax": ggavax, "params": params,
+        "clock": shown["clock"], "queue": queue, "banners": _banners(prices, params, ggavax, queue),
+        "counts": counts, "pool_count": shown["pool_count"], "block": block, "charts": charts,
+        "apy_window_days": APY_WINDOW_DAYS, "endpoints": shown["endpoints"], "announcements": shown["announcements"],
+        "history_days": len(shown["history"]), "share_points": len(hs["share"].points), "apy_points": len(hs["apy"].points),
     }
 
 
@@ -344,7 +375,11 @@ def _dashboard(ctx: Context) -> dict:
 @endpoint("/", tag="About", summary="Dashboard", content_type=HTML, schema=PAGE_SCHEMA,
           description="This build's headline figures and charts, each linking to the endpoint it comes from.")
 def index(ctx: Context):
-    yield "/", _env().get_template("index.html.j2").render(**_dashboard(ctx))
+    # Rendered only when what it shows changed (its key); the block it names is its stamp. The
+    # figures are declared as their canonical JSON: one C-encoded string to digest, not a walk over
+    # every point of every chart.
+    shown = R.canonical_value(dashboard_inputs(ctx))
+    yield "/", Deferred((shown,), dashboard_page, stamp=response(ctx, "/metrics")["meta"]["block"])
 
 
 @endpoint("/docs.html", tag="About", summary="Reference documentation", content_type=HTML, schema=PAGE_SCHEMA,

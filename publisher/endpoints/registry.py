@@ -32,24 +32,34 @@ class Deferred:
 
     An input is a scalar (str, int, float, bool, None, bytes), a tuple, list or dict of inputs, a
     frozen dataclass (a snapshot record, or a value derived from the snapshot such as
-    ``rewards.Estimating``) or an ``Each`` (a long list made row by row). A derived value several
+    ``rewards.StakerTerms``) or an ``Each`` (a long list made row by row). A derived value several
     files need is computed once by the render function (``ctx.cached``) and declared as an input
     of each; a maker reads no module state either.
 
     ``meta``: the run's stamp (``common.meta(ctx)``) for an aggregate, set into the body after
     ``make``. It is not an input: an aggregate carried from an earlier run keeps that run's stamp
-    (its content was read then and still holds), and /status names this run's block.
+    (its content was read then and still holds), and /status names this run's block. ``stamp``:
+    the same for a page, which shows it where it says: passed to the maker as the keyword
+    ``stamp``, not an input, so a page whose figures did not change keeps its bytes and the block
+    it was rendered at.
     """
 
-    __slots__ = ("inputs", "make", "meta")
+    __slots__ = ("inputs", "make", "meta", "stamp")
 
-    def __init__(self, inputs: tuple, make: Callable[..., Any], meta: dict | None = None):
+    def __init__(self, inputs: tuple, make: Callable[..., Any], meta: dict | None = None, stamp: dict | None = None):
         if type(inputs) is not tuple:
             raise TypeError(f"Deferred inputs are a tuple, not {type(inputs).__name__}")
-        problem = _maker_problem(make, len(inputs))
+        problem = _maker_problem(make, len(inputs), stamp is not None)
         if problem:
             raise TypeError(problem)
-        self.inputs, self.make, self.meta = inputs, make, meta
+        self.inputs, self.make, self.meta, self.stamp = inputs, make, meta, stamp
+
+    def body(self, inputs: list) -> Any:
+        """``make`` on these inputs (the declared ones, each ``Each`` made), the stamp given."""
+        body = self.make(*inputs) if self.stamp is None else self.make(*inputs, stamp=self.stamp)
+        if self.meta is not None:
+            body["meta"] = self.meta
+        return body
 
     def __repr__(self) -> str:
         make = getattr(self, "make", None)
@@ -84,8 +94,9 @@ class Each:
 
 
 @cache
-def _maker_problem(make: Callable, count: int) -> str | None:
-    """Why ``make`` cannot be a maker of ``count`` inputs (None: it can). Checked once per function."""
+def _maker_problem(make: Callable, count: int, stamped: bool = False) -> str | None:
+    """Why ``make`` cannot be a maker of ``count`` inputs (and the keyword ``stamp`` when
+    ``stamped``); None: it can. Checked once per function."""
     if not inspect.isfunction(make):
         return f"{make!r} is not a function: a maker is a module-level function of its declared inputs"
     where = f"{make.__module__}.{make.__qualname__}"
@@ -95,9 +106,10 @@ def _maker_problem(make: Callable, count: int) -> str | None:
                 f"a maker receives its declared inputs and nothing else")
     signature = inspect.signature(make)
     try:
-        signature.bind(*range(count))
+        signature.bind(*range(count), **({"stamp": None} if stamped else {}))
     except TypeError:
-        return f"{where}({', '.join(signature.parameters)}) does not take the {count} input(s) declared for it"
+        extra = " and the keyword stamp" if stamped else ""
+        return f"{where}({', '.join(signature.parameters)}) does not take the {count} input(s){extra} declared for it"
     return None
 
 
@@ -148,10 +160,7 @@ def resolve(value: Any, rows: Rows | None = None) -> Any:
     ``meta`` set; any other value as it is."""
     if type(value) is not Deferred:
         return value
-    body = value.make(*[x.make(rows) if type(x) is Each else x for x in value.inputs])
-    if value.meta is not None:
-        body["meta"] = value.meta
-    return body
+    return value.body([x.make(rows) if type(x) is Each else x for x in value.inputs])
 
 
 def excerpt(value: Any, n: int) -> Any:
@@ -159,10 +168,7 @@ def excerpt(value: Any, n: int) -> Any:
     showing an example: making every row of a large aggregate to show two costs a build."""
     if type(value) is not Deferred:
         return value
-    body = value.make(*[x.head(n) if type(x) is Each else x for x in value.inputs])
-    if value.meta is not None:
-        body["meta"] = value.meta
-    return body
+    return value.body([x.head(n) if type(x) is Each else x for x in value.inputs])
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,12 @@
-"""Node-operator rewards: the formula's inputs, the precomputed grid, per-address estimates, and the
-declaration of the rewards function (/rewards/byStake), all from ``compute/rewards.py``.
+"""Node-operator rewards: the formula's inputs, the precomputed grid, each staker's own inputs, and
+the declarations of the rewards function (/rewards/byStake, /rewards/estimate), all from
+``compute/rewards.py``.
+
+A staker's file holds what is its own (stakes, eligibility, unclaimed rewards, the effective stake
+the next distribution counts) and no figure divided by the protocol-wide total eligible stake: that
+total moves with every stake, and a file holding a share of it would be rewritten for every staker
+at each one. The staker's estimate is one GET away at /rewards/estimate?address=, which the
+function works out from this file and /rewards/params.
 
 Registration order matters: ``/rewards/{address}`` matches any ``/rewards/<segment>``, so the fixed
 paths are declared before it and win in ``registry.match``.
@@ -8,7 +15,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cached_property
 
 from ..compute import params as P
 from ..compute import rewards as R
@@ -89,7 +95,27 @@ RESULT = S.obj({
                                               "than the network's bound, and every figure is at that price)"),
 }, description="the estimate; identical in the grid and the function")
 
-OPERATOR_ESTIMATE = S.obj(RETURNS, description="next-cycle estimate from the staker's own on-chain effective stake")
+OPERATOR_ESTIMATE = S.obj(RETURNS, description="next-cycle estimate from the staker's own effective stake at the next "
+                                                "distribution, against the total eligible stake of /rewards/params")
+ESTIMATE_PATH = "/rewards/estimate"
+
+STAKER_ESTIMATE = S.obj({
+    "address": S.described(S.ADDRESS, "the staker, as its /rewards/{address} document names it"),
+    "inputs": S.obj({
+        "ggpStakedWei": S.described(S.WEI, "GGP staked, wei"),
+        "avaxStakedWei": S.described(S.WEI, "own AVAX in minipools, wei (the APR's capital with the GGP's value)"),
+        "avaxValidatingWei": S.described(S.WEI, "own AVAX validating, wei (what AVAX rewards accrue on)"),
+        "avaxValidatingHighWaterWei": S.described(S.WEI, "highest avaxValidating this cycle, wei (eligibility)"),
+        "effectiveGGPStakedNextDistributionWei": S.described(S.WEI, "effective GGP stake the next distribution is "
+                                                                    "forecast to count, wei"),
+        "rewardsStartTime": S.described(S.TIMESTAMP, "when the staker's first minipool started, unix seconds"),
+    }, description="the staker's inputs, exact, as read from /rewards/{address}"),
+    "eligibleNextDistribution": S.described(S.BOOLEAN, "eligible at the params' nextDistributionTime: "
+                                                       "rewardsStartTime set and at least rewardsEligibilityMinSeconds "
+                                                       "before it, and a high-water mark above 0"),
+    "meta": S.META,
+    "result": OPERATOR_ESTIMATE,
+})
 
 BY_STAKE = S.obj({
     "inputs": S.obj({
@@ -212,9 +238,12 @@ ADDRESS_REWARDS = S.obj({
     "ggpStaked": S.described(TOKENS, "GGP staked, whole GGP"),
     "ggpStakedWei": S.described(S.WEI, "ggpStaked in wei"),
     "avaxStaked": S.described(TOKENS, "own AVAX in minipools, whole AVAX"),
+    "avaxStakedWei": S.described(S.WEI, "avaxStaked in wei"),
     "avaxAssigned": S.described(TOKENS, "liquid stakers' AVAX matched to this operator, whole AVAX"),
     "avaxValidating": S.described(TOKENS, "own AVAX in validating minipools, whole AVAX"),
+    "avaxValidatingWei": S.described(S.WEI, "avaxValidating in wei"),
     "avaxValidatingHighWater": S.described(TOKENS, "highest avaxValidating this cycle, whole AVAX"),
+    "avaxValidatingHighWaterWei": S.described(S.WEI, "avaxValidatingHighWater in wei"),
     "collateralizationRatioPct": S.described(S.nullable(S.PERCENT), "null when nothing is assigned"),
     "effectiveGGPStaked": S.described(TOKENS, "GGP counted for rewards at the build block, whole GGP"),
     "effectiveGGPStakedWei": S.described(S.WEI, "effectiveGGPStaked in wei"),
@@ -238,7 +267,9 @@ ADDRESS_REWARDS = S.obj({
     "distributionExpected": EXPECTED,
     "noDistributionReason": NO_DISTRIBUTION,
     "ggpPriceTimestamp": S.described(S.TIMESTAMP, "when the Oracle GGP price used was set, unix seconds"),
-    "estimate": OPERATOR_ESTIMATE,
+    "estimatePath": S.described(S.STRING, "where this staker's next-cycle estimate is answered: "
+                                          f"{ESTIMATE_PATH}?address= with this address (its share of the "
+                                          "node-operator pool over the total eligible stake of /rewards/params)"),
 })
 
 # ---- shared values -----------------------------------------------------------------------------
@@ -259,18 +290,9 @@ def parsed_params(ctx: Context) -> R.Params:
     return R.parse_params(json.loads(R.canonical_json(ctx.cached(rewards_params))))
 
 
-def ggp_for_collateralization(params: R.Params, avax_wei: int, target_wad: int) -> int:
-    """Smallest GGP (wei) whose on-chain collateralization (floor(floor(G·P/1e18)·1e18/A)) reaches
-    ``target_wad``: G = ceil(ceil(t·A/1e18)·1e18/P). Exactly ``target_wad`` for A ≥ 1 AVAX, P ≤ 1 AVAX."""
-    if target_wad == 0:
-        return 0
-    x = -(-target_wad * avax_wei // R.WAD)
-    return -(-x * R.WAD // params.price)
-
-
 def grid_point(params: R.Params, avax: int, pct: int) -> dict:
     avax_wei = avax * R.WAD
-    ggp_wei = ggp_for_collateralization(params, avax_wei, pct * 10**16)
+    ggp_wei = R.ggp_for_collateralization(params.price, avax_wei, pct * 10**16)
     ggp, avax_text = R.whole_tokens(ggp_wei), R.whole_tokens(avax_wei)
     return {
         "avaxStaked": avax_text, "ggpStaked": ggp, "collateralizationPct": pct,
@@ -287,59 +309,57 @@ def nodeop_apr(ctx: Context) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
-class Estimating:
+class StakerTerms:
     """What a staker's rewards view reads besides the staker, declared as an input of each
-    per-staker file: the formula's parameters, /rewards/params without its block stamp, as
-    canonical JSON. No estimate reads the stamp, so the files stay as they are from block to block
-    while the parameters do; ``params`` is parsed from this text alone (under a blank stamp), so
-    an estimate cannot read anything its key does not cover."""
+    per-staker file: the few values of /rewards/params it shows or decides eligibility by. None of
+    them moves with a stake, so one staker's change rewrites no other staker's file (the total
+    eligible stake, which does, is read by the function's estimate, not by the file)."""
 
-    doc: bytes
-
-    @cached_property
-    def params(self) -> R.Params:
-        return R.parse_params({**json.loads(self.doc), "block": UNSTAMPED})
-
-
-UNSTAMPED = {"number": 0, "hash": "", "timestamp": 0}
+    next_distribution: int
+    eligibility_min_seconds: int
+    distribution_expected: bool
+    no_distribution_reason: str | None
+    price_timestamp: int
 
 
-def estimating(ctx: Context) -> Estimating:
-    doc = {k: v for k, v in ctx.cached(rewards_params).items() if k != "block"}
-    return Estimating(R.canonical_json(doc))
+def staker_terms(ctx: Context) -> StakerTerms:
+    p = ctx.cached(parsed_params)
+    return StakerTerms(p.next_distribution, p.eligibility_min_seconds, p.distribution_expected,
+                       p.no_distribution_reason, p.price_timestamp)
 
 
-def staker_rewards(st: Staker, shared: Estimating, then: P.DistributionStake) -> dict:
-    """Rewards view of one staker (also embedded in /stakers/{address})."""
-    p = shared.params
-    when, min_seconds = p.next_distribution, p.eligibility_min_seconds
-    eligible_next = P.eligible_at(st, when, min_seconds)
+def staker_rewards(st: Staker, terms: StakerTerms, then: P.DistributionStake) -> dict:
+    """Rewards view of one staker (also embedded in /stakers/{address}): its own inputs, exact."""
+    when, min_seconds = terms.next_distribution, terms.eligibility_min_seconds
     return {
         "address": st.staker_addr,
         "ggpStaked": R.tokens(st.ggp_staked), "ggpStakedWei": str(st.ggp_staked),
-        "avaxStaked": R.tokens(st.avax_staked), "avaxAssigned": R.tokens(st.avax_assigned),
-        "avaxValidating": R.tokens(st.avax_validating),
+        "avaxStaked": R.tokens(st.avax_staked), "avaxStakedWei": str(st.avax_staked),
+        "avaxAssigned": R.tokens(st.avax_assigned),
+        "avaxValidating": R.tokens(st.avax_validating), "avaxValidatingWei": str(st.avax_validating),
         "avaxValidatingHighWater": R.tokens(st.avax_validating_high_water),
+        "avaxValidatingHighWaterWei": str(st.avax_validating_high_water),
         "collateralizationRatioPct": None if st.collateralization_ratio == R.UINT256_MAX else R.pct(st.collateralization_ratio),
         "effectiveGGPStaked": R.tokens(st.effective_ggp_staked), "effectiveGGPStakedWei": str(st.effective_ggp_staked),
         "ggpRewards": R.tokens(st.ggp_rewards), "ggpRewardsWei": str(st.ggp_rewards),
         "lastRewardsCycleCompleted": st.last_rewards_cycle_completed,
         "rewardsStartTime": st.rewards_start_time,
         "eligibleNow": st.eligible,
-        "eligibleNextDistribution": eligible_next,
+        "eligibleNextDistribution": P.eligible_at(st, when, min_seconds),
         "ineligibleReason": P.eligibility_reason(st, when, min_seconds),
         "effectiveGGPStakedNextDistribution": R.tokens(then.effective),
         "effectiveGGPStakedNextDistributionWei": str(then.effective),
         "forecastNote": then.note,
         "nextDistributionTime": when,
-        "distributionExpected": p.distribution_expected,
-        "noDistributionReason": p.no_distribution_reason,
-        "ggpPriceTimestamp": p.price_timestamp,
-        "estimate": R.operator_estimate(
-            p, ggp_staked=st.ggp_staked, avax_staked=st.avax_staked, avax_validating=st.avax_validating,
-            effective_ggp_staked=then.effective, eligible_next=eligible_next,
-        ),
+        "distributionExpected": terms.distribution_expected,
+        "noDistributionReason": terms.no_distribution_reason,
+        "ggpPriceTimestamp": terms.price_timestamp,
+        "estimatePath": estimate_path(st.staker_addr),
     }
+
+
+def estimate_path(address: str) -> str:
+    return f"{ESTIMATE_PATH}?address={address.lower()}"
 
 
 def nodeop_apr_note(p: R.Params) -> str | None:
@@ -449,21 +469,53 @@ function_endpoint(
 )
 
 
+def staker_estimate_example(ctx: Context) -> tuple[str, dict | None]:
+    """What the function answers for the reference's example staker (the first one, as /docs's
+    address example), from this build's files: the staker's as published, and the params."""
+    s = ctx.snap
+    if not s.stakers:
+        return "", None
+    st = s.stakers[0]
+    doc = staker_rewards(st, ctx.cached(staker_terms), ctx.cached(distribution_stakes)[st.staker_addr])
+    inputs = R.parse_staker(json.loads(R.canonical_json(doc)))
+    return f"address={st.staker_addr.lower()}", R.staker_estimate(ctx.cached(parsed_params), inputs)
+
+
+function_endpoint(
+    ESTIMATE_PATH, tag=TAG, summary="Rewards estimate of one staker",
+    description="The estimated GGP and AVAX rewards next cycle of an existing staker, with its APR and share of the "
+                "node-operator pool: the staker's own inputs, as published in /rewards/{address} (effective GGP "
+                "stake the next distribution counts, stakes, rewards start), against the total effective GGP "
+                "stake of eligible stakers and the forecast pool of /rewards/params (the total already counts an "
+                "eligible staker). Eligibility is judged at the params' `nextDistributionTime`; an ineligible "
+                "staker gets no GGP. GGP is 0 with `noDistributionReason` when no distribution is expected. "
+                "Answered by the function, so that a change to one stake, which moves the total, rewrites no "
+                "other staker's file. `address` is the staker, checksummed or lower-case, given once (400 "
+                "otherwise); 404 when no staker has that address; 503 when the params or the staker's file "
+                "cannot be loaded.",
+    schema=STAKER_ESTIMATE,
+    example=staker_estimate_example,
+    params=(Param("address", "query", "Staker address, EIP-55 checksummed or lower-case",
+                  {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}),),
+)
+
+
 @endpoint(
     "/rewards/{address}", tag=TAG, summary="Rewards of one staker",
-    description="Eligibility now and at the next distribution, effective GGP stake, unclaimed `ggpRewards`, "
-                "last cycle completed, and the estimated GGP next cycle from the staker's own effective stake "
-                "against the total effective GGP stake of eligible stakers (which already counts an eligible staker), with its APR "
-                "(GGP 0 with `noDistributionReason` when no distribution is expected). One file per staker; "
-                "no run timestamp, so the file changes only when its inputs do.",
+    description="Eligibility now and at the next distribution, effective GGP stake now and as the next "
+                "distribution will count it, unclaimed `ggpRewards`, last cycle completed: the staker's own "
+                "inputs, exact. The estimated GGP next cycle divides the staker's effective stake by the total of "
+                "every eligible staker, which moves with any stake: it is answered at `estimatePath` "
+                "(/rewards/estimate?address=) from this file and /rewards/params, so this file changes only "
+                "when the staker's own inputs do. One file per staker; no run timestamp.",
     schema=ADDRESS_REWARDS,
     params=(Param("address", "path", "Staker address, EIP-55 checksummed or lower-case (both name the same "
                   "resource; the published key is lower-case)",
                   {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, lowercase=True),),
 )
 def address_rewards(ctx: Context):
-    shared = ctx.cached(estimating)
+    terms = ctx.cached(staker_terms)
     then = ctx.cached(distribution_stakes)
     for st in ctx.snap.stakers:
-        yield rewards_path(st.staker_addr), Deferred((st, shared, then[st.staker_addr]), staker_rewards)
+        yield rewards_path(st.staker_addr), Deferred((st, terms, then[st.staker_addr]), staker_rewards)
 

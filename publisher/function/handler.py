@@ -1,5 +1,6 @@
-"""The function: ``GET /rewards/byStake?ggpStaked=&avaxStaked=`` (DESIGN §8) and
-``GET /withdrawals/estimate?amount=[&unit=avax|ggavax][&expirationDelay=]`` (a withdrawal request's estimate
+"""The function: ``GET /rewards/byStake?ggpStaked=&avaxStaked=`` (DESIGN §8), ``GET
+/rewards/estimate?address=`` (an existing staker's estimate next cycle) and ``GET
+/withdrawals/estimate?amount=[&unit=avax|ggavax][&expirationDelay=]`` (a withdrawal request's estimate
 before it is filed).
 
 An AWS Lambda handler for Function URL / API Gateway HTTP API v2 events. Standard library only:
@@ -9,7 +10,9 @@ function and the build compute with the same code.
 
 Each route's inputs are a published document: ``/rewards/params`` read from ``REWARDS_PARAMS_URL``,
 ``/withdrawals/params`` from ``QUEUE_PARAMS_URL`` (``file://`` or ``https://``), kept per warm
-container for ``REWARDS_PARAMS_TTL`` seconds (default 60). When a refresh fails the last good
+container for ``REWARDS_PARAMS_TTL`` seconds (default 60). ``/rewards/estimate`` also reads the
+staker's ``/rewards/{address}``, next to the params (the last segment of ``REWARDS_PARAMS_URL``,
+``params`` or ``params.json``, replaced by the lower-case address), kept as long per address. When a refresh fails the last good
 params keep being served, marked by ``x-params-stale`` / ``x-params-error``; before any params
 were loaded the answer is 503. Bad input is always a 400 naming the parameter, never a 5xx.
 """
@@ -28,7 +31,10 @@ except ImportError:  # packaged: rewards.py and line.py sit next to this file at
 
 PATH = "/rewards/byStake"
 ESTIMATE_PATH = "/withdrawals/estimate"
+STAKER_PATH = "/rewards/estimate"
+ROUTES = (PATH, STAKER_PATH, ESTIMATE_PATH)
 NAMES = ("ggpStaked", "avaxStaked")
+STAKER_NAMES = ("address",)
 ESTIMATE_NAMES = ("amount", "unit", "expirationDelay")
 UNITS = ("avax", "ggavax")  # what an estimate's amount is in: AVAX to receive, or ggAVAX to redeem
 WAD = rewards.WAD
@@ -39,6 +45,8 @@ MAX_AMOUNT_CHARS = rewards.MAX_AMOUNT_CHARS
 PARAMS_MAX_DEPTH = 16
 PARAMS_MAX_BYTES = 1 << 20  # the rewards document is a few KB; refuse anything absurd
 QUEUE_PARAMS_MAX_BYTES = 16 << 20  # the queue's holds the whole line: about 70 bytes an id
+STAKER_MAX_BYTES = 64 << 10  # a staker's rewards document is about 2 KB
+STAKER_CACHE_MAX = 4096  # staker documents a warm container keeps (a few hundred bytes each)
 FETCH_TIMEOUT = 2.0  # per socket operation
 # Total for one params fetch, headers and body, however slowly the server drips them; below the
 # function's 5 s timeout so a stalled origin costs one slow answer, not a killed container.
@@ -80,12 +88,29 @@ SOURCES = {
     ESTIMATE_PATH: _Source("QUEUE_PARAMS_URL", QUEUE_PARAMS_MAX_BYTES, line.parse_params, line.ParamsError),
 }
 _caches: dict[str, _Cache] = {path: _Cache() for path in SOURCES}
+STAKER_SOURCE = _Source("REWARDS_PARAMS_URL", STAKER_MAX_BYTES, rewards.parse_staker, rewards.ParamsError)
+
+
+class _Staker:
+    """One staker's inputs in this warm container: None while it has no file (404)."""
+
+    __slots__ = ("error", "fresh_until", "inputs", "known")
+
+    def __init__(self) -> None:
+        self.inputs: rewards.StakerInputs | None = None
+        self.known = False  # loaded at least once (inputs or a definite 404)
+        self.fresh_until = 0.0
+        self.error: str | None = None
+
+
+_stakers: dict[str, _Staker] = {}
 
 
 def reset_cache() -> None:
-    """Forget the loaded params, as a cold container would."""
+    """Forget the loaded params and stakers, as a cold container would."""
     for path in SOURCES:
         _caches[path] = _Cache()
+    _stakers.clear()
 
 
 def handler(event, context=None) -> dict:
@@ -103,8 +128,8 @@ def _handle(event) -> dict:
         return _error(400, "bad_request", "the event is not an HTTP API v2 request")
     http = _dict(_dict(event.get("requestContext")).get("http"))
     path = event.get("rawPath") or http.get("path") or "/"
-    if path not in SOURCES:
-        return _error(404, "not_found", f"unknown path: this function answers {PATH} and {ESTIMATE_PATH} only")
+    if path not in ROUTES:
+        return _error(404, "not_found", f"unknown path: this function answers {', '.join(ROUTES)} only")
     method = http.get("method") or "GET"
     if method == "OPTIONS":
         return {"statusCode": 204, "body": "", "headers": {
@@ -119,6 +144,9 @@ def _handle(event) -> dict:
         if path == PATH:
             query = parse_query(raw)
             amounts: dict[str, int | None] = {name: parse_amount(name, query[name]) for name in NAMES}
+        elif path == STAKER_PATH:
+            query = parse_query(raw, STAKER_NAMES, STAKER_NAMES)
+            address = parse_address(query["address"])
         else:
             query = parse_query(raw, ESTIMATE_NAMES, ("amount",))
             amounts = estimate_amounts(query)
@@ -126,12 +154,22 @@ def _handle(event) -> dict:
         return _error(400, exc.code, exc.message)
 
     now = time.monotonic()
-    cache = current_params(now, path)
+    cache = current_params(now, ESTIMATE_PATH if path == ESTIMATE_PATH else PATH)
     if cache.params is None:
-        what = "rewards" if path == PATH else "withdrawal queue"
+        what = "withdrawal queue" if path == ESTIMATE_PATH else "rewards"
         return _error(503, "params_unavailable", f"{what} parameters could not be loaded: {cache.error}",
                       cache="no-store", extra={"Retry-After": str(int(RETRY_SECONDS))})
-    if path == PATH:
+    stale = cache.error
+    if path == STAKER_PATH:
+        staker = current_staker(now, cache.url or "", address)
+        if staker.inputs is None and staker.known:
+            return _error(404, "not_found", f"no staker {address}: /rewards/{address} does not exist")
+        if staker.inputs is None:
+            return _error(503, "staker_unavailable", f"the staker's rewards document could not be loaded: {staker.error}",
+                          cache="no-store", extra={"Retry-After": str(int(RETRY_SECONDS))})
+        stale = stale or staker.error
+        body = rewards.staker_estimate(cache.params, staker.inputs)
+    elif path == PATH:
         body = {
             "inputs": {"ggpStaked": query["ggpStaked"], "avaxStaked": query["avaxStaked"],
                        "ggpStakedWei": str(amounts["ggpStaked"]), "avaxStakedWei": str(amounts["avaxStaked"])},
@@ -146,9 +184,9 @@ def _handle(event) -> dict:
     max_age = max(0, int(cache.fresh_until - now))
     headers = {"Content-Type": "application/json", **CORS,
                "Cache-Control": f"public, max-age={max_age}, stale-if-error={STALE_IF_ERROR}"}
-    if cache.error:
+    if stale:
         headers["x-params-stale"] = "true"
-        headers["x-params-error"] = cache.error
+        headers["x-params-error"] = stale
     return {"statusCode": 200, "headers": headers,
             "body": "" if method == "HEAD" else rewards.canonical_json(body).decode()}
 
@@ -194,6 +232,14 @@ def parse_query(raw: str, names: tuple[str, ...] = NAMES, required: tuple[str, .
         if name not in values:
             raise BadInput(f"{name} is required: whole tokens, e.g. {name}=1000")
     return values
+
+
+def parse_address(text: str) -> str:
+    """A 0x-prefixed 20-byte hex address, checksummed or not -> its lower-case spelling (the
+    published key of its files)."""
+    if len(text) != 42 or not text.startswith("0x") or not all(c in _HEX for c in text[2:]):
+        raise BadInput(f"address must be 0x followed by 40 hex digits (got {_show(text)})")
+    return text.lower()
 
 
 def estimate_amounts(query: dict[str, str]) -> dict[str, int | None]:
@@ -283,6 +329,46 @@ def current_params(now: float, path: str = PATH) -> _Cache:
             c.error = _reason(exc)
             c.fresh_until = now + min(ttl, RETRY_SECONDS)
     return c
+
+
+def staker_url(params_url: str, address: str) -> str:
+    """The staker's /rewards/{address} next to /rewards/params: the params URL's last segment
+    (``params`` or ``params.json``) with the address in place of ``params``."""
+    base, _, last = params_url.rpartition("/")
+    if not base or last.split("?", 1)[0] not in ("params", "params.json"):
+        raise rewards.ParamsError("REWARDS_PARAMS_URL does not end in /params or /params.json: the stakers' "
+                                  "documents cannot be located next to it")
+    return f"{base}/{address}{last[len('params'):]}"
+
+
+def current_staker(now: float, params_url: str, address: str) -> _Staker:
+    """The staker's cached inputs, refreshed when due; a failed refresh keeps the last good ones."""
+    c = _stakers.get(address)
+    if c is None:
+        if len(_stakers) >= STAKER_CACHE_MAX:
+            del _stakers[next(iter(_stakers))]  # the oldest entry: a bounded memory whatever is asked
+        c = _stakers[address] = _Staker()
+    if now >= c.fresh_until:
+        ttl = _ttl()
+        try:
+            inputs = load_params(staker_url(params_url, address), STAKER_SOURCE)
+            if inputs.address.lower() != address:
+                raise rewards.ParamsError("the staker document names another address")
+            c.inputs, c.known, c.error = inputs, True, None
+            c.fresh_until = now + ttl
+        except Exception as exc:  # missing: a 404 for the TTL; anything else keeps the last good inputs
+            if _missing(exc):
+                c.inputs, c.known, c.error = None, True, None
+                c.fresh_until = now + ttl
+            else:
+                c.error = _reason(exc)
+                c.fresh_until = now + min(ttl, RETRY_SECONDS)
+    return c
+
+
+def _missing(exc: Exception) -> bool:
+    """No such document: a missing file, or a 404 (a private bucket answers 403 for a missing key)."""
+    return isinstance(exc, FileNotFoundError) or (getattr(exc, "code", None) in (403, 404) and hasattr(exc, "headers"))
 
 
 def _ttl() -> float:
