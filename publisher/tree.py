@@ -278,19 +278,3 @@ class TreeFiles(Mapping):
 
     def __len__(self) -> int:
         raise TypeError("a tree's files are read by path")
-
-
-def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> None:
-    """Write given files as the tree behind ``out_dir``, unvalidated and without a record (so
-    nothing trusts them): for directories made by hand."""
-    out = Path(os.path.abspath(out_dir))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _, tree = trees(out)
-    writer = TreeWriter(tree)
-    try:
-        for path, data in files.items():
-            writer.write(path, data, sha256(data))
-        flip(out, tree)
-    except BaseException:
-        shutil.rmtree(tree, ignore_errors=True)
-        raise

@@ -114,10 +114,6 @@ def validate(files: dict[str, bytes], *, feed_max_age: int | None = None, oracle
     return problems
 
 
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=REL, abs_tol=1e-9)
-
-
 def invariants(b: dict, feed_max_age: int | None = None, oracle_max_age: int | None = None,
                now: int | None = None) -> list[str]:
     """Cross-file checks. ``now`` is the run's block timestamp (default: /status's): ages are taken

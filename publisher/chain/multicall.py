@@ -364,11 +364,6 @@ _PAYLOAD_HEAD = abis.aggregate3.selector + (32).to_bytes(32, "big")
 _PAD = [bytes(-n % 32) for n in range(32)]  # zero padding after n % 32 bytes
 
 
-def call3(target: str, data: bytes) -> bytes:
-    """One encoded ``Call3(target, allowFailure=true, callData)`` struct."""
-    return _WORD(target) + _CALL3_HEAD + len(data).to_bytes(32, "big") + data + _PAD[len(data) & 31]
-
-
 def _encode_group(g: Calls, shared: dict) -> tuple[list[bytes], int | list[int]]:
     """The Call3 structs of a group and the size each counts for in a chunk (its calldata plus
     the struct's 128 bytes): one number when all are the same size. ``shared`` keeps the

@@ -47,10 +47,6 @@ def uid(network: str, kind: str, request: int | None = None, requester: str | No
     return f"{who}-{kind}@{network}.{DOMAIN}"
 
 
-def calendar_path(address: str) -> str:
-    return CALENDAR_PATH.format(address=address.lower())
-
-
 @endpoint(
     CALENDAR_PATH, tag="Liquid staking", summary="One requester's withdrawal dates, as a calendar",
     content_type=ICS, params=(W.REQUESTER_PARAM,),

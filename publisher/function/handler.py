@@ -58,13 +58,14 @@ class BadInput(Exception):
 
 
 class _Cache:
-    """Params of this warm container, per route."""
+    """One route's params in this warm container, as loaded from one URL."""
 
-    url: str | None = None
-    params = None  # rewards.Params or line.Params
-    resume = None  # line.Params: where a request at the back of the line first matters
-    fresh_until: float = 0.0  # monotonic time of the next refresh
-    error: str | None = None  # why the last refresh failed, while serving older params
+    def __init__(self, url: str):
+        self.url = url
+        self.params = None  # rewards.Params or line.Params
+        self.resume = None  # line.Params: where a request at the back of the line first matters
+        self.fresh_until = 0.0  # monotonic time of the next refresh
+        self.error: str | None = None  # why the last refresh failed, while serving older params
 
 
 @dataclass(frozen=True)
@@ -79,13 +80,9 @@ SOURCES = {
     PATH: _Source("REWARDS_PARAMS_URL", PARAMS_MAX_BYTES, rewards.parse_params, rewards.ParamsError),
     ESTIMATE_PATH: _Source("QUEUE_PARAMS_URL", QUEUE_PARAMS_MAX_BYTES, line.parse_params, line.ParamsError),
 }
-_caches: dict[str, _Cache] = {path: _Cache() for path in SOURCES}
-
-
-def reset_cache() -> None:
-    """Forget the loaded params, as a cold container would."""
-    for path in SOURCES:
-        _caches[path] = _Cache()
+# Route path -> its params, filled as the container answers; empty, as in a cold container (which
+# is how tests start one: CACHES.clear()).
+CACHES: dict[str, _Cache] = {}
 
 
 def handler(event, context=None) -> dict:
@@ -270,9 +267,9 @@ def current_params(now: float, path: str = PATH) -> _Cache:
     """The route's cache, refreshed when due; a failed refresh keeps the last good params."""
     source = SOURCES[path]
     url = os.environ.get(source.env, "")
-    c = _caches[path]
-    if url != c.url:
-        c.url, c.params, c.fresh_until, c.error = url, None, 0.0, None
+    c = CACHES.get(path)
+    if c is None or url != c.url:  # another document: nothing loaded from the last one applies
+        c = CACHES[path] = _Cache(url)
     if now >= c.fresh_until:
         ttl = _ttl()
         try:
