@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 
 from . import __version__, snapshot
+from .compute import params
 from .config import Profile
 from .endpoints.context import Context
 from .endpoints.registry import Endpoint, Row, file_for, load_all, resolve
@@ -68,6 +69,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     live tree (schemas and invariants always hold)."""
     t0 = time.monotonic()
     snapshot.check(snap)
+    params.check_range(snap)
     load_all()  # the registry's modules are imported once, here, before any worker forks
     ctx = context(snap, profile)
     out = Path(os.path.abspath(out_dir))
