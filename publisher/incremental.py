@@ -237,14 +237,7 @@ class Keys:
             parts.append(repr(x).encode() + b"\0")
         elif hasattr(kind, "__dataclass_fields__"):
             hit = self.memo.get(id(x))
-            if hit is None:
-                if not kind.__dataclass_params__.frozen:  # type: ignore[attr-defined]
-                    raise TypeError(f"cannot key an input of {kind.__qualname__}: a dataclass input is frozen")
-                # Its class and field values, pickled: pickle's bytes determine the value they
-                # load as, so two different records never share them.
-                data = pickle.dumps((kind.__module__, kind.__qualname__, self._values(kind)(x)), 5)
-                hit = self.memo[id(x)] = (x, hashlib.blake2b(data, digest_size=16).digest())
-            parts.append(hit[1])
+            parts.append(hit[1] if hit is not None else self._record(x, kind))
         elif kind is dict:
             parts.append(b"{")
             for k, v in x.items():  # in order: a maker may read them in order
@@ -257,6 +250,17 @@ class Keys:
         else:
             raise TypeError(f"cannot key an input of type {kind.__qualname__}: an input is a scalar, a tuple, list "
                             f"or dict of inputs, a frozen dataclass or an Each")
+
+    def _record(self, x, kind: type) -> bytes:
+        """The digest of a frozen dataclass, memoized for the build."""
+        if not kind.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            raise TypeError(f"cannot key an input of {kind.__qualname__}: a dataclass input is frozen")
+        # Its class and field values, pickled: pickle's bytes determine the value they load as, so
+        # two different records never share them.
+        data = pickle.dumps((kind.__module__, kind.__qualname__, self._values(kind)(x)), 5)
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        self.memo[id(x)] = (x, digest)
+        return digest
 
     def _values(self, kind: type) -> Callable[[Any], tuple]:
         """The values of a dataclass's fields, in order (not any other attribute it holds)."""

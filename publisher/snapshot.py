@@ -527,16 +527,7 @@ def to_jsonable(obj):
 def from_jsonable(tp: typing.Any, data: typing.Any) -> typing.Any:
     origin = typing.get_origin(tp)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        if not isinstance(data, dict):
-            raise TypeError(f"{tp.__name__}: expected an object")
-        hints = typing.get_type_hints(tp)
-        kwargs = {}
-        for f in dataclasses.fields(tp):
-            if f.name in data:
-                kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise KeyError(f"{tp.__name__}.{f.name}")
-        return tp(**kwargs)
+        return _record_from(tp, data)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if data is None and type(None) in args:
@@ -552,6 +543,25 @@ def from_jsonable(tp: typing.Any, data: typing.Any) -> typing.Any:
             raise TypeError(f"expected an object, got {type(data).__name__}")
         _, vt = typing.get_args(tp)
         return {str(k): from_jsonable(vt, v) for k, v in data.items()}
+    return _scalar_from(tp, data)
+
+
+def _record_from(tp: type, data: typing.Any) -> typing.Any:
+    """A dataclass from its JSON object: every field given or defaulted."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{tp.__name__}: expected an object")
+    hints = typing.get_type_hints(tp)
+    kwargs = {}
+    for f in dataclasses.fields(tp):
+        if f.name in data:
+            kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise KeyError(f"{tp.__name__}.{f.name}")
+    return tp(**kwargs)
+
+
+def _scalar_from(tp: typing.Any, data: typing.Any) -> typing.Any:
+    """An int (from a JSON number or decimal string), a bool or a str as given; anything else as is."""
     if tp is int:
         if isinstance(data, bool) or not isinstance(data, (int, str)):
             raise TypeError(f"expected an integer, got {data!r}")

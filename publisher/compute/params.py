@@ -32,6 +32,7 @@ rewards cycle (``overdue_bound``): the params then say why (``distributionExpect
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -189,14 +190,9 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
     if sum(m.avax_liquid_staker_amt for m in mine) != st.avax_assigned:
         return DistributionStake(0, "under 10 % collateralization, and its minipools do not account for all of its "
                                     "AVAX assigned: the forecast takes its effective stake as 0, as today")
-    ending = []
-    for m in mine:
-        end = Q.validation_end(snap, m, vals) if m.status == MinipoolStatus.STAKING else None
-        if end is not None and end < when:  # the others stay assigned through the distribution
-            ending.append((end, m.index, m))
+    ending = _validations_ending(snap, mine, vals, when)
     if not ending or st.ggp_staked == 0:
         return DistributionStake(0)
-    ending.sort()
 
     def ratio(assigned: int) -> int:  # Staking.getCollateralizationRatio with that much assigned
         return rewards.collateralization_ratio(st.ggp_staked, assigned, price)
@@ -221,6 +217,13 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
                 f"validation ends (at {end}, before the distribution) depends on its reward: the forecast assumes "
                 f"it does, keeping the stake under the 10 % floor (effective stake 0). {otherwise}"))
         low, high = least, most  # it cycles
+    return _stake_after_the_ends(ratio, low, high, free, otherwise, ending[-1][0])
+
+
+def _stake_after_the_ends(ratio: Callable[[int], int], low: int, high: int, free: int, otherwise: str,
+                          last: int) -> DistributionStake:
+    """The effective stake at the distribution once the validations ending before it have ended,
+    ``low`` to ``high`` AVAX then assigned; ``free``: the stake with the floor not applying."""
     if ratio(high) < rewards.TENTH:
         if ratio(low) < rewards.TENTH:
             return DistributionStake(0)  # under the floor at the distribution too
@@ -228,7 +231,6 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
             f"under 10 % collateralization today; after the validation ends before the distribution, its "
             f"collateralization then depends on the rewards its cycling minipools compound: the forecast keeps "
             f"the stake under the 10 % floor (effective stake 0). {otherwise}"))
-    last = ending[-1][0]
     if high == 0:
         return DistributionStake(free, (
             f"under 10 % collateralization today, but its minipools' validations all end before the distribution "
@@ -240,6 +242,18 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
         f"leave at most {rewards.whole_tokens(high)} AVAX assigned then, {rewards.pct(ratio(high)):.4f} % or "
         f"more: above the 10 % floor, its effective stake is min(ggpStaked, MaxCollateralizationRatio x high-water "
         f"mark / price) = {rewards.whole_tokens(free)} GGP"))
+
+
+def _validations_ending(snap: Snapshot, mine: list[Minipool], vals: dict[str, Validator],
+                        when: int) -> list[tuple[int, int, Minipool]]:
+    """(end, index, minipool) of the staking minipools whose validation ends before ``when``, in
+    order; the others stay assigned through the distribution."""
+    ending = []
+    for m in mine:
+        end = Q.validation_end(snap, m, vals) if m.status == MinipoolStatus.STAKING else None
+        if end is not None and end < when:
+            ending.append((end, m.index, m))
+    return sorted(ending)
 
 
 def rate_sample(m: Minipool) -> int | None:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 try:
     from ..compute import line, rewards
@@ -62,8 +64,8 @@ class _Cache:
 
     def __init__(self, url: str):
         self.url = url
-        self.params = None  # rewards.Params or line.Params
-        self.resume = None  # line.Params: where a request at the back of the line first matters
+        self.params: Any = None  # rewards.Params or line.Params
+        self.resume: Any = None  # line.Resume: where a request at the back of the line first matters
         self.fresh_until = 0.0  # monotonic time of the next refresh
         self.error: str | None = None  # why the last refresh failed, while serving older params
 
@@ -109,16 +111,8 @@ def _handle(event) -> dict:
             "Access-Control-Max-Age": "86400", "Cache-Control": "public, max-age=86400"}}
     if method not in ("GET", "HEAD"):
         return _error(405, "method_not_allowed", f"method not allowed: use GET ({ALLOW})", extra={"Allow": ALLOW})
-    raw = event.get("rawQueryString") or ""
     try:
-        if not isinstance(raw, str):
-            raise BadInput("rawQueryString is not a string", "bad_request")
-        if path == PATH:
-            query = parse_query(raw)
-            amounts: dict[str, int | None] = {name: parse_amount(name, query[name]) for name in NAMES}
-        else:
-            query = parse_query(raw, ESTIMATE_NAMES, ("amount",))
-            amounts = estimate_amounts(query)
+        query, amounts = _inputs(path, event.get("rawQueryString") or "")
     except BadInput as exc:
         return _error(400, exc.code, exc.message)
 
@@ -128,18 +122,7 @@ def _handle(event) -> dict:
         what = "rewards" if path == PATH else "withdrawal queue"
         return _error(503, "params_unavailable", f"{what} parameters could not be loaded: {cache.error}",
                       cache="no-store", extra={"Retry-After": str(int(RETRY_SECONDS))})
-    if path == PATH:
-        body = {
-            "inputs": {"ggpStaked": query["ggpStaked"], "avaxStaked": query["avaxStaked"],
-                       "ggpStakedWei": str(amounts["ggpStaked"]), "avaxStakedWei": str(amounts["avaxStaked"])},
-            "meta": cache.params.stamp(),
-            "result": rewards.estimate(cache.params, amounts["ggpStaked"], amounts["avaxStaked"]),
-        }
-    else:
-        if cache.resume is None:
-            cache.resume = line.resume_point(cache.params)
-        body = line.answer(cache.params, query, shares=amounts["shares"], avax=amounts["avax"],
-                           expiration_delay=amounts["expirationDelay"], resume=cache.resume)
+    body = _answer(path, cache, query, amounts)
     max_age = max(0, int(cache.fresh_until - now))
     headers = {"Content-Type": "application/json", **CORS,
                "Cache-Control": f"public, max-age={max_age}, stale-if-error={STALE_IF_ERROR}"}
@@ -148,6 +131,33 @@ def _handle(event) -> dict:
         headers["x-params-error"] = cache.error
     return {"statusCode": 200, "headers": headers,
             "body": "" if method == "HEAD" else rewards.canonical_json(body).decode()}
+
+
+def _inputs(path: str, raw) -> tuple[dict[str, str], dict[str, Any]]:
+    """The route's query parameters and the amounts they name (wei, or None where an estimate's is
+    not given), or BadInput."""
+    if not isinstance(raw, str):
+        raise BadInput("rawQueryString is not a string", "bad_request")
+    if path == PATH:
+        query = parse_query(raw)
+        return query, {name: parse_amount(name, query[name]) for name in NAMES}
+    query = parse_query(raw, ESTIMATE_NAMES, ("amount",))
+    return query, estimate_amounts(query)
+
+
+def _answer(path: str, cache: _Cache, query: dict[str, str], amounts: dict[str, Any]) -> dict:
+    """The route's answer from its loaded params."""
+    if path == PATH:
+        return {
+            "inputs": {"ggpStaked": query["ggpStaked"], "avaxStaked": query["avaxStaked"],
+                       "ggpStakedWei": str(amounts["ggpStaked"]), "avaxStakedWei": str(amounts["avaxStaked"])},
+            "meta": cache.params.stamp(),
+            "result": rewards.estimate(cache.params, amounts["ggpStaked"], amounts["avaxStaked"]),
+        }
+    if cache.resume is None:
+        cache.resume = line.resume_point(cache.params)
+    return line.answer(cache.params, query, shares=amounts["shares"], avax=amounts["avax"],
+                       expiration_delay=amounts["expirationDelay"], resume=cache.resume)
 
 
 def _dict(value) -> dict:
@@ -309,29 +319,40 @@ def load_params(url: str, source: _Source = SOURCES[PATH]):
     return source.parse(json.loads(data))  # type: ignore[operator]
 
 
+_BRACKET_OR_QUOTE = re.compile(rb'["\[\]{}]')
+
+
 def _nesting(data: bytes) -> int:
     """Deepest [ / { nesting outside strings, stopping early once past the limit."""
     depth = deepest = 0
-    in_string = escaped = False
-    for byte in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
+    at = 0
+    while (found := _BRACKET_OR_QUOTE.search(data, at)) is not None:
+        at = found.end()
+        byte = data[found.start()]
+        if byte == 0x22:  # quote
+            at = _string_end(data, at)
         elif byte in (0x5B, 0x7B):
             depth += 1
             if depth > deepest:
                 deepest = depth
                 if deepest > PARAMS_MAX_DEPTH:
                     return deepest
-        elif byte in (0x5D, 0x7D):
+        else:
             depth -= 1
     return deepest
+
+
+def _string_end(data: bytes, at: int) -> int:
+    """Where the string opened just before ``at`` ends: past its closing quote, the first one
+    after an even run of backslashes; the end of ``data`` if it never closes."""
+    while (quote := data.find(b'"', at)) >= 0:
+        run = quote
+        while run > at and data[run - 1] == 0x5C:  # backslash
+            run -= 1
+        if (quote - run) % 2 == 0:
+            return quote + 1
+        at = quote + 1
+    return len(data)
 
 
 def _read_file(url: str, limit: int = PARAMS_MAX_BYTES) -> bytes:
