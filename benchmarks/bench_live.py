@@ -101,6 +101,49 @@ def summary(name: str, values: list[float], unit: str = "%") -> str:
             f"max {max(a):.4g}{unit}  mean signed {statistics.fmean(values):+.4g}{unit}  exact {sum(v == 0 for v in values)}")
 
 
+KINDS = ("distribution on time", "distribution late, built before the cycle end", "built while overdue")
+
+
+@dataclasses.dataclass
+class Scores:
+    """Every build's forecasts against what the live chain then paid."""
+
+    pool_err: dict[str, list[float]] = dataclasses.field(default_factory=lambda: {k: [] for k in KINDS})
+    staker_err: dict[str, list[float]] = dataclasses.field(default_factory=lambda: {k: [] for k in KINDS})
+    staker_rel: dict[str, list[float]] = dataclasses.field(default_factory=lambda: {k: [] for k in KINDS})
+    staker_exact_builds: int = 0
+    horizon_err: dict[int, list[float]] = dataclasses.field(default_factory=dict)
+    avax_err: list[float] = dataclasses.field(default_factory=list)
+    apy_null_after_first: int = 0
+    build_seconds: list[float] = dataclasses.field(default_factory=list)
+
+    def distribution(self, d, delay: int, pending: list[Published]) -> None:
+        """Score the builds made since the previous distribution against the one that just ran."""
+        for b in pending:
+            kind = KINDS[2] if b.overdue else KINDS[1] if delay else KINDS[0]
+            self.pool_err[kind].append((b.pool - d.nodeop_total) / d.nodeop_total * 100)
+            self.horizon_err.setdefault((d.time - b.time) // (7 * DAY), []).append((b.pool - d.nodeop_total) / d.nodeop_total * 100)
+            self._stakers(kind, b, {a.lower(): v for a, v in d.paid.items()})
+
+    def _stakers(self, kind: str, b: Published, paid: dict[str, int]) -> None:
+        errs = []
+        for addr in set(b.stakers) | set(paid):
+            got, want = b.stakers.get(addr, 0), paid.get(addr, 0)
+            if got or want:
+                errs.append((got - want) / WAD)  # GGP
+            if want:
+                self.staker_rel[kind].append((got - want) / want * 100)
+        self.staker_err[kind] += errs
+        self.staker_exact_builds += all(e == 0 for e in errs)
+
+    def payments(self, payments, builds: list[Published]) -> None:
+        """AVAX rewards paid since the last look, against the latest published rate."""
+        for p in payments:
+            if p.reward > 0 and builds:
+                forecast = p.principal * builds[-1].rate_wad * p.seconds / (WAD * YEAR)
+                self.avax_err.append((forecast - p.reward) / p.reward * 100)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cycles", type=int, default=10, help="GGP distributions to score")
@@ -115,16 +158,8 @@ def main() -> None:
     loads.sample()
     builds: list[Published] = []
     pending: list[Published] = []
-    kinds = ("distribution on time", "distribution late, built before the cycle end", "built while overdue")
-    pool_err: dict[str, list[float]] = {k: [] for k in kinds}
-    staker_err: dict[str, list[float]] = {k: [] for k in kinds}
-    staker_rel: dict[str, list[float]] = {k: [] for k in kinds}
-    staker_exact_builds = 0
-    horizon_err: dict[int, list[float]] = {}
-    avax_err: list[float] = []
-    apy_null_after_first = 0
+    sc = Scores()
     scored = 0
-    build_seconds = []
     with running_live(args.seed) as (net, live), tempfile.TemporaryDirectory() as tmp:
         profile = devnet_profile(load_profile("devnet"), net)
         out = Path(tmp) / "out"
@@ -132,85 +167,76 @@ def main() -> None:
         paid_seen = 0
         while scored < args.cycles:
             live.step()
-            # Score every build made since the previous distribution against the one that just ran.
             while len(live.distributions) > scored:
                 d = live.distributions[scored]
                 scored += 1
-                delay = live.lateness.get(d.cycle - 1, 0)
-                for b in pending:
-                    kind = kinds[2] if b.overdue else kinds[1] if delay else kinds[0]
-                    pool_err[kind].append((b.pool - d.nodeop_total) / d.nodeop_total * 100)
-                    horizon_err.setdefault((d.time - b.time) // (7 * DAY), []).append((b.pool - d.nodeop_total) / d.nodeop_total * 100)
-                    paid = {a.lower(): v for a, v in d.paid.items()}
-                    errs = []
-                    for addr in set(b.stakers) | set(paid):
-                        got, want = b.stakers.get(addr, 0), paid.get(addr, 0)
-                        if got or want:
-                            errs.append((got - want) / WAD)  # GGP
-                        if want:
-                            staker_rel[kind].append((got - want) / want * 100)
-                    staker_err[kind] += errs
-                    staker_exact_builds += all(e == 0 for e in errs)
+                sc.distribution(d, live.lateness.get(d.cycle - 1, 0), pending)
                 pending = []
-            # AVAX rewards paid since the last look, against the latest published rate.
-            for p in live.payments[paid_seen:]:
-                if p.reward > 0 and builds:
-                    forecast = p.principal * builds[-1].rate_wad * p.seconds / (WAD * YEAR)
-                    avax_err.append((forecast - p.reward) / p.reward * 100)
+            sc.payments(live.payments[paid_seen:], builds)
             paid_seen = len(live.payments)
             if live.day % args.every == 0:
-                tb = time.perf_counter()
-                prior = history.load_published(out / "prices" / "history.json")
-                snap = collect(profile, history_prior=prior).snapshot
-                if not args.archive:
-                    snap = dataclasses.replace(snap, apy_base=None)
-                build(snap, profile, out, cache=cache, workers=cores(), force=True)
-                build_seconds.append(time.perf_counter() - tb)
+                build_once(args, profile, out, cache, sc)
                 loads.sample()
                 b = read_build(out)
-                if builds and b.apy is None:
-                    apy_null_after_first += 1
+                sc.apy_null_after_first += bool(builds) and b.apy is None
                 builds.append(b)
                 pending.append(b)
+    report(args, sc, live, scored, builds, t0)
+    if args.json_path:
+        write_figures(args, sc, live, scored, builds, t0, loads)
 
+
+def build_once(args, profile, out: Path, cache: Cache, sc: Scores) -> None:
+    tb = time.perf_counter()
+    prior = history.load_published(out / "prices" / "history.json")
+    snap = collect(profile, history_prior=prior).snapshot
+    if not args.archive:
+        snap = dataclasses.replace(snap, apy_base=None)
+    build(snap, profile, out, cache=cache, workers=cores(), force=True)
+    sc.build_seconds.append(time.perf_counter() - tb)
+
+
+def report(args, sc: Scores, live, scored: int, builds: list[Published], t0: float) -> None:
     print(f"live devnet seed {args.seed}: {live.day} protocol days, {scored} GGP distributions scored, "
-          f"{len(builds)} builds (every {args.every} days, median {statistics.median(build_seconds):.2f}s), "
+          f"{len(builds)} builds (every {args.every} days, median {statistics.median(sc.build_seconds):.2f}s), "
           f"{time.perf_counter() - t0:.0f}s wall")
     print(f"distributions: {len(live.distributions)} (cycles {live.distributions[0].cycle}..{live.distributions[-1].cycle}); "
           f"delays drawn (days): {sorted(v / DAY for v in live.lateness.values())}")
     print("GGP node-operator pool, forecast vs paid (percent of paid):")
-    for kind, v in pool_err.items():
+    for kind, v in sc.pool_err.items():
         print("  " + summary(kind, v))
-    for h in sorted(horizon_err):
-        print("  " + summary(f"built {h}-{h + 1} weeks before", horizon_err[h]))
+    for h in sorted(sc.horizon_err):
+        print("  " + summary(f"built {h}-{h + 1} weeks before", sc.horizon_err[h]))
     print("GGP per staker, forecast - paid (GGP):")
-    for kind, v in staker_err.items():
+    for kind, v in sc.staker_err.items():
         print("  " + summary(kind, v, " GGP"))
     print("GGP per staker paid something, (forecast - paid) / paid:")
-    for kind, v in staker_rel.items():
+    for kind, v in sc.staker_rel.items():
         print("  " + summary(kind, v))
-    print(f"  builds whose every staker forecast was exact: {staker_exact_builds}")
+    print(f"  builds whose every staker forecast was exact: {sc.staker_exact_builds}")
     print("AVAX per validation period, (forecast - paid) / paid:")
-    print("  " + summary("payments", avax_err))
+    print("  " + summary("payments", sc.avax_err))
     print(f"validator rate sources: {dict(Counter(b.rate_source for b in builds))}")
     print(f"ggavax_apy methods: {dict(Counter(b.apy_method for b in builds))}; "
-          f"null after the first build: {apy_null_after_first} of {len(builds) - 1}")
-    if args.json_path:
-        late_days = [live.lateness.get(d.cycle - 1, 0) / DAY for d in live.distributions[:scored]]
-        record.write(args.json_path, {
-            "seed": args.seed, "cycles": args.cycles, "every_days": args.every, "archive": args.archive,
-            "days": live.day, "distributions": scored, "late": late_summary(late_days),
-            "builds": len(builds), "build_seconds_median": statistics.median(build_seconds),
-            "wall_seconds": time.perf_counter() - t0,
-            "pool_pct": {kind: stats(v) for kind, v in pool_err.items()},
-            "staker_pct": {kind: stats(v) for kind, v in staker_rel.items()},
-            "staker_ggp": {kind: stats(v) for kind, v in staker_err.items()},
-            "staker_exact_builds": staker_exact_builds,
-            "avax_pct": stats(avax_err),
-            "validator_rate_sources": dict(Counter(b.rate_source for b in builds)),
-            "apy_methods": dict(Counter(b.apy_method for b in builds)),
-            "apy_null_after_first": apy_null_after_first,
-        }, loads.seen)
+          f"null after the first build: {sc.apy_null_after_first} of {len(builds) - 1}")
+
+
+def write_figures(args, sc: Scores, live, scored: int, builds: list[Published], t0: float, loads) -> None:
+    late_days = [live.lateness.get(d.cycle - 1, 0) / DAY for d in live.distributions[:scored]]
+    record.write(args.json_path, {
+        "seed": args.seed, "cycles": args.cycles, "every_days": args.every, "archive": args.archive,
+        "days": live.day, "distributions": scored, "late": late_summary(late_days),
+        "builds": len(builds), "build_seconds_median": statistics.median(sc.build_seconds),
+        "wall_seconds": time.perf_counter() - t0,
+        "pool_pct": {kind: stats(v) for kind, v in sc.pool_err.items()},
+        "staker_pct": {kind: stats(v) for kind, v in sc.staker_rel.items()},
+        "staker_ggp": {kind: stats(v) for kind, v in sc.staker_err.items()},
+        "staker_exact_builds": sc.staker_exact_builds,
+        "avax_pct": stats(sc.avax_err),
+        "validator_rate_sources": dict(Counter(b.rate_source for b in builds)),
+        "apy_methods": dict(Counter(b.apy_method for b in builds)),
+        "apy_null_after_first": sc.apy_null_after_first,
+    }, loads.seen)
 
 
 if __name__ == "__main__":

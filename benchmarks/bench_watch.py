@@ -32,6 +32,52 @@ from pathlib import Path
 WAD = 10**18
 
 
+class _WatchProcess:
+    """``publisher watch`` in a subprocess, its output followed on a thread."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str]):
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        self.lines: list[str] = []
+        self.arrived: list[float] = []  # when each "block" line (a publish that has just completed) was read
+        self.published = threading.Condition()
+        threading.Thread(target=self._follow, daemon=True).start()
+
+    def _follow(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if not line.startswith(("block", "watching")):
+                print(f"  watch said: {line.rstrip()}", flush=True)
+            with self.published:
+                if line.startswith("block"):
+                    self.arrived.append(time.perf_counter())
+                self.lines.append(line.rstrip())
+                self.published.notify_all()
+
+    def wait_for_line(self, count: int, timeout: float) -> str:
+        """The ``count``-th "block" line, once read."""
+        lines, proc = self.lines, self.proc
+        with self.published:
+            if not self.published.wait_for(lambda: sum(x.startswith("block") for x in lines) >= count or proc.poll() is not None, timeout):
+                raise SystemExit(f"watch published nothing in {timeout:g}s: {lines[-3:]}")
+            if proc.poll() is not None:
+                raise SystemExit(f"watch stopped: {lines[-3:]}")
+            return [x for x in lines if x.startswith("block")][count - 1]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _sample(line: str, latency: float) -> dict:
+    """One sample's figures from the watch's "block" line: its stages' seconds, objects published."""
+    stages = dict((m[0], float(m[1])) for m in re.findall(r"(read|build|publish) ([\d.]+)", line))
+    objects = int(re.search(r"(\d+) objects published", line).group(1))
+    return {"latency": latency, "objects": objects, **stages, "load": round(os.getloadavg()[0], 2)}
+
+
 def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 5, k: int = 1,
             poll: float = 0.5, row=print) -> dict:
     """Watch ``net`` into ``bucket`` with ``out`` as its build directory; ``changes`` samples."""
@@ -50,35 +96,10 @@ def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 
            "PUBLISHER_PCHAIN_RPC_URL": net.services["pchain_rpc"], "PUBLISHER_PRICE_API_URL": net.services["price_api"]}
     cmd = [sys.executable, "-m", "publisher.cli", "watch", "--rpc-url", net.url, "--bucket", bucket,
            "--endpoint-url", endpoint, "--out", str(out), "--poll", str(poll)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    lines: list[str] = []
-    arrived: list[float] = []  # when each "block" line (a publish that has just completed) was read
-    published = threading.Condition()
-
-    def follow() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if not line.startswith(("block", "watching")):
-                print(f"  watch said: {line.rstrip()}", flush=True)
-            with published:
-                if line.startswith("block"):
-                    arrived.append(time.perf_counter())
-                lines.append(line.rstrip())
-                published.notify_all()
-
-    threading.Thread(target=follow, daemon=True).start()
-
-    def wait_for_line(count: int, timeout: float) -> str:
-        with published:
-            if not published.wait_for(lambda: sum(x.startswith("block") for x in lines) >= count or proc.poll() is not None, timeout):
-                raise SystemExit(f"watch published nothing in {timeout:g}s: {lines[-3:]}")
-            if proc.poll() is not None:
-                raise SystemExit(f"watch stopped: {lines[-3:]}")
-            return [x for x in lines if x.startswith("block")][count - 1]
-
+    watch = _WatchProcess(cmd, env)
     samples = []
     try:
-        first = wait_for_line(1, 600)
+        first = watch.wait_for_line(1, 600)
         row("watch: first publish", first.split(":", 1)[1].strip()[:90], "")
         stakers = list(snap.stakers)
         for i in range(changes):
@@ -86,22 +107,17 @@ def figures(net, out: Path, endpoint: str, bucket: str, snap, *, changes: int = 
                        for st in stakers[i * k: (i + 1) * k]]
             block = write_stakers(net.url, net.addresses["Staking"], changed)
             t0 = time.perf_counter()
-            line = wait_for_line(i + 2, 60)
-            latency = arrived[i + 1] - t0
+            line = watch.wait_for_line(i + 2, 60)
+            latency = watch.arrived[i + 1] - t0
             if live_block() < block:
                 raise SystemExit(f"the watch's publish after block {block} left an older /status live")
-            stages = dict((m[0], float(m[1])) for m in re.findall(r"(read|build|publish) ([\d.]+)", line))
-            objects = int(re.search(r"(\d+) objects published", line).group(1))
-            samples.append({"latency": latency, "objects": objects, **stages, "load": round(os.getloadavg()[0], 2)})
+            samples.append(_sample(line, latency))
             why = line.split("(", 1)[1].split(";")[0]
+            stages = {name: v for name, v in samples[-1].items() if name in ("read", "build", "publish")}
             row(f"watch: block-to-bucket, sample {i + 1}", f"{latency:.2f} s",
-                f"load {samples[-1]['load']}; {why}; {objects} objects; " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
+                f"load {samples[-1]['load']}; {why}; {samples[-1]['objects']} objects; " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        watch.stop()
     lat = [s["latency"] for s in samples]
     loads = [s["load"] for s in samples]
     result = {"poll": poll, "k": k, "changes": changes, "samples": samples, "median": statistics.median(lat), "max": max(lat),

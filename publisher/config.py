@@ -190,27 +190,32 @@ def _conform(value: Any, hint: Any, where: str) -> Any:
                 return _conform(value, option, where)
             except PublisherError:
                 continue
-        raise PublisherError(f"{where} must be {_name(hint)}, not {_json_type(value)}")
-    if hint is type(None):
-        if value is None:
-            return None
-    elif origin is tuple:
-        if isinstance(value, (list, tuple)):
-            return tuple(_conform(v, args[0], f"{where}[{i}]") for i, v in enumerate(value))
-    elif origin is dict:
-        if isinstance(value, dict):
-            return {_conform(k, args[0], where): _conform(v, args[1], f"{where}.{k}") for k, v in value.items()}
-    elif hint is Any:
-        return value
-    elif hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif isinstance(value, hint):
-        return value
+    else:
+        got = _fit(value, hint, origin, args, where)
+        if got is not _MISFIT:
+            return got
     raise PublisherError(f"{where} must be {_name(hint)}, not {_json_type(value)}")
+
+
+_MISFIT = object()  # what _fit returns for a value that is not of the type
+
+
+def _fit(value: Any, hint: Any, origin: Any, args: tuple, where: str) -> Any:
+    """``value`` as the type ``hint`` (no union), or ``_MISFIT``."""
+    if hint is type(None):
+        return None if value is None else _MISFIT
+    if origin is tuple:
+        return tuple(_conform(v, args[0], f"{where}[{i}]") for i, v in enumerate(value)) if isinstance(value, (list, tuple)) else _MISFIT
+    if origin is dict:
+        return {_conform(k, args[0], where): _conform(v, args[1], f"{where}.{k}") for k, v in value.items()} if isinstance(value, dict) else _MISFIT
+    if hint is Any:
+        return value
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is float:
+        return float(value) if number else _MISFIT
+    if hint is int:
+        return value if number and isinstance(value, int) else _MISFIT
+    return value if isinstance(value, hint) else _MISFIT
 
 
 def _name(hint: Any) -> str:

@@ -97,13 +97,6 @@ def deadline(seconds: float | None, what: str) -> Iterator[object]:
             _arm()
 
 
-def remaining(default: float) -> float:
-    """Seconds left before the earliest active deadline (``default`` when none is active)."""
-    if not _stack:
-        return default
-    return max(0.0, min(min(e[0] for e in _stack) - time.monotonic(), default))
-
-
 def run_seconds() -> float:
     """The run deadline: ``PUBLISHER_RUN_DEADLINE`` seconds, else RUN_DEADLINE; 0 disables it."""
     raw = os.environ.get(ENV_RUN_DEADLINE, "").strip()

@@ -101,11 +101,11 @@ class _Layer:
             for ep, path, value in bodies(ctx, entities=False):
                 key = keys.of(value) if type(value) is Deferred else None
                 was = carry.get(path)
-                if key is not None and was is not None and was[2] == key:
+                if key is not None and was is not None and was.inputs_key == key:
                     entry = _link(made.writer, live, racy_from, path, was)
                     if entry is not None:
                         made.entries[path] = entry  # same inputs, same content: the live file, block stamp included
-                        reads.carried(path, f"{live}/{file_for(path)}", was[0])
+                        reads.carried(path, f"{live}/{file_for(path)}", was.sha256)
                         made.carried += 1
                         continue
                 # The live record knows each aggregate's content.
@@ -132,14 +132,14 @@ class _Layer:
 class _Share:
     """One worker's part of the per-entity files."""
 
-    entries: dict[str, list]
+    entries: dict[str, Entry]
     problems: list[str]
     rendered: int
     carried: int
     written: int
 
 
-def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: int, carry: dict[str, list],
+def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: int, carry: dict[str, Entry],
               keys: Keys, rows: Rows | None, share: int, n: int) -> _Share:
     """Every n-th per-entity file from the ``share``-th: linked from the live tree while its key is
     unchanged and the file is still the recorded one, else rendered, validated and written."""
@@ -147,7 +147,7 @@ def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: in
     for ep, path, value in itertools.islice(bodies(ctx, entities=True), share, None, n):
         key = keys.of(value) if type(value) is Deferred else None
         was = carry.get(path)
-        if key is not None and was is not None and was[2] == key:
+        if key is not None and was is not None and was.inputs_key == key:
             entry = _link(writer, live, racy_from, path, was)
             if entry is not None:
                 made.entries[path] = entry
@@ -167,13 +167,13 @@ def _link(writer: TreeWriter, live: Path | None, racy_from: int, path: str, was:
     except FileNotFoundError:
         return None
     # The tree may have kept a copy of its own with that sha256: its entry is that file's.
-    return was if stat == (was[4], was[5]) else [*was[:4], *stat]
+    return was if stat == (was.mtime_ns, was.inode) else was._replace(mtime_ns=stat[0], inode=stat[1])
 
 
 def _keep_recorded(writer: TreeWriter, live: Path | None, racy_from: int, path: str, was: Entry | None,
                    ckey: str) -> Entry | None:
     """The live aggregate, linked into the tree, if its recorded content key is ``ckey``."""
-    if was is None or was[3] != ckey:
+    if was is None or was.content_key != ckey:
         return None
     return _link(writer, live, racy_from, path, was)
 
@@ -239,14 +239,7 @@ class Keys:
             parts.append(repr(x).encode() + b"\0")
         elif hasattr(kind, "__dataclass_fields__"):
             hit = self.memo.get(id(x))
-            if hit is None:
-                if not kind.__dataclass_params__.frozen:  # type: ignore[attr-defined]
-                    raise TypeError(f"cannot key an input of {kind.__qualname__}: a dataclass input is frozen")
-                # Its class and field values, pickled: pickle's bytes determine the value they
-                # load as, so two different records never share them.
-                data = pickle.dumps((kind.__module__, kind.__qualname__, self._values(kind)(x)), 5)
-                hit = self.memo[id(x)] = (x, hashlib.blake2b(data, digest_size=16).digest())
-            parts.append(hit[1])
+            parts.append(hit[1] if hit is not None else self._record(x, kind))
         elif kind is dict:
             parts.append(b"{")
             for k, v in x.items():  # in order: a maker may read them in order
@@ -259,6 +252,17 @@ class Keys:
         else:
             raise TypeError(f"cannot key an input of type {kind.__qualname__}: an input is a scalar, a tuple, list "
                             f"or dict of inputs, a frozen dataclass or an Each")
+
+    def _record(self, x, kind: type) -> bytes:
+        """The digest of a frozen dataclass, memoized for the build."""
+        if not kind.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            raise TypeError(f"cannot key an input of {kind.__qualname__}: a dataclass input is frozen")
+        # Its class and field values, pickled: pickle's bytes determine the value they load as, so
+        # two different records never share them.
+        data = pickle.dumps((kind.__module__, kind.__qualname__, self._values(kind)(x)), 5)
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        self.memo[id(x)] = (x, digest)
+        return digest
 
     def _values(self, kind: type) -> Callable[[Any], tuple]:
         """The values of a dataclass's fields, in order (not any other attribute it holds)."""

@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 
 from . import __version__, snapshot
+from .compute import params
 from .config import Profile
 from .endpoints.context import Context
 from .endpoints.registry import Endpoint, Row, file_for, load_all, resolve
@@ -68,6 +69,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     live tree (schemas and invariants always hold)."""
     t0 = time.monotonic()
     snapshot.check(snap)
+    params.check_range(snap)
     load_all()  # the registry's modules are imported once, here, before any worker forks
     ctx = context(snap, profile)
     out = Path(os.path.abspath(out_dir))
@@ -92,7 +94,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
         made = (files or render_all)(ctx, live, target)
         t = time.monotonic()
         final = {}
-        for ep, path, body in final_bodies(ctx, {p: (e[0], e[1]) for p, e in made.entries.items()}):
+        for ep, path, body in final_bodies(ctx, {p: (e.sha256, e.size) for p, e in made.entries.items()}):
             made.problems += schema_problems(ep, path, body)
             final[path] = encode(path, body)
             made.reads[path] = body
@@ -105,7 +107,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
             raise PublisherError(f"refusing to write {out_dir}: {every_cause(made.problems)}")
         for path, data in final.items():
             sha = sha256(data)
-            made.entries[path] = [sha, len(data), None, None, *made.writer.write(path, data, sha)]
+            made.entries[path] = Entry(sha, len(data), None, None, *made.writer.write(path, data, sha))
         made.writer.finish(record(snap, made))
         flip(out, target)
         made.stages["guards+status+swap"] = time.monotonic() - t
@@ -115,7 +117,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     finally:
         gc.unfreeze()
     endpoints = sum(1 for e in load_all().values() if not e.is_function)
-    return Built(out, target, len(made.entries), sum(e[1] for e in made.entries.values()), endpoints,
+    return Built(out, target, len(made.entries), sum(e.size for e in made.entries.values()), endpoints,
                  made.rendered, made.carried, made.writer.written, time.monotonic() - t0, made.stages)
 
 
@@ -137,7 +139,7 @@ class Made:
 
     writer: TreeWriter
     run: str | None = None  # what the record's input keys leave out (the incremental layer's)
-    entries: dict[str, list] = field(default_factory=dict)  # path -> its record entry (tree.Entry)
+    entries: dict[str, Entry] = field(default_factory=dict)  # path -> its record entry
     reads: dict = field(default_factory=dict)  # path -> what the invariants read of it (an entity: None)
     problems: list[str] = field(default_factory=list)
     rendered: int = 0
@@ -145,7 +147,7 @@ class Made:
     stages: dict[str, float] = field(default_factory=dict)
 
     def put(self, ep: Endpoint, path: str, body, key: str | None = None,
-            keep: Callable[[str], list | None] | None = None) -> str | None:
+            keep: Callable[[str], Entry | None] | None = None) -> str | None:
         """Validate a rendered body and write it; the sha256 written, or None (a schema problem, or
         the live bytes kept). ``keep(content key)``, for an aggregate: puts the live file into the
         tree and returns its entry when its content is the same as this body's."""
@@ -155,7 +157,7 @@ class Made:
             data, ckey = encode_stamped(path, body)
             old = keep(ckey) if keep else None
             if old is not None:
-                self.entries[path] = [old[0], old[1], key, ckey, old[4], old[5]]
+                self.entries[path] = old._replace(inputs_key=key, content_key=ckey)
                 self.carried += 1
                 return None
         self.rendered += 1
@@ -166,7 +168,7 @@ class Made:
                 return None
         data = data or encode(path, body)
         sha = sha256(data)
-        self.entries[path] = [sha, len(data), key, ckey, *self.writer.write(path, data, sha)]
+        self.entries[path] = Entry(sha, len(data), key, ckey, *self.writer.write(path, data, sha))
         return sha
 
 
@@ -264,16 +266,16 @@ def keep_live(writer: TreeWriter, live: Path | None, path: str, was: Entry | Non
     content is ``ckey`` and its bytes are still the recorded ones. A live file the record does not
     vouch for (none, another content, or edited since) is not kept: its ``meta`` could say
     anything."""
-    if live is None or was is None or was[3] != ckey:
+    if live is None or was is None or was.content_key != ckey:
         return None
     try:
         data = read_file(f"{live}/{file_for(path)}")
     except OSError:
         return None
     sha = sha256(data)
-    if sha != was[0]:
+    if sha != was.sha256:
         return None
-    return [sha, len(data), was[2], ckey, *writer.write(path, data, sha)]
+    return Entry(sha, len(data), was.inputs_key, ckey, *writer.write(path, data, sha))
 
 
 # ---- what the invariants read --------------------------------------------------------------------

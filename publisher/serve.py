@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from .endpoints import requester_page
 from .endpoints.calendar import CALENDAR_PATH
-from .endpoints.registry import CACHE_POLICIES, file_for, load_all, match
+from .endpoints.registry import CACHE_POLICIES, Endpoint, file_for, load_all, match
 from .endpoints.withdrawals import REQUESTER_PATH
 
 CORS = {
@@ -49,36 +49,33 @@ class Site:
             return 405, {"Allow": "GET, HEAD, OPTIONS"}, error_body(405, "method_not_allowed", f"{method} is not allowed")
         ep = match(path)
         if ep is not None and ep.path == requester_page.LOOKUP_PATH:
-            # The withdrawal lookup form's answer, as the CDN's viewer function gives it.
-            status, where, message = requester_page.lookup(query)
-            if status != 302:
-                return status, {}, error_body(status, where, message)
-            return status, {"Location": where}, b""
+            return _lookup(query)
         if ep is not None and ep.is_function:
             return self._function(path, query, method)
         if ep is not None:
             path = ep.canonical(path)
-        missing: tuple[int, dict, bytes] = 404, {}, error_body(404, "not_found", f"no such resource: {raw_path[:200]}")
-        if ep is not None and ep.path in REQUESTER_FILES:  # a 400 for a malformed address, or a 404 that says why
-            status, code, message = requester_page.missing(path.rsplit("/", 1)[-1])
-            missing = status, {}, error_body(status, code, message)
-            if status == 400:
-                return missing
+        target = self._file(path, ep)
+        if target is None:
+            return _missing(ep, path, raw_path)
+        policy = CACHE_POLICIES[ep.cache if ep else "docs"].format(max_age=self.max_age)
+        return 200, {"Content-Type": TYPES.get(target.suffix, "application/octet-stream"), "Cache-Control": policy}, target.read_bytes()
+
+    def _file(self, path: str, ep: Endpoint | None) -> Path | None:
+        """The published file at ``path`` in the live tree, or None."""
         if len(path) > MAX_PATH or any(len(part) > MAX_SEGMENT for part in path.split("/")):
-            return missing  # no published name is this long, and the file system would refuse it
+            return None  # no published name is this long, and the file system would refuse it
         if any(part.startswith(".") for part in path.split("/")):
-            return missing  # the build's record and other dotfiles are not published
+            return None  # the build's record and other dotfiles are not published
         try:
             root = self.link.resolve()
             target = (root / file_for(path)).resolve()
             if ep is None and path != "/" and not target.suffix:
-                return missing
+                return None
             if not target.is_relative_to(root) or not target.is_file():
-                return missing
+                return None
         except (OSError, ValueError):  # names the file system cannot even look up
-            return missing
-        policy = CACHE_POLICIES[ep.cache if ep else "docs"].format(max_age=self.max_age)
-        return 200, {"Content-Type": TYPES.get(target.suffix, "application/octet-stream"), "Cache-Control": policy}, target.read_bytes()
+            return None
+        return target
 
     def _function(self, path: str, query: str, method: str) -> tuple[int, dict, bytes]:
         try:
@@ -93,6 +90,23 @@ class Site:
         resp = handler(event, None)
         body = resp.get("body", "")
         return resp["statusCode"], dict(resp.get("headers", {})), body.encode() if isinstance(body, str) else body
+
+
+def _lookup(query: str) -> tuple[int, dict, bytes]:
+    """The withdrawal lookup form's answer, as the CDN's viewer function gives it."""
+    status, where, message = requester_page.lookup(query)
+    if status != 302:
+        return status, {}, error_body(status, where, message)
+    return status, {"Location": where}, b""
+
+
+def _missing(ep: Endpoint | None, path: str, raw_path: str) -> tuple[int, dict, bytes]:
+    """The answer for a path without a file: for a requester's file, page or calendar a 400 when
+    the address is malformed or a 404 that says why (``requester_page.missing``)."""
+    if ep is not None and ep.path in REQUESTER_FILES:
+        status, code, message = requester_page.missing(path.rsplit("/", 1)[-1])
+        return status, {}, error_body(status, code, message)
+    return 404, {}, error_body(404, "not_found", f"no such resource: {raw_path[:200]}")
 
 
 REQUESTER_FILES = (REQUESTER_PATH, requester_page.PAGE_PATH, CALENDAR_PATH)

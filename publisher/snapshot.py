@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import PublisherError, every_cause
+from .protocol import MinipoolStatus
 
 SNAPSHOT_FORMAT = 1
 T = typing.TypeVar("T")
@@ -397,6 +398,7 @@ class Snapshot:
 MAX_STAKERS = 1_000_000
 MAX_MINIPOOLS = 1_000_000
 MAX_REQUEST_IDS = 1_000_000
+_LAST_STATUS = max(MinipoolStatus)  # a status past it is none MinipoolManager knows
 
 
 def count_problems(staker_count: int, minipool_count: int, queue: str | None = None, next_request_id: int = 0,
@@ -456,14 +458,23 @@ def check(snap: Snapshot) -> None:
     """Every invariant of the snapshot, in one place, before anything derives from it: whether it
     was just read (the reader asks ``count_problems`` before paging, then this) or loaded from a
     file. The counts against their bounds and each other, the exact sums and counts of the chain
-    data, the queue's records against its counters; then the chain values the rewards formula
-    refuses (an inflation rate above 2x per interval, an implausible cycle), named here rather than
-    as an error deep in rendering."""
+    data, the queue's records against its counters. (What the rewards formula refuses of the
+    chain's values is the formula's to say: ``compute.params.check_range``, before a build.)"""
     q = snap.withdraw_queue
     problems = count_problems(snap.staker_count, snap.minipool_count, *(
         (f"WithdrawQueue {q.address}", q.next_request_id, q.pending_count, q.fulfilled_count) if q else ()))
     if problems:
         raise PublisherError(f"snapshot invariant violated: {every_cause(problems)}")
+    problems = _data_problems(snap)
+    if q is not None:
+        problems += queue_problems(q)
+    if problems:
+        raise PublisherError(f"snapshot invariant violated: {every_cause(problems)}")
+
+
+def _data_problems(snap: Snapshot) -> list[str]:
+    """The chain data against its own counts and sums, one line each."""
+    problems = []
     if len(snap.stakers) != snap.staker_count:
         problems.append(f"{len(snap.stakers)} stakers read, getStakerCount() is {snap.staker_count}")
     total = sum(s.ggp_staked for s in snap.stakers)
@@ -471,28 +482,17 @@ def check(snap: Snapshot) -> None:
         problems.append(f"sum of staker ggpStaked ({total}) != getTotalGGPStake ({snap.total_ggp_stake})")
     if len(snap.minipools) != snap.minipool_count:
         problems.append(f"{len(snap.minipools)} minipools read, getMinipoolCount() is {snap.minipool_count}")
-    if any(m.status > 6 for m in snap.minipools):
+    if any(m.status > _LAST_STATUS for m in snap.minipools):
         problems.append("a minipool has an unknown status")
     if snap.oracle.price <= 0:
         problems.append("oracle GGP price is not positive")
     if snap.ggavax.amount_available_for_staking > snap.ggavax.total_assets:
         problems.append("ggAVAX amountAvailableForStaking exceeds totalAssets")
-    for s in snap.stakers:
-        if s.effective_ggp_staked > s.ggp_staked:
-            problems.append(f"staker {s.staker_addr}: effective stake exceeds stake")
-            break
-    if q is not None:
-        problems += queue_problems(q)
-    if problems:
-        raise PublisherError(f"snapshot invariant violated: {every_cause(problems)}")
+    over = next((s for s in snap.stakers if s.effective_ggp_staked > s.ggp_staked), None)
+    if over is not None:
+        problems.append(f"staker {over.staker_addr}: effective stake exceeds stake")
+    return problems
 
-    from .compute import params as P  # the formula's inputs are computed from a snapshot
-    from .compute import rewards as R
-
-    try:
-        R.parse_params(json.loads(R.canonical_json(P.rewards_params(snap))))
-    except R.ParamsError as exc:
-        raise PublisherError(f"chain value outside the rewards formula's range at block {snap.block.number}: {exc}") from None
 
 _SAFE = 2**53
 # The C JSON parser recurses on the C stack. py_ecc (pulled in by web3) raises the recursion limit
@@ -527,16 +527,7 @@ def to_jsonable(obj):
 def from_jsonable(tp: typing.Any, data: typing.Any) -> typing.Any:
     origin = typing.get_origin(tp)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        if not isinstance(data, dict):
-            raise TypeError(f"{tp.__name__}: expected an object")
-        hints = typing.get_type_hints(tp)
-        kwargs = {}
-        for f in dataclasses.fields(tp):
-            if f.name in data:
-                kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise KeyError(f"{tp.__name__}.{f.name}")
-        return tp(**kwargs)
+        return _record_from(tp, data)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if data is None and type(None) in args:
@@ -552,6 +543,25 @@ def from_jsonable(tp: typing.Any, data: typing.Any) -> typing.Any:
             raise TypeError(f"expected an object, got {type(data).__name__}")
         _, vt = typing.get_args(tp)
         return {str(k): from_jsonable(vt, v) for k, v in data.items()}
+    return _scalar_from(tp, data)
+
+
+def _record_from(tp: type, data: typing.Any) -> typing.Any:
+    """A dataclass from its JSON object: every field given or defaulted."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{tp.__name__}: expected an object")
+    hints = typing.get_type_hints(tp)
+    kwargs = {}
+    for f in dataclasses.fields(tp):
+        if f.name in data:
+            kwargs[f.name] = from_jsonable(hints[f.name], data[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise KeyError(f"{tp.__name__}.{f.name}")
+    return tp(**kwargs)
+
+
+def _scalar_from(tp: typing.Any, data: typing.Any) -> typing.Any:
+    """An int (from a JSON number or decimal string), a bool or a str as given; anything else as is."""
     if tp is int:
         if isinstance(data, bool) or not isinstance(data, (int, str)):
             raise TypeError(f"expected an integer, got {data!r}")

@@ -25,6 +25,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .endpoints.registry import file_for, url_for
 
@@ -35,7 +36,15 @@ RECORD_FORMAT = "ggp-publisher-build/3"
 # an edit within the tick of the build's write would keep the stamp.
 RACY_NS = 2_000_000_000
 
-Entry = list  # [sha256, size, inputs key, content key, mtime_ns, inode]
+class Entry(NamedTuple):
+    """One file of a record; on disk, a JSON array of these fields in this order."""
+
+    sha256: str
+    size: int
+    inputs_key: str | None  # the incremental layer's key of what the file was made from
+    content_key: str | None  # an aggregate's content, its block stamp left out
+    mtime_ns: int
+    inode: int
 
 
 def sha256(data: bytes) -> str:
@@ -77,7 +86,8 @@ def read_record(tree: Path | None) -> Record | None:
         return None
     if not all(type(e) is list and len(e) == 6 for e in doc["files"].values()):
         return None
-    return Record(doc["files"], doc.get("run"), written - RACY_NS)
+    make = Entry._make
+    return Record({path: make(e) for path, e in doc["files"].items()}, doc.get("run"), written - RACY_NS)
 
 
 def read_file(name: str) -> bytes:
@@ -99,12 +109,12 @@ def holds(name: str, entry: Entry, racy_from: int) -> bool:
         st = os.stat(name)
     except OSError:
         return False
-    if st.st_size != entry[1] or st.st_mtime_ns != entry[4] or st.st_ino != entry[5]:
+    if st.st_size != entry.size or st.st_mtime_ns != entry.mtime_ns or st.st_ino != entry.inode:
         return False
-    if entry[4] < racy_from:
+    if entry.mtime_ns < racy_from:
         return True
     try:
-        return sha256(read_file(name)) == entry[0]
+        return sha256(read_file(name)) == entry.sha256
     except OSError:
         return False
 
@@ -140,13 +150,13 @@ def changes(root: Path, record: Record, data: Mapping[str, bytes] | None = None)
         elif url not in on_disk:
             out.append(f"{url} is missing (the build wrote it)")
         elif data is not None:
-            if sha256(data[url]) != entry[0]:
+            if sha256(data[url]) != entry.sha256:
                 out.append(f"{url} changed since it was built")
         else:
             name = f"{root}/{file_for(url)}"
             if not holds(name, entry, record.racy_from):
                 try:
-                    same = sha256(read_file(name)) == entry[0]
+                    same = sha256(read_file(name)) == entry.sha256
                 except OSError:
                     same = False
                 if not same:
@@ -190,9 +200,9 @@ class TreeWriter:
         """(mtime_ns, inode) of the file the tree holds at ``path`` if it is still the recorded
         one with this sha256."""
         held = self.holds.get(path)
-        if held is None or held[0] != sha or not holds(f"{self.root}/{file_for(path)}", held, self.racy_from):
+        if held is None or held.sha256 != sha or not holds(f"{self.root}/{file_for(path)}", held, self.racy_from):
             return None
-        return held[4], held[5]
+        return held.mtime_ns, held.inode
 
     def write(self, path: str, data: bytes, sha: str) -> tuple[int, int]:
         kept = self._kept(path, sha)
@@ -212,12 +222,12 @@ class TreeWriter:
     def link(self, path: str, source: Path, entry: Entry) -> tuple[int, int]:
         """Hard-link ``path`` from the tree ``source`` (the live one), whose record's ``entry``
         the caller has checked the file against."""
-        kept = self._kept(path, entry[0])
+        kept = self._kept(path, entry.sha256)
         if kept is not None:
             return kept
         os.link(f"{source}/{file_for(path)}", self._target(path))
         self.written += 1
-        return entry[4], entry[5]
+        return entry.mtime_ns, entry.inode
 
     def finish(self, record: dict) -> None:
         if self.holds:  # what the tree held and no longer should, and anything else put there
@@ -259,7 +269,7 @@ class TreeFiles(Mapping):
             data = read_file(f"{self.root}/{file_for(path)}")
         except OSError:
             raise KeyError(path) from None
-        if entry is not None and sha256(data) != entry[0]:
+        if entry is not None and sha256(data) != entry.sha256:
             raise KeyError(path)
         return data
 
@@ -268,19 +278,3 @@ class TreeFiles(Mapping):
 
     def __len__(self) -> int:
         raise TypeError("a tree's files are read by path")
-
-
-def write_files(out_dir: str | Path, files: Mapping[str, bytes]) -> None:
-    """Write given files as the tree behind ``out_dir``, unvalidated and without a record (so
-    nothing trusts them): for directories made by hand."""
-    out = Path(os.path.abspath(out_dir))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _, tree = trees(out)
-    writer = TreeWriter(tree)
-    try:
-        for path, data in files.items():
-            writer.write(path, data, sha256(data))
-        flip(out, tree)
-    except BaseException:
-        shutil.rmtree(tree, ignore_errors=True)
-        raise

@@ -114,67 +114,91 @@ def validate(files: dict[str, bytes], *, feed_max_age: int | None = None, oracle
     return problems
 
 
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=REL, abs_tol=1e-9)
-
-
 def invariants(b: dict, feed_max_age: int | None = None, oracle_max_age: int | None = None,
                now: int | None = None) -> list[str]:
     """Cross-file checks. ``now`` is the run's block timestamp (default: /status's): ages are taken
     at the run's block, not at a carried file's ``meta.block``."""
-    out = []
-    prices, metrics, stakers = b.get("/prices"), b.get("/metrics"), b.get("/stakers")
-    minipools, vault = b.get("/minipools"), b.get("/ggAvax")
+    prices = b.get("/prices")
+    out = _price_invariants(b, prices, now, feed_max_age, oracle_max_age) if prices else []
+    out += _anomalies(b)
+    out += _staker_invariants(b)
+    if b.get("/prices/history"):
+        out += _history_problems(b["/prices/history"])
+    out += _minipool_invariants(b.get("/minipools"), b.get("/metrics"))
+    out += _queue_invariants(b)
+    return out
+
+
+def _price_invariants(b: dict, prices: dict, now: int | None, feed_max_age: int | None,
+                      oracle_max_age: int | None) -> list[str]:
     if now is None:
         status = b.get("/status") or {}
-        now = status["block"]["timestamp"] if "block" in status else prices and prices["meta"]["block"]["timestamp"]
-    if prices:
-        for k in ("ggpInAvax", "ggpInUSD", "avaxInUSD"):
-            if not prices[k] > 0:
-                out.append(f"/prices: {k} must be > 0, got {prices[k]}")
-        age = now - prices["feed"]["updatedAt"]
-        if feed_max_age is not None and age > feed_max_age:
-            out.append(f"/prices: AVAX/USD feed round is {age}s old at the build block (max {feed_max_age}s)")
-        # Age alone is a label, not a refusal: an Oracle price older than the bound is published,
-        # but only labelled so (GGP/USD multiplies it by a fresh feed, and would pass as fresh).
-        age = now - prices["oracle"]["timestamp"]
-        if oracle_max_age is not None and (age > oracle_max_age) != prices.get("stale"):
-            out.append(f"/prices: the Oracle GGP price is {age}s old at the build block (bound {oracle_max_age}s) "
-                       f"but is labelled stale: {prices.get('stale')}")
-        if metrics and metrics.get("ggp_price_stale") != prices.get("stale"):
-            out.append("/metrics: ggp_price_stale differs from /prices stale")
+        now = status["block"]["timestamp"] if "block" in status else prices["meta"]["block"]["timestamp"]
+    metrics = b.get("/metrics")
+    out = []
+    for k in ("ggpInAvax", "ggpInUSD", "avaxInUSD"):
+        if not prices[k] > 0:
+            out.append(f"/prices: {k} must be > 0, got {prices[k]}")
+    age = now - prices["feed"]["updatedAt"]
+    if feed_max_age is not None and age > feed_max_age:
+        out.append(f"/prices: AVAX/USD feed round is {age}s old at the build block (max {feed_max_age}s)")
+    # Age alone is a label, not a refusal: an Oracle price older than the bound is published,
+    # but only labelled so (GGP/USD multiplies it by a fresh feed, and would pass as fresh).
+    age = now - prices["oracle"]["timestamp"]
+    if oracle_max_age is not None and (age > oracle_max_age) != prices.get("stale"):
+        out.append(f"/prices: the Oracle GGP price is {age}s old at the build block (bound {oracle_max_age}s) "
+                   f"but is labelled stale: {prices.get('stale')}")
+    if metrics and metrics.get("ggp_price_stale") != prices.get("stale"):
+        out.append("/metrics: ggp_price_stale differs from /prices stale")
+    return out
+
+
+def _anomalies(b: dict) -> list[str]:
+    """Rates outside [0, 100) %, and the vault holding more for staking than in all."""
+    out = []
     for path, keys in (("/metrics", ("ggavax_apy",)), ("/metrics/apy", ("total_apy", "total_apy_after_fees"))):
         for k in keys:
             v = (b.get(path) or {}).get(k)
             if v is not None and not 0 <= v < 100:
                 out.append(f"{path}: {k} = {v} is outside [0, 100): refusing to publish an anomaly")
+    vault = b.get("/ggAvax")
     if vault and vault["amountAvailableForStaking"] > vault["totalAssets"]:
         out.append("/ggAvax: amountAvailableForStaking exceeds totalAssets")
-    if stakers:
-        rows = stakers["stakers"]
-        if stakers["count"] != len(rows):
-            out.append("/stakers: count does not match the list")
-        for r in rows:
-            if r["effectiveGGPStaked"] > r["ggpStaked"] * (1 + REL):
-                out.append(f"/stakers: {r['stakerAddr']} effective stake exceeds its stake")
-        if metrics:
-            total = sum(r["ggpStaked"] for r in rows)
-            if not math.isclose(total, metrics["total_ggp_staked"], rel_tol=1e-6, abs_tol=1e-6):
-                out.append(f"/stakers: sum of ggpStaked {total} != total_ggp_staked {metrics['total_ggp_staked']}")
-            if metrics["staker_count"] != len(rows):
-                out.append(f"/stakers: {len(rows)} stakers but staker_count is {metrics['staker_count']}")
-        missing = [r["stakerAddr"] for r in rows if f"/stakers/{r['stakerAddr'].lower()}" not in b]
-        if missing and any(p.startswith("/stakers/") for p in b):
-            out.append(f"/stakers: {len(missing)} stakers have no /stakers/{{address}} file")
-    if b.get("/prices/history"):
-        out += _history_problems(b["/prices/history"])
-    if minipools:
-        counts = minipools["countsByStatus"]
-        if sum(counts.values()) != minipools["count"] or minipools["count"] != len(minipools["minipools"]):
-            out.append("/minipools: status counts do not add up to the minipool count")
-        if metrics and metrics["minipool_count"] != minipools["count"]:
-            out.append("/minipools: count differs from /metrics minipool_count")
-    out += _queue_invariants(b)
+    return out
+
+
+def _staker_invariants(b: dict) -> list[str]:
+    stakers, metrics = b.get("/stakers"), b.get("/metrics")
+    if not stakers:
+        return []
+    out = []
+    rows = stakers["stakers"]
+    if stakers["count"] != len(rows):
+        out.append("/stakers: count does not match the list")
+    for r in rows:
+        if r["effectiveGGPStaked"] > r["ggpStaked"] * (1 + REL):
+            out.append(f"/stakers: {r['stakerAddr']} effective stake exceeds its stake")
+    if metrics:
+        total = sum(r["ggpStaked"] for r in rows)
+        if not math.isclose(total, metrics["total_ggp_staked"], rel_tol=1e-6, abs_tol=1e-6):
+            out.append(f"/stakers: sum of ggpStaked {total} != total_ggp_staked {metrics['total_ggp_staked']}")
+        if metrics["staker_count"] != len(rows):
+            out.append(f"/stakers: {len(rows)} stakers but staker_count is {metrics['staker_count']}")
+    missing = [r["stakerAddr"] for r in rows if f"/stakers/{r['stakerAddr'].lower()}" not in b]
+    if missing and any(p.startswith("/stakers/") for p in b):
+        out.append(f"/stakers: {len(missing)} stakers have no /stakers/{{address}} file")
+    return out
+
+
+def _minipool_invariants(minipools: dict | None, metrics: dict | None) -> list[str]:
+    if not minipools:
+        return []
+    out = []
+    counts = minipools["countsByStatus"]
+    if sum(counts.values()) != minipools["count"] or minipools["count"] != len(minipools["minipools"]):
+        out.append("/minipools: status counts do not add up to the minipool count")
+    if metrics and metrics["minipool_count"] != minipools["count"]:
+        out.append("/minipools: count differs from /metrics minipool_count")
     return out
 
 
@@ -189,11 +213,7 @@ def _queue_invariants(b: dict) -> list[str]:
     # One JSON file per requester (each has its page, /withdrawals/{address}.html, beside it).
     files = sum(1 for p in b if _REQUESTER_FILE.match(p))
     if queue["status"] != "ok":
-        if files:
-            out.append(f"/withdrawals: no queue, but {files} requester files")
-        if vault and vault.get("withdrawQueue") is not None:
-            out.append("/withdrawals: no queue, but /ggAvax names one")
-        return out
+        return _no_queue_invariants(files, vault)
     pending, funded, sched = queue["pending"], queue["funded"], queue["schedule"]
     if sched["coveredCount"] + sched["uncoveredCount"] != pending["count"] or len(sched["line"]) != pending["count"]:
         out.append("/withdrawals: the schedule's line does not hold every pending request")
@@ -210,6 +230,15 @@ def _queue_invariants(b: dict) -> list[str]:
         out.append("/withdrawals: the receipts' outcomes do not add up to their count")
     if vault and (vault.get("queuePendingCount"), vault.get("withdrawQueue")) != (pending["count"], queue["address"]):
         out.append("/ggAvax: queue totals differ from /withdrawals")
+    return out
+
+
+def _no_queue_invariants(files: int, vault: dict | None) -> list[str]:
+    out = []
+    if files:
+        out.append(f"/withdrawals: no queue, but {files} requester files")
+    if vault and vault.get("withdrawQueue") is not None:
+        out.append("/withdrawals: no queue, but /ggAvax names one")
     return out
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from web3 import Web3
 
-from publisher.compute.nodeid import node_id_bytes
+from publisher.compute.nodeid import ALPHABET
 from publisher.config import load_profile
 from publisher.errors import PublisherError
 from publisher.pipeline import build
@@ -72,6 +73,17 @@ def test_one_staker_record_per_onchain_staker(built, demo_snapshot, w3, demo):
     rows = body(built, "stakers.json")["stakers"]
     assert len(rows) == n
     assert {r["stakerAddr"] for r in rows} == chain
+
+
+def node_id_bytes(text: str) -> bytes:
+    """The 20 bytes a ``NodeID-`` names, its CB58 checksum checked."""
+    assert text.startswith("NodeID-")
+    n = 0
+    for c in text[len("NodeID-"):]:
+        n = n * 58 + ALPHABET.index(c)
+    raw = n.to_bytes(24, "big")
+    assert hashlib.sha256(raw[:20]).digest()[-4:] == raw[20:]
+    return raw[:20]
 
 
 def test_node_ids_round_trip_through_cb58(built, demo_snapshot, w3, demo):

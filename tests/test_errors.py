@@ -67,7 +67,9 @@ def test_a_chain_value_outside_the_formula_range_is_named(demo, rpc, tmp_path):
     data = Fn("setUint(string,uint256)", "").encode("MinipoolNodeCommissionFeePct", 2 * WAD)
     with checkpoint(rpc):
         send(rpc, demo.addresses["ProtocolDAO"], data)
-        got = run_cli(["snapshot", "--rpc-url", demo.url, "--out", str(tmp_path / "s.json")])
+        saved = run_cli(["snapshot", "--rpc-url", demo.url, "--out", str(tmp_path / "s.json")])
+    assert saved.returncode == 0, saved.stderr  # the chain's values as they are; the build refuses them
+    got = run_cli(["build", "--from-snapshot", str(tmp_path / "s.json"), "--out", str(tmp_path / "out")])
     line = one_line_error(got)
     assert re.fullmatch(r"error: chain value outside the rewards formula's range at block \d+: "
                         r"params field 'minipoolNodeCommissionFeePctWad' is out of range \[0, \d+\]", line), line

@@ -59,9 +59,9 @@ def params_file(tmp_path, params_bytes, monkeypatch):
     path.write_bytes(params_bytes)
     monkeypatch.setenv("REWARDS_PARAMS_URL", path.as_uri())
     monkeypatch.delenv("REWARDS_PARAMS_TTL", raising=False)
-    H.reset_cache()
+    H.CACHES.clear()
     yield path
-    H.reset_cache()
+    H.CACHES.clear()
 
 
 def call(query: str = GOOD, **kw) -> tuple[int, dict, dict | None]:
@@ -121,11 +121,11 @@ def test_an_answer_from_a_stale_price_says_so(demo_snapshot, tmp_path, monkeypat
     monkeypatch.setenv("REWARDS_PARAMS_URL", path.as_uri())
     (_, grid), = registry.load_all()["/rewards/grid"].render(ctx)
     point = grid["points"][7]
-    H.reset_cache()
+    H.CACHES.clear()
     try:
         status, _, body = call(point["query"])
     finally:
-        H.reset_cache()
+        H.CACHES.clear()
     assert status == 200
     assert {"code": "ggp_price_stale", "message": f"the GGP price is stale: {reason}"} in body["result"]["warnings"]
     assert R.canonical_json(point["result"]) == R.canonical_json(body["result"])
@@ -209,7 +209,7 @@ def test_bad_parameters_are_400_naming_the_parameter(params_file, query, name, w
 
 def test_bad_input_is_400_even_without_params(monkeypatch, tmp_path):
     monkeypatch.setenv("REWARDS_PARAMS_URL", (tmp_path / "missing.json").as_uri())
-    H.reset_cache()
+    H.CACHES.clear()
     assert call("ggpStaked=-1&avaxStaked=1")[0] == 400
     assert call(GOOD)[0] == 503
 
@@ -268,9 +268,9 @@ def built_params(built, monkeypatch):
     """The function pointed at a build's /rewards/params (its stakers' files beside it)."""
     monkeypatch.setenv("REWARDS_PARAMS_URL", (built / "rewards" / "params.json").as_uri())
     monkeypatch.delenv("REWARDS_PARAMS_TTL", raising=False)
-    H.reset_cache()
+    H.CACHES.clear()
     yield built
-    H.reset_cache()
+    H.CACHES.clear()
 
 
 def test_a_stakers_estimate_is_the_formula_on_its_inputs_from_the_chain(built_params, demo_snapshot):
@@ -331,7 +331,7 @@ def test_a_stakers_estimate_without_its_file_is_503_not_404(built_params, tmp_pa
     st = next(p for p in (built_params / "rewards").glob("0x*.json"))
     (only / st.name).write_text("{not json")
     monkeypatch.setenv("REWARDS_PARAMS_URL", (only / "params.json").as_uri())
-    H.reset_cache()
+    H.CACHES.clear()
     status, headers, body = call(f"address={st.stem}", path="/rewards/estimate")
     assert status == 503 and body["error"]["code"] == "staker_unavailable" and headers["Cache-Control"] == "no-store"
 
@@ -377,7 +377,7 @@ def test_refresh_failure_keeps_last_good_params_and_says_so(params_file, params_
     assert reason and reason.isascii() and len(reason) <= 200 and str(params_file) not in reason
     assert "max-age=0" in headers["Cache-Control"]
     # A cold container with only the broken document cannot answer.
-    H.reset_cache()
+    H.CACHES.clear()
     status, headers, body = call()
     assert status == 503 and body["error"]["code"] == "params_unavailable"
     assert headers["Cache-Control"] == "no-store"
@@ -389,12 +389,12 @@ def test_refresh_failure_keeps_last_good_params_and_says_so(params_file, params_
 
 def test_no_params_url_is_503(monkeypatch):
     monkeypatch.delenv("REWARDS_PARAMS_URL", raising=False)
-    H.reset_cache()
+    H.CACHES.clear()
     status, _, body = call()
     assert status == 503 and "REWARDS_PARAMS_URL" in body["error"]["message"]
     monkeypatch.setenv("REWARDS_PARAMS_URL", "ftp://example.invalid/params.json")
     assert call()[0] == 503
-    H.reset_cache()
+    H.CACHES.clear()
 
 
 @pytest.fixture
@@ -426,14 +426,14 @@ def test_params_over_http_with_fallback(params_server, monkeypatch):
     url, state = params_server
     monkeypatch.setenv("REWARDS_PARAMS_URL", url)
     monkeypatch.setenv("REWARDS_PARAMS_TTL", "0")
-    H.reset_cache()
+    H.CACHES.clear()
     good = call()
     assert good[0] == 200
     state["status"], state["body"] = 500, b'{"error":"boom"}'
     status, headers, body = call()
     assert status == 200 and body == good[2]
     assert headers["x-params-stale"] == "true" and headers["x-params-error"] == "HTTP 500 from the params URL"
-    H.reset_cache()
+    H.CACHES.clear()
 
 
 # ---- the deployable zip -----------------------------------------------------------------------

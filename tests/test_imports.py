@@ -1,5 +1,6 @@
-"""The package's modules import one another in one direction: the only circle is the endpoint
-registry's (``registry.load_all`` imports the endpoint modules, which register with it)."""
+"""The package's modules import one another in one direction, type-checking imports included: the
+only circle is the endpoint registry's (``registry.load_all`` imports the endpoint modules, which
+register with it)."""
 from __future__ import annotations
 
 import ast
@@ -7,6 +8,9 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).parents[1] / "publisher"
 REGISTRY_CIRCLE = "publisher.endpoints."
+# The devnet's live chain names the Devnet type that runs it (for type checking only); kept until
+# the devnet hands it what it needs instead.
+PENDING = [{"publisher.devnet", "publisher.devnet.live"}]
 
 
 def modules() -> dict[str, Path]:
@@ -18,17 +22,12 @@ def modules() -> dict[str, Path]:
 
 
 def imports(name: str, f: Path, known: dict[str, Path]) -> set[str]:
-    """The package's modules ``name`` imports, at module level or in a function (not the ones it
-    names for type checking only)."""
+    """The package's modules ``name`` imports: at module level, in a function, or for type checking
+    only (``if TYPE_CHECKING:``): a module that names another's types depends on it as much."""
     tree = ast.parse(f.read_text())
-    typing_only = {id(n) for node in ast.walk(tree)
-                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-                   for n in ast.walk(node)}
     package = name if f.name == "__init__.py" else name.rsplit(".", 1)[0]
     out = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -63,12 +62,7 @@ def circles(edges: dict[str, set[str]]) -> list[set[str]]:
             elif w in stack:
                 low[v] = min(low[v], index[w])
         if low[v] == index[v]:
-            component = set()
-            while True:
-                w = stack.pop()
-                component.add(w)
-                if w == v:
-                    break
+            component = _pop_through(stack, v)
             if len(component) > 1:
                 found.append(component)
 
@@ -78,9 +72,20 @@ def circles(edges: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
+def _pop_through(stack: list[str], v: str) -> set[str]:
+    """The modules on the stack down to ``v``, taken off it."""
+    component = set()
+    while True:
+        w = stack.pop()
+        component.add(w)
+        if w == v:
+            return component
+
+
 def test_no_import_circle_outside_the_endpoint_registry():
     known = modules()
     edges = {name: imports(name, f, known) for name, f in known.items()}
     assert "publisher.pipeline" in edges["publisher.incremental"]  # the walk sees imports
-    others = [sorted(c) for c in circles(edges) if not all(m.startswith(REGISTRY_CIRCLE) for m in c)]
+    assert "publisher.snapshot" in edges["publisher.compute.params"]  # and those for type checking only
+    others = [sorted(c) for c in circles(edges) if not all(m.startswith(REGISTRY_CIRCLE) for m in c) and c not in PENDING]
     assert others == []

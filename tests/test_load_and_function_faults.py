@@ -127,14 +127,14 @@ def event(query: str = QUERY) -> dict:
 def test_a_dripping_params_origin_costs_one_bounded_503(demo_snapshot, monkeypatch, mode):
     origin = Origin(R.canonical_json(P.rewards_params(demo_snapshot)), mode)
     monkeypatch.setenv("REWARDS_PARAMS_URL", origin.url)
-    H.reset_cache()
+    H.CACHES.clear()
     try:
         t0 = time.monotonic()
         resp = H.handler(event())
         seconds = time.monotonic() - t0
     finally:
         origin.close()
-        H.reset_cache()
+        H.CACHES.clear()
     assert resp["statusCode"] == 503
     assert seconds < H.FETCH_DEADLINE + 1.0
     body = json.loads(resp["body"])
@@ -153,13 +153,13 @@ def test_extreme_accepted_params_are_answered_quickly(demo_snapshot, tmp_path, m
     path = tmp_path / "params.json"
     path.write_bytes(R.canonical_json(doc))
     monkeypatch.setenv("REWARDS_PARAMS_URL", path.as_uri())
-    H.reset_cache()
+    H.CACHES.clear()
     try:
         t0 = time.perf_counter()
         resp = H.handler(event())
         seconds = time.perf_counter() - t0
     finally:
-        H.reset_cache()
+        H.CACHES.clear()
     assert resp["statusCode"] == 200, resp["body"]
     assert seconds < 1.0
     # Still the contract's answer: a cycle whose compounding passes MAX_SUPPLY mints up to it.

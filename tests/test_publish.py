@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from pathlib import Path
 
 import boto3
 import pytest
@@ -21,7 +22,7 @@ from publisher.errors import PublisherError
 from publisher.pipeline import build
 from publisher.publish import publish
 from publisher.publish.plan import MANIFEST_FORMAT, MANIFEST_KEY, SHARD_DIR, object_key
-from publisher.tree import write_files
+from publisher.tree import TreeWriter, flip, sha256, trees
 from publisher.validate import load_dir
 
 SECRET = "SeCrEt-9f2c1e-never-print-me"
@@ -105,7 +106,13 @@ def cli(*args, check=True):
 
 
 def copy_of(files: dict[str, bytes], directory):
-    write_files(directory, files)
+    """The files as the tree behind ``directory``, without a record (as a directory made by hand)."""
+    out = Path(os.path.abspath(directory))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    writer = TreeWriter(trees(out)[1])
+    for path, data in files.items():
+        writer.write(path, data, sha256(data))
+    flip(out, writer.tree)
     return directory
 
 

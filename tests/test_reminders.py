@@ -124,9 +124,9 @@ def test_a_requester_whose_requests_are_all_closed_keeps_a_calendar_of_the_windo
     snap = dataclasses.replace(demo_snapshot, queue_receipts=(*demo_snapshot.queue_receipts, closed))
     ctx = context(snap, demo_profile)
     made = {path: resolve(value) for path, value in C.requester_calendar(ctx)}
-    if C.calendar_path(closed.requester) not in made:  # the requester files hold no receipts yet
+    if C.CALENDAR_PATH.format(address=closed.requester.lower()) not in made:  # the requester files hold no receipts yet
         pytest.skip("the requester files do not publish closed requests' receipts yet")
-    events = _events(made[C.calendar_path(closed.requester)].encode())
+    events = _events(made[C.CALENDAR_PATH.format(address=closed.requester.lower())].encode())
     [window] = events.values()
     assert str(window["UID"]) == C.uid(snap.network, "window-end", requester=closed.requester)
     assert window["DTSTART"].dt == _at(next(a.time for a in demo_profile.announced() if a.key == WINDOW_END))

@@ -513,23 +513,25 @@ def test_every_rendered_body_validates_against_its_schema(rendered, demo_snapsho
     assert registry.match("/rewards/grid").path == "/rewards/grid"
 
 
+def _subschemas(schema: dict, where: str):
+    """(schema, where) of each schema nested one level in ``schema``."""
+    for key, sub in schema.items():
+        if isinstance(sub, dict) and key == "properties":
+            yield from ((s, f"{where}.{name}") for name, s in sub.items())
+        elif isinstance(sub, dict):
+            yield sub, f"{where}/{key}"
+        elif isinstance(sub, list):
+            yield from ((s, f"{where}/{key}") for s in sub if isinstance(s, dict))
+
+
 def test_schemas_are_strict():
     def walk(schema, where):
         assert "prefixItems" not in schema, where
         if schema.get("type") == "object" and "properties" in schema:
             assert schema.get("required"), where
             assert schema.get("additionalProperties") is False, where
-        for key, sub in schema.items():
-            if isinstance(sub, dict):
-                if key == "properties":
-                    for name, s in sub.items():
-                        walk(s, f"{where}.{name}")
-                else:
-                    walk(sub, f"{where}/{key}")
-            elif isinstance(sub, list):
-                for s in sub:
-                    if isinstance(s, dict):
-                        walk(s, f"{where}/{key}")
+        for sub, at in _subschemas(schema, where):
+            walk(sub, at)
     for path in ("/rewards/params", "/rewards/grid", "/rewards/{address}", "/rewards/byStake"):
         ep = registry.load_all()[path]
         jsonschema.Draft202012Validator.check_schema(ep.schema)

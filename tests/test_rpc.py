@@ -24,7 +24,6 @@ from publisher.chain.multicall import (
     Calls,
     Multicall,
     aggregate3_payload,
-    call3,
     decode_results,
     one_word_results,
 )
@@ -430,6 +429,12 @@ def test_checksum_refuses_what_is_not_a_hex_address(bad):
 CALLS3 = st.lists(st.tuples(st.binary(min_size=20, max_size=20).map(lambda b: "0x" + b.hex()), st.binary(max_size=100)),
                   max_size=6)
 RESULTS = st.lists(st.tuples(st.booleans(), st.binary(max_size=100)), max_size=6)
+
+
+def call3(target: str, data: bytes) -> bytes:
+    """One ``Call3(target, allowFailure=true, callData)`` struct as eth_abi encodes it (less the
+    offset word that heads a lone dynamic tuple)."""
+    return eth_abi.encode(["(address,bool,bytes)"], [(target, True, data)])[32:]
 
 
 @settings(max_examples=300, deadline=None)

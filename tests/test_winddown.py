@@ -97,12 +97,12 @@ def test_the_function_answers_the_wound_down_chain_with_the_stale_price_and_no_d
     assert params["ggpPriceStale"] is True and params["ggpPriceStaleReason"] == prices["staleReason"]
     assert prices["ggpPriceAgeDays"] >= 60 and params["distributionExpected"] is False
     monkeypatch.setenv("REWARDS_PARAMS_URL", (out / "rewards" / "params.json").resolve().as_uri())
-    H.reset_cache()
+    H.CACHES.clear()
     try:
         resp = H.handler({"rawPath": "/rewards/byStake", "rawQueryString": "ggpStaked=20000&avaxStaked=1000",
                           "requestContext": {"http": {"method": "GET", "path": "/rewards/byStake"}}}, None)
     finally:
-        H.reset_cache()
+        H.CACHES.clear()
     assert resp["statusCode"] == 200, resp["body"]
     result = json.loads(resp["body"])["result"]
     warnings = {w["code"]: w["message"] for w in result["warnings"]}

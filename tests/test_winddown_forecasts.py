@@ -46,12 +46,12 @@ def published(snap: Snapshot, profile, out: Path):
 def ask(out: Path, query: str, monkeypatch) -> dict:
     """/rewards/byStake answered by the function from the build's /rewards/params."""
     monkeypatch.setenv("REWARDS_PARAMS_URL", (out / "rewards" / "params.json").resolve().as_uri())
-    H.reset_cache()
+    H.CACHES.clear()
     try:
         resp = H.handler({"rawPath": "/rewards/byStake", "rawQueryString": query,
                           "requestContext": {"http": {"method": "GET", "path": "/rewards/byStake"}}}, None)
     finally:
-        H.reset_cache()
+        H.CACHES.clear()
     assert resp["statusCode"] == 200, resp["body"]
     return json.loads(resp["body"])
 

@@ -335,6 +335,16 @@ def _array(elem: Node) -> Node:
     return Node(True, 32, decode, encode)
 
 
+_NAMED: dict[str, Callable[[], Node]] = {
+    "address": lambda: _word_node(_address_word, _encode_address),
+    "bool": lambda: _word_node(_bool_word, _encode_bool),
+    "bytes": lambda: Node(True, 32, _decode_bytes, _encode_bytes),
+    "string": lambda: Node(True, 32, _decode_string, _encode_string),
+}
+# prefix, maker, smallest and largest size, size step; a bare "uint" or "int" is 256 bits.
+_SIZED = (("uint", _uint, 8, 256, 8), ("int", _int, 8, 256, 8), ("bytes", _fixed_bytes, 1, 32, 1))
+
+
 @cache
 def compile_type(text: str) -> Node:
     text = text.strip()
@@ -346,15 +356,13 @@ def compile_type(text: str) -> Node:
         if not text.endswith(")"):
             raise Unsupported(text)
         return _tuple([compile_type(t) for t in split_types(text[1:-1])])
-    if text == "address":
-        return _word_node(_address_word, _encode_address)
-    if text == "bool":
-        return _word_node(_bool_word, _encode_bool)
-    if text == "bytes":
-        return Node(True, 32, _decode_bytes, _encode_bytes)
-    if text == "string":
-        return Node(True, 32, _decode_string, _encode_string)
-    for prefix, make, low, high, step in (("uint", _uint, 8, 256, 8), ("int", _int, 8, 256, 8), ("bytes", _fixed_bytes, 1, 32, 1)):
+    named = _NAMED.get(text)
+    return named() if named is not None else _sized(text)
+
+
+def _sized(text: str) -> Node:
+    """``uint<N>``, ``int<N>`` or ``bytes<N>``, N within its bounds and written without a leading 0."""
+    for prefix, make, low, high, step in _SIZED:
         if text.startswith(prefix) and text[len(prefix):].isdigit():
             n = int(text[len(prefix):])
             if low <= n <= high and n % step == 0 and text[len(prefix)] != "0":

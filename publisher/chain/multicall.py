@@ -214,49 +214,64 @@ class Multicall:
             group, queue = queue[: self.batch_size], queue[self.batch_size :]
             requests = prepared.pop(_key(group), None) or [self._request(chunk, elements) for chunk in group]
             if decoder is not None:
-                # Handed over only now, as the request leaves: threads running Python take turns,
-                # and the next request reaches the node sooner when it is built alone.
-                if meanwhile is not None:
-                    decoder.call(meanwhile)
-                    meanwhile = None
-                for item in received:
-                    decoder.put(*item)
-                received = []
-                # The next request is built on the decoder's thread while the node works on this
-                # one (unless a split changes what comes next: then it is built here).
-                if upcoming := queue[: self.batch_size]:
-                    decoder.call(partial(self._prepare, upcoming, elements, prepared))
+                self._hand_over(decoder, meanwhile, received, queue[: self.batch_size], elements, prepared)
+                meanwhile = None
             try:
                 answers = self.client.batch(requests, raise_errors=False)
             except RpcUnavailable as exc:
-                if not exc.heavy:
-                    raise
-                # Too big or too slow for this node: fewer chunks per request, then smaller chunks.
-                if len(group) > 1:
-                    self.batch_size = max(1, len(group) // 2)
-                    queue = group + queue
-                    continue
-                if len(group[0]) > 1:
-                    half = len(group[0]) // 2
-                    queue = [group[0][:half], group[0][half:], *queue]
-                    continue
-                raise
-            for chunk, answer in zip(group, answers, strict=True):
-                if isinstance(answer, RpcError):
-                    if _heavy(answer) and len(chunk) > 1:
-                        half = len(chunk) // 2
-                        queue = [chunk[:half], chunk[half:], *queue]
-                        continue
-                    raise CallFailed(f"multicall of {len(chunk)} calls from {self[chunk[0]].describe()} failed: {answer.rpc_message}")
-                if decoder is None:
-                    self._take(chunk, answer)
-                else:
-                    received.append((chunk, answer))
-                if self.on_chunk:
-                    self.on_chunk(len(chunk))
+                queue = self._lighter(exc, group) + queue
+                continue
+            queue = self._receive(group, answers, decoder, received) + queue
         if decoder is not None:
             for item in received:
                 decoder.put(*item)
+
+    def _hand_over(self, decoder: _Decoder, meanwhile: Callable[[], None] | None, received: list[tuple[list[int], str]],
+                   upcoming: list[list[int]], elements: list[bytes], prepared: dict) -> None:
+        """Give the decoder its work as a request leaves: threads running Python take turns, and the
+        next request reaches the node sooner when it is built alone."""
+        if meanwhile is not None:
+            decoder.call(meanwhile)
+        for item in received:
+            decoder.put(*item)
+        received.clear()
+        # The next request is built on the decoder's thread while the node works on this one
+        # (unless a split changes what comes next: then it is built here).
+        if upcoming:
+            decoder.call(partial(self._prepare, upcoming, elements, prepared))
+
+    def _lighter(self, exc: RpcUnavailable, group: list[list[int]]) -> list[list[int]]:
+        """The chunks of a request too big or too slow for this node, to send again: fewer chunks
+        per request, then smaller chunks. Anything else, or a single call, is raised."""
+        if not exc.heavy:
+            raise exc
+        if len(group) > 1:
+            self.batch_size = max(1, len(group) // 2)
+            return group
+        if len(group[0]) > 1:
+            half = len(group[0]) // 2
+            return [group[0][:half], group[0][half:]]
+        raise exc
+
+    def _receive(self, group: list[list[int]], answers: list, decoder: _Decoder | None,
+                 received: list[tuple[list[int], str]]) -> list[list[int]]:
+        """Take each chunk's answer, or keep it for the decoder; the halves of the chunks too heavy
+        for the node, to send again first."""
+        again: list[list[int]] = []
+        for chunk, answer in zip(group, answers, strict=True):
+            if isinstance(answer, RpcError):
+                if _heavy(answer) and len(chunk) > 1:
+                    half = len(chunk) // 2
+                    again = [chunk[:half], chunk[half:], *again]
+                    continue
+                raise CallFailed(f"multicall of {len(chunk)} calls from {self[chunk[0]].describe()} failed: {answer.rpc_message}")
+            if decoder is None:
+                self._take(chunk, answer)
+            else:
+                received.append((chunk, answer))
+            if self.on_chunk:
+                self.on_chunk(len(chunk))
+        return again
 
     def _prepare(self, group: list[list[int]], elements: list[bytes], prepared: dict) -> None:
         prepared[_key(group)] = [self._request(chunk, elements) for chunk in group]
@@ -270,24 +285,10 @@ class Multicall:
         except (TypeError, ValueError, AttributeError, ArithmeticError, DecodingError) as exc:
             raise CallFailed(f"multicall of {len(chunk)} calls from {self[chunk[0]].describe()} returned a malformed "
                              f"result ({type(exc).__name__})") from None
-        values, fns = self._values, self._fns
         if words is not None:
-            # Every call succeeded with one word (per-staker views, scalars): convert the words
-            # directly, as ``Fn.decode`` would; in one pass when the chunk is one group's.
-            first, last, word = chunk[0], chunk[-1], fns[chunk[0]].word
-            if word is not None and last - first + 1 == len(chunk) and self._group_of(first) == self._group_of(last):
-                try:
-                    values[first : last + 1] = map(word, words)
-                    return
-                except Exception:
-                    pass  # some word does not decode: find which below
-            for i, w in zip(chunk, words, strict=True):
-                fn = fns[i]
-                try:
-                    values[i] = fn.word(w) if fn.word is not None else fn.decode(w)
-                except Exception:
-                    self._undecodable[i] = 32
+            self._take_words(chunk, words)
             return
+        values, fns = self._values, self._fns
         assert results is not None
         if len(results) != len(chunk):
             raise CallFailed(f"multicall returned {len(results)} results for {len(chunk)} calls")
@@ -300,6 +301,24 @@ class Multicall:
                 values[i] = fns[i].decode(blob)
             except Exception:
                 self._undecodable[i] = len(blob)
+
+    def _take_words(self, chunk: list[int], words) -> None:
+        """Every call succeeded with one word (per-staker views, scalars): convert the words
+        directly, as ``Fn.decode`` would; in one pass when the chunk is one group's."""
+        values, fns = self._values, self._fns
+        first, last, word = chunk[0], chunk[-1], fns[chunk[0]].word
+        if word is not None and last - first + 1 == len(chunk) and self._group_of(first) == self._group_of(last):
+            try:
+                values[first : last + 1] = map(word, words)
+                return
+            except Exception:
+                pass  # some word does not decode: find which below
+        for i, w in zip(chunk, words, strict=True):
+            fn = fns[i]
+            try:
+                values[i] = fn.word(w) if fn.word is not None else fn.decode(w)
+            except Exception:
+                self._undecodable[i] = 32
 
     def _request(self, chunk: list[int], elements: list[bytes]) -> tuple[str, RawParams]:
         # [{"to": address, "data": "0x…"}, block] as json.dumps writes it, the hex written once.
@@ -362,11 +381,6 @@ _target_word = lru_cache(maxsize=4096)(_WORD)  # a read names a handful of contr
 _CALL3_HEAD = codec.ONE + (96).to_bytes(32, "big")  # allowFailure true; callData right after the head
 _PAYLOAD_HEAD = abis.aggregate3.selector + (32).to_bytes(32, "big")
 _PAD = [bytes(-n % 32) for n in range(32)]  # zero padding after n % 32 bytes
-
-
-def call3(target: str, data: bytes) -> bytes:
-    """One encoded ``Call3(target, allowFailure=true, callData)`` struct."""
-    return _WORD(target) + _CALL3_HEAD + len(data).to_bytes(32, "big") + data + _PAD[len(data) & 31]
 
 
 def _encode_group(g: Calls, shared: dict) -> tuple[list[bytes], int | list[int]]:

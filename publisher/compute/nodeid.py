@@ -8,7 +8,6 @@ import hashlib
 from functools import lru_cache
 
 ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_INDEX = {c: i for i, c in enumerate(ALPHABET)}
 
 
 def _b58encode(data: bytes) -> str:
@@ -21,30 +20,9 @@ def _b58encode(data: bytes) -> str:
     return "1" * pad + "".join(reversed(out))
 
 
-def _b58decode(text: str) -> bytes:
-    n = 0
-    for c in text:
-        if c not in _INDEX:
-            raise ValueError(f"invalid base58 character {c!r}")
-        n = n * 58 + _INDEX[c]
-    pad = len(text) - len(text.lstrip("1"))
-    body = n.to_bytes((n.bit_length() + 7) // 8, "big") if n else b""
-    return b"\0" * pad + body
-
-
 @lru_cache(maxsize=1 << 16)  # a build encodes each minipool's IDs for several files
 def cb58encode(data: bytes) -> str:
     return _b58encode(data + hashlib.sha256(data).digest()[-4:])
-
-
-def cb58decode(text: str) -> bytes:
-    raw = _b58decode(text)
-    if len(raw) < 4:
-        raise ValueError("CB58 string too short")
-    data, check = raw[:-4], raw[-4:]
-    if hashlib.sha256(data).digest()[-4:] != check:
-        raise ValueError("CB58 checksum mismatch")
-    return data
 
 
 def node_id(raw: bytes | str) -> str:
@@ -53,15 +31,6 @@ def node_id(raw: bytes | str) -> str:
     if len(data) != 20:
         raise ValueError("a NodeID is 20 bytes")
     return "NodeID-" + cb58encode(data)
-
-
-def node_id_bytes(text: str) -> bytes:
-    if not text.startswith("NodeID-"):
-        raise ValueError("a NodeID starts with 'NodeID-'")
-    data = cb58decode(text[len("NodeID-"):])
-    if len(data) != 20:
-        raise ValueError("a NodeID is 20 bytes")
-    return data
 
 
 def tx_id(raw: bytes | str) -> str | None:

@@ -31,16 +31,19 @@ rewards cycle (``overdue_bound``): the params then say why (``distributionExpect
 """
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from ..errors import PublisherError
 from ..protocol import MinipoolStatus
 from . import queue as Q
 from . import rewards
 from .nodeid import node_id
 
-if TYPE_CHECKING:  # the snapshot module checks its values with this one
+if TYPE_CHECKING:
     from ..snapshot import Minipool, Snapshot, Staker, Validator
 
 WAD = rewards.WAD
@@ -186,14 +189,9 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
     if sum(m.avax_liquid_staker_amt for m in mine) != st.avax_assigned:
         return DistributionStake(0, "under 10 % collateralization, and its minipools do not account for all of its "
                                     "AVAX assigned: the forecast takes its effective stake as 0, as today")
-    ending = []
-    for m in mine:
-        end = Q.validation_end(snap, m, vals) if m.status == MinipoolStatus.STAKING else None
-        if end is not None and end < when:  # the others stay assigned through the distribution
-            ending.append((end, m.index, m))
+    ending = _validations_ending(snap, mine, vals, when)
     if not ending or st.ggp_staked == 0:
         return DistributionStake(0)
-    ending.sort()
 
     def ratio(assigned: int) -> int:  # Staking.getCollateralizationRatio with that much assigned
         return rewards.collateralization_ratio(st.ggp_staked, assigned, price)
@@ -218,6 +216,13 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
                 f"validation ends (at {end}, before the distribution) depends on its reward: the forecast assumes "
                 f"it does, keeping the stake under the 10 % floor (effective stake 0). {otherwise}"))
         low, high = least, most  # it cycles
+    return _stake_after_the_ends(ratio, low, high, free, otherwise, ending[-1][0])
+
+
+def _stake_after_the_ends(ratio: Callable[[int], int], low: int, high: int, free: int, otherwise: str,
+                          last: int) -> DistributionStake:
+    """The effective stake at the distribution once the validations ending before it have ended,
+    ``low`` to ``high`` AVAX then assigned; ``free``: the stake with the floor not applying."""
     if ratio(high) < rewards.TENTH:
         if ratio(low) < rewards.TENTH:
             return DistributionStake(0)  # under the floor at the distribution too
@@ -225,7 +230,6 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
             f"under 10 % collateralization today; after the validation ends before the distribution, its "
             f"collateralization then depends on the rewards its cycling minipools compound: the forecast keeps "
             f"the stake under the 10 % floor (effective stake 0). {otherwise}"))
-    last = ending[-1][0]
     if high == 0:
         return DistributionStake(free, (
             f"under 10 % collateralization today, but its minipools' validations all end before the distribution "
@@ -237,6 +241,18 @@ def _under_the_floor(snap: Snapshot, st: Staker, mine: list[Minipool], vals: dic
         f"leave at most {rewards.whole_tokens(high)} AVAX assigned then, {rewards.pct(ratio(high)):.4f} % or "
         f"more: above the 10 % floor, its effective stake is min(ggpStaked, MaxCollateralizationRatio x high-water "
         f"mark / price) = {rewards.whole_tokens(free)} GGP"))
+
+
+def _validations_ending(snap: Snapshot, mine: list[Minipool], vals: dict[str, Validator],
+                        when: int) -> list[tuple[int, int, Minipool]]:
+    """(end, index, minipool) of the staking minipools whose validation ends before ``when``, in
+    order; the others stay assigned through the distribution."""
+    ending = []
+    for m in mine:
+        end = Q.validation_end(snap, m, vals) if m.status == MinipoolStatus.STAKING else None
+        if end is not None and end < when:
+            ending.append((end, m.index, m))
+    return sorted(ending)
 
 
 def rate_sample(m: Minipool) -> int | None:
@@ -281,6 +297,16 @@ def validator_rate(snap: Snapshot, default_rate_pct: float = DEFAULT_RATE_PCT) -
     if len(recent) < RATE_MIN_SAMPLES:
         return pct_to_wad(default_rate_pct), "default", len(recent)
     return median([r for _, _, r in recent]), "minipools", len(recent)
+
+
+def check_range(snap: Snapshot) -> None:
+    """Refuse, by name, chain values the rewards formula refuses (an inflation rate above 2x per
+    interval, an implausible cycle): a build checks them once the snapshot is checked, rather than
+    meeting them as an error deep in rendering."""
+    try:
+        rewards.parse_params(json.loads(rewards.canonical_json(rewards_params(snap))))
+    except rewards.ParamsError as exc:
+        raise PublisherError(f"chain value outside the rewards formula's range at block {snap.block.number}: {exc}") from None
 
 
 def pct_to_wad(pct: float) -> int:

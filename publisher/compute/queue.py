@@ -309,20 +309,8 @@ def minipool_events(snap: Snapshot) -> Events:
     reward stream's end."""
     now = snap.block.timestamp
     v = snap.ggavax
-    vals = {val.node_id: val for val in snap.validators}
     owners = {st.staker_addr: [st.ggp_staked, st.avax_assigned] for st in snap.stakers}
-    pools: list[_Pool] = []
-    unscheduled = 0
-    for m in snap.minipools:
-        if m.status == MinipoolStatus.LAUNCHED:
-            unscheduled += m.avax_liquid_staker_amt
-        if m.status != MinipoolStatus.STAKING or not m.avax_liquid_staker_amt:
-            continue
-        end = validation_end(snap, m, vals)
-        if not end:
-            unscheduled += m.avax_liquid_staker_amt
-            continue
-        pools.append(_Pool(m, end, m.avax_liquid_staker_amt, m.avax_node_op_amt, current_reward(m, vals), m.start_time))
+    pools, unscheduled = _staking_pools(snap)
     returns: list[Return] = []
     restaked: list[Restake] = []
     serves: list[tuple[int, int]] = [(now + 1, 0)]  # the depositor's next call, before anything returns
@@ -335,31 +323,59 @@ def minipool_events(snap: Snapshot) -> Events:
     pushed = len(todo)
     while todo:
         t = todo[0][0]
-        batch = []
-        while todo and todo[0][0] == t:
-            batch.append(heapq.heappop(todo))
         delta = 0
-        for _, _, _, p in batch:
-            if p is None:
-                continue
-            owner = owners.setdefault(p.m.owner, [0, 0])
-            ls_reward = liquid_staker_reward(snap, p.reward)
-            delta -= p.ls  # recordStakingEnd: the principal back; the reward waits for a sync
-            owner[1] -= p.ls
-            compounded = p.node_op + ls_reward
-            if restakes(snap, p.m, t) and collateral_allows(snap, owner[0], owner[1] + compounded):
-                owner[1] += compounded
-                delta += compounded
-                restaked.append(Restake(t, p.m.node_id, compounded, ls_reward))
-                end = next_period_end(snap, p.m, t)
-                reward = period_reward(p.reward, p.ls + p.node_op, p.end - p.start, 2 * compounded, end - t)
-                heapq.heappush(todo, (end, p.m.index, pushed, _Pool(p.m, end, compounded, compounded, reward, t, p.restakes + 1)))
+        ended: list[_Pool] = []
+        while todo and todo[0][0] == t:
+            p = heapq.heappop(todo)[3]
+            if p is not None:
+                ended.append(p)
+        for p in ended:
+            d, later = _end(snap, p, t, owners, returns, restaked)
+            delta += d
+            if later is not None:
+                heapq.heappush(todo, (later.end, p.m.index, pushed, later))
                 pushed += 1
-            else:
-                returns.append(Return(p.end, p.ls, p.m.node_id, p.end <= now, p.restakes))
         serves.append((t, delta))
     returns.sort(key=lambda r: (r.time, r.node_id))
     return Events(tuple(serves), tuple(returns), tuple(restaked), unscheduled)
+
+
+def _staking_pools(snap: Snapshot) -> tuple[list[_Pool], int]:
+    """The staking minipools with liquid stakers' AVAX and a known end, and the liquid stakers'
+    AVAX of those without one (launched, or no end known)."""
+    vals = {val.node_id: val for val in snap.validators}
+    pools: list[_Pool] = []
+    unscheduled = 0
+    for m in snap.minipools:
+        if m.status == MinipoolStatus.LAUNCHED:
+            unscheduled += m.avax_liquid_staker_amt
+        if m.status != MinipoolStatus.STAKING or not m.avax_liquid_staker_amt:
+            continue
+        end = validation_end(snap, m, vals)
+        if not end:
+            unscheduled += m.avax_liquid_staker_amt
+            continue
+        pools.append(_Pool(m, end, m.avax_liquid_staker_amt, m.avax_node_op_amt, current_reward(m, vals), m.start_time))
+    return pools, unscheduled
+
+
+def _end(snap: Snapshot, p: _Pool, t: int, owners: dict[str, list[int]], returns: list[Return],
+         restaked: list[Restake]) -> tuple[int, _Pool | None]:
+    """One minipool's end processed at ``t``: the vault's staking delta, and the next validation
+    when it restakes (recorded in ``returns`` or ``restaked``; the owner's assigned AVAX moves)."""
+    owner = owners.setdefault(p.m.owner, [0, 0])
+    ls_reward = liquid_staker_reward(snap, p.reward)
+    delta = -p.ls  # recordStakingEnd: the principal back; the reward waits for a sync
+    owner[1] -= p.ls
+    compounded = p.node_op + ls_reward
+    if restakes(snap, p.m, t) and collateral_allows(snap, owner[0], owner[1] + compounded):
+        owner[1] += compounded
+        restaked.append(Restake(t, p.m.node_id, compounded, ls_reward))
+        end = next_period_end(snap, p.m, t)
+        reward = period_reward(p.reward, p.ls + p.node_op, p.end - p.start, 2 * compounded, end - t)
+        return delta + compounded, _Pool(p.m, end, compounded, compounded, reward, t, p.restakes + 1)
+    returns.append(Return(p.end, p.ls, p.m.node_id, p.end <= snap.block.timestamp, p.restakes))
+    return delta, None
 
 
 def schedule(snap: Snapshot) -> Schedule:

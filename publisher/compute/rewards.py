@@ -18,6 +18,7 @@ staker's share of the pool is worked out, so a change to one stake rewrites no o
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 WAD = 10**18
 WAD2 = WAD * WAD
@@ -502,6 +503,14 @@ def _warnings(p: Params, g: int, a: int, collat: int, g_eff: int) -> list[dict]:
     def warn(code: str, message: str) -> None:
         out.append({"code": code, "message": message})
 
+    _stake_warnings(warn, p, g, a, collat, g_eff)
+    _protocol_warnings(warn, p)
+    return out
+
+
+def _stake_warnings(warn: Callable[[str, str], None], p: Params, g: int, a: int, collat: int, g_eff: int) -> None:
+    """What the stake asked about would meet: nothing staked, a minipool the protocol would refuse,
+    a collateralization earning no GGP or GGP beyond the cap."""
     if a == 0:
         if g == 0:
             warn("nothing_staked", "ggpStaked and avaxStaked are both 0: nothing earns rewards and the APR is 0")
@@ -527,6 +536,11 @@ def _warnings(p: Params, g: int, a: int, collat: int, g_eff: int) -> list[dict]:
             warn("stake_above_cap", f"collateralization {_dec(collat, 16, 4)} % is above MaxCollateralizationRatio "
                                     f"{_dec(p.max_ratio, 16, 4)} %: the {_dec(g - g_eff)} GGP beyond the cap "
                                     "earns no GGP rewards")
+
+
+def _protocol_warnings(warn: Callable[[str, str], None], p: Params) -> None:
+    """What any stake would meet at the params' block: paused creation, no distribution expected or
+    one too soon, nothing minted for operators, no USD price, a stale GGP price."""
     if p.minipool_creation_paused:
         warn("minipool_creation_paused", "MinipoolManager is paused: no minipool can be created now, so a new "
                                          "operator validates nothing and earns no AVAX or GGP rewards; every reward "
@@ -546,7 +560,6 @@ def _warnings(p: Params, g: int, a: int, collat: int, g_eff: int) -> list[dict]:
         warn("no_usd_price", "no AVAX/USD price in the params: USD values are null")
     if p.price_stale_reason is not None:
         warn("ggp_price_stale", f"the GGP price is stale: {p.price_stale_reason}")
-    return out
 
 
 def _splits(amount: int, lo: int, hi: int) -> bool:

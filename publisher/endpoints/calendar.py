@@ -47,10 +47,6 @@ def uid(network: str, kind: str, request: int | None = None, requester: str | No
     return f"{who}-{kind}@{network}.{DOMAIN}"
 
 
-def calendar_path(address: str) -> str:
-    return CALENDAR_PATH.format(address=address.lower())
-
-
 @endpoint(
     CALENDAR_PATH, tag="Liquid staking", summary="One requester's withdrawal dates, as a calendar",
     content_type=ICS, params=(W.REQUESTER_PARAM,),
@@ -206,25 +202,45 @@ def problems(data: bytes) -> list[str]:
     """Why ``data`` is not a calendar as this module writes them (RFC 5545 framing: UTF-8, CRLF
     lines of at most 75 octets, components opened and closed in order, a VEVENT's UID, DTSTAMP and
     DTSTART, an alarm's ACTION and TRIGGER); empty when it is one. Cheap: a scan of the lines."""
+    lines = _content_lines(data)
+    if isinstance(lines, str):
+        return [lines]
+    if not lines or lines[0] != "BEGIN:VCALENDAR" or lines[-1] != "END:VCALENDAR":
+        return ["calendar: not one VCALENDAR"]
+    out = _component_problems(lines)
+    if "BEGIN:VEVENT" not in lines:
+        out.append("calendar: no event")
+    return out[:3]
+
+
+def _content_lines(data: bytes) -> list[str] | str:
+    """The calendar's content lines, unfolded; or why its framing is wrong."""
     try:
         text = data.decode()
     except UnicodeDecodeError:
-        return ["calendar: not UTF-8"]
+        return "calendar: not UTF-8"
     if not text.endswith("\r\n"):
-        return ["calendar: does not end with CRLF"]
+        return "calendar: does not end with CRLF"
     raw = text[:-2].split("\r\n")
     if any("\n" in line or "\r" in line for line in raw):
-        return ["calendar: a line break that is not CRLF"]
+        return "calendar: a line break that is not CRLF"
     if any(len(line.encode()) > LINE_OCTETS for line in raw):
-        return [f"calendar: a line longer than {LINE_OCTETS} octets (not folded)"]
+        return f"calendar: a line longer than {LINE_OCTETS} octets (not folded)"
     lines: list[str] = []
     for line in raw:
         if line.startswith(" ") and lines:
             lines[-1] += line[1:]
         else:
             lines.append(line)
-    if not lines or lines[0] != "BEGIN:VCALENDAR" or lines[-1] != "END:VCALENDAR":
-        return ["calendar: not one VCALENDAR"]
+    return lines
+
+
+# The properties each component this module writes must hold.
+_REQUIRED = {"VEVENT": {"UID", "DTSTAMP", "DTSTART"}, "VALARM": {"ACTION", "TRIGGER"}, "VCALENDAR": {"VERSION", "PRODID"}}
+
+
+def _component_problems(lines: list[str]) -> list[str]:
+    """Content lines that are not, components not closed in order, required properties missing."""
     out: list[str] = []
     stack: list[str] = []
     props: list[set[str]] = []
@@ -240,14 +256,11 @@ def problems(data: bytes) -> list[str]:
                 out.append(f"calendar: {line} closes {stack[-1] if stack else 'nothing'}")
                 break
             kind, have = stack.pop(), props.pop()
-            need = {"VEVENT": {"UID", "DTSTAMP", "DTSTART"}, "VALARM": {"ACTION", "TRIGGER"},
-                    "VCALENDAR": {"VERSION", "PRODID"}}.get(kind, set())
+            need = _REQUIRED.get(kind, set())
             if need - have:
                 out.append(f"calendar: a {kind} without {', '.join(sorted(need - have))}")
         elif props:
             props[-1].add(name)
     if stack:
         out.append(f"calendar: {stack[-1]} is not closed")
-    if "BEGIN:VEVENT" not in lines:
-        out.append("calendar: no event")
-    return out[:3]
+    return out

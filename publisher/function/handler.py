@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 try:
     from ..compute import line, rewards
@@ -66,13 +68,15 @@ class BadInput(Exception):
 
 
 class _Cache:
-    """Params of this warm container, per route."""
+    """One route's params in this warm container, as loaded from one URL."""
 
-    url: str | None = None
-    params = None  # rewards.Params or line.Params
-    resume = None  # line.Params: where a request at the back of the line first matters
-    fresh_until: float = 0.0  # monotonic time of the next refresh
-    error: str | None = None  # why the last refresh failed, while serving older params
+    def __init__(self, url: str):
+        self.url = url
+        self.params: Any = None  # rewards.Params or line.Params
+        self.resume: Any = None  # line.Resume: where a request at the back of the line first matters
+        self.fresh_until = 0.0  # monotonic time of the next refresh
+        self.error: str | None = None  # why the last refresh failed, while serving older params
+        self.stakers: dict[str, _Staker] = {}  # the rewards route's: each staker's document, by address
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,6 @@ SOURCES = {
     PATH: _Source("REWARDS_PARAMS_URL", PARAMS_MAX_BYTES, rewards.parse_params, rewards.ParamsError),
     ESTIMATE_PATH: _Source("QUEUE_PARAMS_URL", QUEUE_PARAMS_MAX_BYTES, line.parse_params, line.ParamsError),
 }
-_caches: dict[str, _Cache] = {path: _Cache() for path in SOURCES}
 STAKER_SOURCE = _Source("REWARDS_PARAMS_URL", STAKER_MAX_BYTES, rewards.parse_staker, rewards.ParamsError)
 
 
@@ -103,14 +106,10 @@ class _Staker:
         self.error: str | None = None
 
 
-_stakers: dict[str, _Staker] = {}
-
-
-def reset_cache() -> None:
-    """Forget the loaded params and stakers, as a cold container would."""
-    for path in SOURCES:
-        _caches[path] = _Cache()
-    _stakers.clear()
+# Route path -> its params, filled as the container answers; empty, as in a cold container (which
+# is how tests start one: CACHES.clear()). The stakers' documents live in the rewards params' entry:
+# they are found next to that document, and forgotten with it.
+CACHES: dict[str, _Cache] = {}
 
 
 def handler(event, context=None) -> dict:
@@ -137,22 +136,16 @@ def _handle(event) -> dict:
             "Access-Control-Max-Age": "86400", "Cache-Control": "public, max-age=86400"}}
     if method not in ("GET", "HEAD"):
         return _error(405, "method_not_allowed", f"method not allowed: use GET ({ALLOW})", extra={"Allow": ALLOW})
-    raw = event.get("rawQueryString") or ""
     try:
-        if not isinstance(raw, str):
-            raise BadInput("rawQueryString is not a string", "bad_request")
-        if path == PATH:
-            query = parse_query(raw)
-            amounts: dict[str, int | None] = {name: parse_amount(name, query[name]) for name in NAMES}
-        elif path == STAKER_PATH:
-            query = parse_query(raw, STAKER_NAMES, STAKER_NAMES)
-            address = parse_address(query["address"])
-        else:
-            query = parse_query(raw, ESTIMATE_NAMES, ("amount",))
-            amounts = estimate_amounts(query)
+        query, amounts = _inputs(path, event.get("rawQueryString") or "")
     except BadInput as exc:
         return _error(400, exc.code, exc.message)
 
+    return _respond(path, method, query, amounts)
+
+
+def _respond(path: str, method: str, query: dict[str, str], amounts: dict[str, Any]) -> dict:
+    """The answer to well-formed input, from the route's params (and a staker's document)."""
     now = time.monotonic()
     cache = current_params(now, ESTIMATE_PATH if path == ESTIMATE_PATH else PATH)
     if cache.params is None:
@@ -161,26 +154,13 @@ def _handle(event) -> dict:
                       cache="no-store", extra={"Retry-After": str(int(RETRY_SECONDS))})
     stale = cache.error
     if path == STAKER_PATH:
-        staker = current_staker(now, cache.url or "", address)
-        if staker.inputs is None and staker.known:
-            return _error(404, "not_found", f"no staker {address}: /rewards/{address} does not exist")
+        staker = current_staker(cache, now, amounts["address"])
         if staker.inputs is None:
-            return _error(503, "staker_unavailable", f"the staker's rewards document could not be loaded: {staker.error}",
-                          cache="no-store", extra={"Retry-After": str(int(RETRY_SECONDS))})
+            return _staker_missing(staker, amounts["address"])
         stale = stale or staker.error
         body = rewards.staker_estimate(cache.params, staker.inputs)
-    elif path == PATH:
-        body = {
-            "inputs": {"ggpStaked": query["ggpStaked"], "avaxStaked": query["avaxStaked"],
-                       "ggpStakedWei": str(amounts["ggpStaked"]), "avaxStakedWei": str(amounts["avaxStaked"])},
-            "meta": cache.params.stamp(),
-            "result": rewards.estimate(cache.params, amounts["ggpStaked"], amounts["avaxStaked"]),
-        }
     else:
-        if cache.resume is None:
-            cache.resume = line.resume_point(cache.params)
-        body = line.answer(cache.params, query, shares=amounts["shares"], avax=amounts["avax"],
-                           expiration_delay=amounts["expirationDelay"], resume=cache.resume)
+        body = _answer(path, cache, query, amounts)
     max_age = max(0, int(cache.fresh_until - now))
     headers = {"Content-Type": "application/json", **CORS,
                "Cache-Control": f"public, max-age={max_age}, stale-if-error={STALE_IF_ERROR}"}
@@ -189,6 +169,43 @@ def _handle(event) -> dict:
         headers["x-params-error"] = stale
     return {"statusCode": 200, "headers": headers,
             "body": "" if method == "HEAD" else rewards.canonical_json(body).decode()}
+
+
+def _staker_missing(staker: _Staker, address: str) -> dict:
+    if staker.known:
+        return _error(404, "not_found", f"no staker {address}: /rewards/{address} does not exist")
+    return _error(503, "staker_unavailable", f"the staker's rewards document could not be loaded: {staker.error}",
+                  cache="no-store", extra={"Retry-After": str(int(RETRY_SECONDS))})
+
+
+def _inputs(path: str, raw) -> tuple[dict[str, str], dict[str, Any]]:
+    """The route's query parameters and the amounts they name (wei, or None where an estimate's is
+    not given), or BadInput."""
+    if not isinstance(raw, str):
+        raise BadInput("rawQueryString is not a string", "bad_request")
+    if path == PATH:
+        query = parse_query(raw)
+        return query, {name: parse_amount(name, query[name]) for name in NAMES}
+    if path == STAKER_PATH:
+        query = parse_query(raw, STAKER_NAMES, STAKER_NAMES)
+        return query, {"address": parse_address(query["address"])}
+    query = parse_query(raw, ESTIMATE_NAMES, ("amount",))
+    return query, estimate_amounts(query)
+
+
+def _answer(path: str, cache: _Cache, query: dict[str, str], amounts: dict[str, Any]) -> dict:
+    """The route's answer from its loaded params."""
+    if path == PATH:
+        return {
+            "inputs": {"ggpStaked": query["ggpStaked"], "avaxStaked": query["avaxStaked"],
+                       "ggpStakedWei": str(amounts["ggpStaked"]), "avaxStakedWei": str(amounts["avaxStaked"])},
+            "meta": cache.params.stamp(),
+            "result": rewards.estimate(cache.params, amounts["ggpStaked"], amounts["avaxStaked"]),
+        }
+    if cache.resume is None:
+        cache.resume = line.resume_point(cache.params)
+    return line.answer(cache.params, query, shares=amounts["shares"], avax=amounts["avax"],
+                       expiration_delay=amounts["expirationDelay"], resume=cache.resume)
 
 
 def _dict(value) -> dict:
@@ -316,9 +333,9 @@ def current_params(now: float, path: str = PATH) -> _Cache:
     """The route's cache, refreshed when due; a failed refresh keeps the last good params."""
     source = SOURCES[path]
     url = os.environ.get(source.env, "")
-    c = _caches[path]
-    if url != c.url:
-        c.url, c.params, c.fresh_until, c.error = url, None, 0.0, None
+    c = CACHES.get(path)
+    if c is None or url != c.url:  # another document: nothing loaded from the last one applies
+        c = CACHES[path] = _Cache(url)
     if now >= c.fresh_until:
         ttl = _ttl()
         try:
@@ -341,17 +358,19 @@ def staker_url(params_url: str, address: str) -> str:
     return f"{base}/{address}{last[len('params'):]}"
 
 
-def current_staker(now: float, params_url: str, address: str) -> _Staker:
-    """The staker's cached inputs, refreshed when due; a failed refresh keeps the last good ones."""
-    c = _stakers.get(address)
+def current_staker(params: _Cache, now: float, address: str) -> _Staker:
+    """The staker's cached inputs (found next to the rewards ``params``), refreshed when due; a
+    failed refresh keeps the last good ones."""
+    stakers = params.stakers
+    c = stakers.get(address)
     if c is None:
-        if len(_stakers) >= STAKER_CACHE_MAX:
-            del _stakers[next(iter(_stakers))]  # the oldest entry: a bounded memory whatever is asked
-        c = _stakers[address] = _Staker()
+        if len(stakers) >= STAKER_CACHE_MAX:
+            del stakers[next(iter(stakers))]  # the oldest entry: a bounded memory whatever is asked
+        c = stakers[address] = _Staker()
     if now >= c.fresh_until:
         ttl = _ttl()
         try:
-            inputs = load_params(staker_url(params_url, address), STAKER_SOURCE)
+            inputs = load_params(staker_url(params.url, address), STAKER_SOURCE)
             if inputs.address.lower() != address:
                 raise rewards.ParamsError("the staker document names another address")
             c.inputs, c.known, c.error = inputs, True, None
@@ -398,29 +417,40 @@ def load_params(url: str, source: _Source = SOURCES[PATH]):
     return source.parse(json.loads(data))  # type: ignore[operator]
 
 
+_BRACKET_OR_QUOTE = re.compile(rb'["\[\]{}]')
+
+
 def _nesting(data: bytes) -> int:
     """Deepest [ / { nesting outside strings, stopping early once past the limit."""
     depth = deepest = 0
-    in_string = escaped = False
-    for byte in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
+    at = 0
+    while (found := _BRACKET_OR_QUOTE.search(data, at)) is not None:
+        at = found.end()
+        byte = data[found.start()]
+        if byte == 0x22:  # quote
+            at = _string_end(data, at)
         elif byte in (0x5B, 0x7B):
             depth += 1
             if depth > deepest:
                 deepest = depth
                 if deepest > PARAMS_MAX_DEPTH:
                     return deepest
-        elif byte in (0x5D, 0x7D):
+        else:
             depth -= 1
     return deepest
+
+
+def _string_end(data: bytes, at: int) -> int:
+    """Where the string opened just before ``at`` ends: past its closing quote, the first one
+    after an even run of backslashes; the end of ``data`` if it never closes."""
+    while (quote := data.find(b'"', at)) >= 0:
+        run = quote
+        while run > at and data[run - 1] == 0x5C:  # backslash
+            run -= 1
+        if (quote - run) % 2 == 0:
+            return quote + 1
+        at = quote + 1
+    return len(data)
 
 
 def _read_file(url: str, limit: int = PARAMS_MAX_BYTES) -> bytes:

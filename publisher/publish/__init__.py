@@ -85,13 +85,13 @@ class Local:
             raise PublisherError(f"{directory} is not a built directory (no status.json)") from None
         record = read_record(self.root)
         recorded = record.files.get("/status") if record else None
-        if record and recorded and recorded[0] == sha256(status):
+        if record and recorded and recorded.sha256 == sha256(status):
             changed = changes(self.root, record)
             if changed:
                 more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
                 raise PublisherError(f"refusing to publish {directory}: {'; '.join(changed[:3])}{more}; "
                                      "build again to replace them")
-            self.files = {url: (e[0], e[1]) for url, e in record.files.items()}
+            self.files = {url: (e.sha256, e.size) for url, e in record.files.items()}
             self.trusted = True
         else:
             self.cache = load_dir(self.root)

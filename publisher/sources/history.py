@@ -265,14 +265,7 @@ def scan(client: RpcClient, filters: Sequence[LogFilter], start: int, head: int,
     requests = 0
     while todo:
         batch, todo = todo[:RANGES_PER_BATCH], todo[RANGES_PER_BATCH:]
-        calls, asked = [], []
-        for a, b in batch:
-            mine = [k for k, f in enumerate(filters) if f.start <= b]
-            asked.append(mine)
-            for k in mine:
-                f = filters[k]
-                window = {"fromBlock": hex(max(a, f.start)), "toBlock": hex(b)}
-                calls.append(("eth_getLogs", [{**window, "address": f.address, "topics": f.topics}]))
+        calls, asked = _log_calls(filters, batch)
         requests += 1
         if requests > MAX_REQUESTS:
             raise PublisherError(f"{what} needs more than {MAX_REQUESTS} eth_getLogs batches: raise the log span or the start block")
@@ -295,13 +288,32 @@ def scan(client: RpcClient, filters: Sequence[LogFilter], start: int, head: int,
             ranges.append((a, b))
             if on_range:
                 on_range(1)
-            logs: list[list] = [[] for _ in filters]
-            for k, raw in zip(mine, got, strict=True):
-                if not isinstance(raw, list):
-                    raise PublisherError(f"{what}: eth_getLogs for blocks {a}..{b} returned no list")
-                logs[k] = raw
-            yield a, b, logs
+            yield a, b, _logs_by_filter(len(filters), mine, got, f"{what}: eth_getLogs for blocks {a}..{b}")
         todo = split + todo
+
+
+def _log_calls(filters: Sequence[LogFilter], batch: list[tuple[int, int]]) -> tuple[list, list[list[int]]]:
+    """The eth_getLogs calls of a batch of ranges, and which filters each range asks: those
+    started by its last block, each from its own start."""
+    calls, asked = [], []
+    for a, b in batch:
+        mine = [k for k, f in enumerate(filters) if f.start <= b]
+        asked.append(mine)
+        for k in mine:
+            f = filters[k]
+            window = {"fromBlock": hex(max(a, f.start)), "toBlock": hex(b)}
+            calls.append(("eth_getLogs", [{**window, "address": f.address, "topics": f.topics}]))
+    return calls, asked
+
+
+def _logs_by_filter(count: int, mine: list[int], got: list, what: str) -> list[list]:
+    """Each filter's raw logs of one range (empty for those it did not ask)."""
+    logs: list[list] = [[] for _ in range(count)]
+    for k, raw in zip(mine, got, strict=True):
+        if not isinstance(raw, list):
+            raise PublisherError(f"{what} returned no list")
+        logs[k] = raw
+    return logs
 
 
 def _logs(client: RpcClient, oracle: str, feeds: list[str], start: int, head: int, span: int,

@@ -110,17 +110,8 @@ def fill(client: RpcClient, snap: Snapshot, points: Sequence[PricePoint], prior:
             values[i] = (value, blocks[i], "archive")
         rest = {i: r for i, r in blocks.items() if i not in values}
         if rest:
-            # Days the node did read, inside the span the events cover, are rebuilt too: the two
-            # must agree, or no value from the events is used.
-            first = min(r.number for r in rest.values())
-            check = {i: r for i, r in blocks.items() if i in values and r.number >= first}
-            rebuilt = _from_events(client, snap, vault, {**rest, **check}, prior, floor, span, filled.ranges, on_range)
-            for i, r in check.items():
-                if i in rebuilt and rebuilt[i] != values[i][0]:
-                    raise EventsDisagree(f"at block {r.number} they give {rebuilt[i]}, the node's state {values[i][0]}")
-            for i in rest:
-                if i in rebuilt:
-                    values[i] = (rebuilt[i], blocks[i], "events")
+            _rebuild(values, rest, blocks, lambda wanted: _from_events(client, snap, vault, wanted, prior, floor, span,
+                                                                       filled.ranges, on_range))
     except EventsDisagree as exc:
         notes.append(f"ggAVAX share price not rebuilt from the vault's events ({exc})")
     except PublisherError as exc:
@@ -137,6 +128,22 @@ def fill(client: RpcClient, snap: Snapshot, points: Sequence[PricePoint], prior:
     warnings += notes
     filled.points = tuple(out)
     return filled
+
+
+def _rebuild(values: dict[int, tuple[int, BlockRef, str]], rest: dict[int, BlockRef], blocks: dict[int, BlockRef],
+             from_events: Callable[[dict[int, BlockRef]], dict[int, int]]) -> None:
+    """Add to ``values`` the days in ``rest`` (no archive state) the vault's events rebuild. Days
+    the node did read, inside the span the events cover, are rebuilt too: the two must agree, or
+    no value from the events is used."""
+    first = min(r.number for r in rest.values())
+    check = {i: r for i, r in blocks.items() if i in values and r.number >= first}
+    rebuilt = from_events({**rest, **check})
+    for i, r in check.items():
+        if i in rebuilt and rebuilt[i] != values[i][0]:
+            raise EventsDisagree(f"at block {r.number} they give {rebuilt[i]}, the node's state {values[i][0]}")
+    for i in rest:
+        if i in rebuilt:
+            values[i] = (rebuilt[i], blocks[i], "events")
 
 
 def _targets(points: Sequence[PricePoint], prior: PriorHistory | None) -> list[int]:
@@ -258,6 +265,24 @@ def _decode(raw, vault: str, a: int, b: int) -> _VaultLog | None:
     return _VaultLog(block, index, kind, words[0])  # Deposit and Withdraw: their assets
 
 
+# Walking back through a vault event other than a reward sync: (sign of its amount in the released
+# assets, in the share supply).
+_UNDO = {"deposit": (-1, 0), "withdraw": (1, 0), "mint": (0, -1), "burn": (0, 1)}
+
+
+def _before_sync(e: _VaultLog, held: tuple[int, int, int], sync_times: dict[int, int], prev: _VaultLog | None,
+                 start: VaultState | None) -> tuple[int, int, int] | None:
+    """(rewards, last sync, cycle end) before the reward sync ``e``, which must have left ``held``:
+    the previous sync's, or the known starting state's; None when neither is known."""
+    if held != (e.amount, sync_times[e.block], e.cycle_end):
+        raise EventsDisagree(f"the reward sync in block {e.block} does not lead to the vault's later state")
+    if prev is not None:
+        return prev.amount, sync_times[prev.block], prev.cycle_end
+    if start is not None:
+        return start.last_rewards_amt, start.last_sync, start.rewards_cycle_end
+    return None
+
+
 def fold_back(logs: Sequence[_VaultLog], sync_times: dict[int, int], head: VaultState, start: VaultState | None,
               targets: Sequence[BlockRef]) -> dict[int, int | None]:
     """convertToAssets(1e18) at each target block (by number; None where the events cannot tell),
@@ -282,25 +307,16 @@ def fold_back(logs: Sequence[_VaultLog], sync_times: dict[int, int], head: Vault
         emit_down_to(e.block)
         if not known:
             break
-        if e.kind == "deposit":
-            released -= e.amount
-        elif e.kind == "withdraw":
-            released += e.amount
-        elif e.kind == "mint":
-            supply -= e.amount
-        elif e.kind == "burn":
-            supply += e.amount
+        undo = _UNDO.get(e.kind)
+        if undo is not None:
+            released += undo[0] * e.amount
+            supply += undo[1] * e.amount
         else:  # a sync: it must have left the state we hold
-            if (rewards, synced, cycle_end) != (e.amount, sync_times[e.block], e.cycle_end):
-                raise EventsDisagree(f"the reward sync in block {e.block} does not lead to the vault's later state")
-            prev = before[id(e)]
-            if prev is not None:
-                rewards, synced, cycle_end = prev.amount, sync_times[prev.block], prev.cycle_end
-            elif start is not None:
-                rewards, synced, cycle_end = start.last_rewards_amt, start.last_sync, start.rewards_cycle_end
-            else:
+            earlier = _before_sync(e, (rewards, synced, cycle_end), sync_times, before[id(e)], start)
+            if earlier is None:
                 known = False  # the rewards it released are not in the logs read
                 continue
+            rewards, synced, cycle_end = earlier
             released -= rewards
         if released < 0 or supply < 0:
             raise EventsDisagree(f"the vault's events before block {e.block} take its assets or supply below zero")

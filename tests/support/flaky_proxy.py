@@ -165,121 +165,142 @@ class FlakyProxy:
         out = ordered if isinstance(payload, list) else ordered[0]
         return 200, json.dumps(out).encode()
 
-    def _handler(self):
-        proxy = self
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return type("Handler", (_Handler,), {"proxy": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args) -> None:  # keep test output clean
-                pass
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    proxy: FlakyProxy
 
-            def _send(self, status: int, body: bytes, extra: dict | None = None) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in (extra or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(body)
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
 
-            def _drip(self, raw: bytes) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.close_connection = True
-                try:
-                    for i in range(len(raw)):
-                        if proxy._stop.wait(proxy.drip_seconds):
-                            return
-                        self.wfile.write(raw[i:i + 1])
-                        self.wfile.flush()
-                except OSError:  # the client gave up, as it should
-                    pass
+    def _send(self, status: int, body: bytes, extra: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
 
-            def do_GET(self) -> None:
-                """Third-party REST APIs: forwarded with the path and query; status, drip and
-                slow faults apply as for JSON-RPC."""
-                fault = proxy._next_fault(b"")
-                if isinstance(fault, int):
-                    self._send(fault, b'{"error":"injected"}', {"Retry-After": "0"} if fault == 429 else {})
+    def _drip(self, raw: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for i in range(len(raw)):
+                if self.proxy._stop.wait(self.proxy.drip_seconds):
                     return
-                if fault == "slow":
-                    proxy._stop.wait(proxy.hang_seconds)
-                resp = proxy._upstream.get(proxy.upstream.rstrip("/") + self.path, timeout=120,
-                                           headers={k: v for k, v in self.headers.items() if k.lower().startswith("x-")})
-                if fault == "drip":
-                    return self._drip(resp.content)
-                if fault == "garbage":
-                    return self._send(200, b"<html>bad gateway</html>")
-                self._send(resp.status_code, resp.content)
+                self.wfile.write(raw[i:i + 1])
+                self.wfile.flush()
+        except OSError:  # the client gave up, as it should
+            pass
 
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                fault = proxy._next_fault(body)
-                if fault == "nested":
-                    self._send(200, b"[" * (50 << 20))
-                    return
-                if fault == "huge":
-                    self._send(200, b"x" * (60 << 20))
-                    return
-                if fault in ("drip", "slow", "random", "truncated", "chain 1"):
-                    if fault == "slow":
-                        proxy._stop.wait(proxy.hang_seconds)
-                    status, raw = proxy._forward(body)
-                    if fault == "drip":
-                        return self._drip(raw)
-                    if fault == "truncated":
-                        self.send_response(status)
-                        self.send_header("Content-Type", "application/json")
-                        self.send_header("Content-Length", str(len(raw)))
-                        self.end_headers()
-                        self.wfile.write(raw[: len(raw) // 2])
-                        self.close_connection = True
-                        return
-                    if fault in ("random", "chain 1"):
-                        raw = proxy._rewrite(body, raw, fault)
-                    self._send(status, raw)
-                    return
-                if isinstance(fault, int):
-                    extra = {"Retry-After": "0"} if fault == 429 else {}
-                    self._send(fault, b'{"error":"injected"}', extra)
-                    return
-                if fault == "hang":
-                    proxy._stop.wait(proxy.hang_seconds)
-                    self.close_connection = True
-                    return
-                if fault == "reset":
-                    self.close_connection = True
-                    try:
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-                    return
-                if fault == "garbage":
-                    self._send(200, b"<html>bad gateway</html>")
-                    return
-                if fault in ("busy", "busy items", "too wide"):
-                    payload = json.loads(body)
-                    items = payload if isinstance(payload, list) else [payload]
-                    message = "query exceeds max block range 2048" if fault == "too wide" else "rate limited"
-                    errors = [{"jsonrpc": "2.0", "id": i.get("id"), "error": {"code": -32005, "message": message}} for i in items]
-                    if fault == "busy" or not isinstance(payload, list):
-                        errors = errors[0] if len(errors) == 1 else {"jsonrpc": "2.0", "id": None, "error": errors[0]["error"]}
-                    self._send(200, json.dumps(errors).encode())
-                    return
-                if proxy.max_body is not None and len(body) > proxy.max_body:
-                    with proxy._lock:
-                        proxy.refused_bodies += 1
-                    self._send(413, b'{"error":"request entity too large"}')
-                    return
-                if proxy.max_call_data is not None:
-                    status, raw = proxy._refuse_big_calls(body)
-                else:
-                    status, raw = proxy._forward(body)
-                if proxy.edit_logs is not None and status == 200 and b'"eth_getLogs"' in body:
-                    raw = proxy._edit_logs(body, raw)
-                self._send(status, raw)
+    def do_GET(self) -> None:
+        """Third-party REST APIs: forwarded with the path and query; status, drip and
+        slow faults apply as for JSON-RPC."""
+        proxy = self.proxy
+        fault = proxy._next_fault(b"")
+        if isinstance(fault, int):
+            self._send(fault, b'{"error":"injected"}', {"Retry-After": "0"} if fault == 429 else {})
+            return
+        if fault == "slow":
+            proxy._stop.wait(proxy.hang_seconds)
+        resp = proxy._upstream.get(proxy.upstream.rstrip("/") + self.path, timeout=120,
+                                   headers={k: v for k, v in self.headers.items() if k.lower().startswith("x-")})
+        if fault == "drip":
+            return self._drip(resp.content)
+        if fault == "garbage":
+            return self._send(200, b"<html>bad gateway</html>")
+        self._send(resp.status_code, resp.content)
 
-        return Handler
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        fault = self.proxy._next_fault(body)
+        if isinstance(fault, int):
+            self._send(fault, b'{"error":"injected"}', {"Retry-After": "0"} if fault == 429 else {})
+            return
+        act = _POST_FAULTS.get(fault)
+        if act is not None:
+            act(self, body, fault)
+            return
+        self._pass_on(body)
+
+    def _nested(self, body: bytes, fault: str) -> None:
+        self._send(200, b"[" * (50 << 20))
+
+    def _huge(self, body: bytes, fault: str) -> None:
+        self._send(200, b"x" * (60 << 20))
+
+    def _forwarded(self, body: bytes, fault: str) -> None:
+        """Forwarded, then answered late, slowly, cut short or edited."""
+        if fault == "slow":
+            self.proxy._stop.wait(self.proxy.hang_seconds)
+        status, raw = self.proxy._forward(body)
+        if fault == "drip":
+            return self._drip(raw)
+        if fault == "truncated":
+            return self._truncated(status, raw)
+        if fault in ("random", "chain 1"):
+            raw = self.proxy._rewrite(body, raw, fault)
+        self._send(status, raw)
+
+    def _truncated(self, status: int, raw: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw[: len(raw) // 2])
+        self.close_connection = True
+
+    def _hang(self, body: bytes, fault: str) -> None:
+        self.proxy._stop.wait(self.proxy.hang_seconds)
+        self.close_connection = True
+
+    def _reset(self, body: bytes, fault: str) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _garbage(self, body: bytes, fault: str) -> None:
+        self._send(200, b"<html>bad gateway</html>")
+
+    def _busy(self, body: bytes, fault: str) -> None:
+        payload = json.loads(body)
+        items = payload if isinstance(payload, list) else [payload]
+        message = "query exceeds max block range 2048" if fault == "too wide" else "rate limited"
+        errors = [{"jsonrpc": "2.0", "id": i.get("id"), "error": {"code": -32005, "message": message}} for i in items]
+        if fault == "busy" or not isinstance(payload, list):
+            errors = errors[0] if len(errors) == 1 else {"jsonrpc": "2.0", "id": None, "error": errors[0]["error"]}
+        self._send(200, json.dumps(errors).encode())
+
+    def _pass_on(self, body: bytes) -> None:
+        """No fault: forwarded, unless the body or a call's data is over the proxy's limits."""
+        proxy = self.proxy
+        if proxy.max_body is not None and len(body) > proxy.max_body:
+            with proxy._lock:
+                proxy.refused_bodies += 1
+            self._send(413, b'{"error":"request entity too large"}')
+            return
+        if proxy.max_call_data is not None:
+            status, raw = proxy._refuse_big_calls(body)
+        else:
+            status, raw = proxy._forward(body)
+        if proxy.edit_logs is not None and status == 200 and b'"eth_getLogs"' in body:
+            raw = proxy._edit_logs(body, raw)
+        self._send(status, raw)
+
+
+# JSON-RPC faults other than an HTTP status, by name.
+_POST_FAULTS = {
+    "nested": _Handler._nested, "huge": _Handler._huge, "hang": _Handler._hang, "reset": _Handler._reset,
+    "garbage": _Handler._garbage,
+    **dict.fromkeys(("drip", "slow", "random", "truncated", "chain 1"), _Handler._forwarded),
+    **dict.fromkeys(("busy", "busy items", "too wide"), _Handler._busy),
+}

@@ -51,57 +51,69 @@ class S3FaultProxy:
         self._server.server_close()
         self._session.close()
 
-    def _handler(self):
-        proxy = self
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return type("Handler", (_Handler,), {"proxy": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args) -> None:
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    proxy: S3FaultProxy
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _error(self, status: int, code: str, message: str) -> None:
+        body = ERROR.format(code=code, message=message).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _any(self) -> None:
+        proxy = self.proxy
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        if proxy.bad_key and f"Credential={proxy.bad_key}/" in (self.headers.get("Authorization") or ""):
+            return self._error(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
+        key = unquote(urlsplit(self.path).path).split("/", 2)[-1]
+        if self.command == "PUT" and "?" not in self.path and self._put_fault(key):
+            return None
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
+        resp = proxy._session.request(self.command, proxy.upstream + self.path, data=body, headers=headers,
+                                      timeout=60, allow_redirects=False)
+        if self.command == "PUT" and resp.status_code == 200 and "?" not in self.path:
+            with proxy._lock:
+                proxy.puts.append(key)
+        self._relay(resp)
+
+    def _put_fault(self, key: str) -> bool:
+        """Fail or drop this object's upload if the proxy is told to; whether it did."""
+        proxy = self.proxy
+        with proxy._lock:
+            proxy.put_count += 1
+            n = proxy.put_count
+        if key in proxy.fail_keys or (proxy.fail_puts_after is not None and n > proxy.fail_puts_after):
+            self._error(500, "InternalError", "We encountered an internal error. Please try again.")
+            return True
+        if proxy.drop_puts_after is not None and n > proxy.drop_puts_after:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
                 pass
+            return True
+        return False
 
-            def _error(self, status: int, code: str, message: str) -> None:
-                body = ERROR.format(code=code, message=message).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/xml")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+    def _relay(self, resp) -> None:
+        self.send_response(resp.status_code)
+        for k, v in resp.headers.items():
+            if k.lower() not in HOP:
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(resp.content)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(resp.content)
 
-            def _any(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                if proxy.bad_key and f"Credential={proxy.bad_key}/" in (self.headers.get("Authorization") or ""):
-                    return self._error(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
-                key = unquote(urlsplit(self.path).path).split("/", 2)[-1]
-                if self.command == "PUT" and "?" not in self.path:
-                    with proxy._lock:
-                        proxy.put_count += 1
-                        n = proxy.put_count
-                    if key in proxy.fail_keys or (proxy.fail_puts_after is not None and n > proxy.fail_puts_after):
-                        return self._error(500, "InternalError", "We encountered an internal error. Please try again.")
-                    if proxy.drop_puts_after is not None and n > proxy.drop_puts_after:
-                        self.close_connection = True
-                        try:
-                            self.connection.shutdown(socket.SHUT_RDWR)
-                        except OSError:
-                            pass
-                        return
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
-                resp = proxy._session.request(self.command, proxy.upstream + self.path, data=body, headers=headers,
-                                              timeout=60, allow_redirects=False)
-                if self.command == "PUT" and resp.status_code == 200 and "?" not in self.path:
-                    with proxy._lock:
-                        proxy.puts.append(key)
-                self.send_response(resp.status_code)
-                for k, v in resp.headers.items():
-                    if k.lower() not in HOP:
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(resp.content)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(resp.content)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _any
-
-        return Handler
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _any

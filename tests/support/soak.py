@@ -210,43 +210,61 @@ class Soak:
         """What must hold after any run: the manifest's objects are in the bucket with their
         sha256, the history kept every point; after a successful run also every aggregate is at
         the status block, and after a failed one the live status is untouched."""
-        problems = []
+        problems: list[str] = []
         if "status" not in after:
             return problems if "status" not in before else ["the live status disappeared"]
         status = json.loads(after["status"])
         try:
-            root = json.loads(after["_manifest.json"])
-            manifest = {}
-            for name, digest in root["shards"].items():
-                shard = after[f"_manifest/{name}.json"]
-                if hashlib.sha256(shard).hexdigest() != digest and ok:
-                    problems.append(f"manifest shard {name} differs from the root's digest")
-                manifest.update(json.loads(shard))
+            manifest = _read_manifest(after, ok, problems)
         except (KeyError, ValueError) as exc:
             return [f"manifest unreadable ({type(exc).__name__})"]
-        for key, entry in manifest.items():
-            if key == "status":
-                continue  # uploaded after the manifest: may lag it when the last upload failed
-            if key not in after:
-                problems.append(f"manifest lists {key}, missing from the bucket")
-            elif hashlib.sha256(after[key]).hexdigest() != entry["sha256"] and ok:
-                problems.append(f"{key} differs from the manifest")
+        problems += _manifest_problems(manifest, after, ok)
         if ok:
-            # A file carried unchanged keeps the block its content was read at: never after the
-            # status block, and the files of this run are at it.
-            for key, body in after.items():
-                try:
-                    doc = json.loads(body)
-                except ValueError:
-                    continue
-                meta = doc.get("meta") if isinstance(doc, dict) else None
-                block = meta.get("block") if isinstance(meta, dict) else None
-                if isinstance(block, dict) and not block.get("number", 0) <= status["block"]["number"]:
-                    problems.append(f"{key} is at block {block.get('number')}, after the status block {status['block']['number']}")
+            problems += _after_the_status(after, status["block"]["number"])
         elif before.get("status") != after.get("status"):
             problems.append("a failed run changed the live status")
         problems += _history_kept(before.get("prices/history"), after.get("prices/history"))
         return problems
+
+
+def _read_manifest(after: dict[str, bytes], ok: bool, problems: list[str]) -> dict:
+    """The manifest's entries from its root and shards (a shard not the root's digest noted)."""
+    root = json.loads(after["_manifest.json"])
+    manifest = {}
+    for name, digest in root["shards"].items():
+        shard = after[f"_manifest/{name}.json"]
+        if hashlib.sha256(shard).hexdigest() != digest and ok:
+            problems.append(f"manifest shard {name} differs from the root's digest")
+        manifest.update(json.loads(shard))
+    return manifest
+
+
+def _manifest_problems(manifest: dict, after: dict[str, bytes], ok: bool) -> list[str]:
+    problems = []
+    for key, entry in manifest.items():
+        if key == "status":
+            continue  # uploaded after the manifest: may lag it when the last upload failed
+        if key not in after:
+            problems.append(f"manifest lists {key}, missing from the bucket")
+        elif hashlib.sha256(after[key]).hexdigest() != entry["sha256"] and ok:
+            problems.append(f"{key} differs from the manifest")
+    return problems
+
+
+def _after_the_status(after: dict[str, bytes], number: int) -> list[str]:
+    """A file carried unchanged keeps the block its content was read at: never after the status
+    block, and the files of this run are at it."""
+    problems = []
+    for key, body in after.items():
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            continue
+        meta = doc.get("meta") if isinstance(doc, dict) else None
+        block = meta.get("block") if isinstance(meta, dict) else None
+        if isinstance(block, dict) and not block.get("number", 0) <= number:
+            problems.append(f"{key} is at block {block.get('number')}, after the status block {number}")
+    return problems
 
 
 def _history_kept(before: bytes | None, after: bytes | None) -> list[str]:
