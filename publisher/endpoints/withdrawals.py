@@ -451,6 +451,13 @@ def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, int | N
     }, "receipts": [receipt_record(r) for r in receipts]}
 
 
+def request_times(items: tuple[tuple[UnstakeRequest, Q.Place, int | None], ...]) -> set[int]:
+    """The times ``requester_body(who, items, …)`` shows of its open requests (filed, claimable,
+    expiring, estimated funding): those its page counts from the block in words."""
+    return {t for r, place, _ in items
+            for t in (r.request_time, r.claimable_time, r.expiration_time, place.funding_time) if t is not None}
+
+
 def receipt_record(r: Receipt) -> dict:
     """A receipt as the requester file publishes it (RECEIPT)."""
     c, at = r.closed, r.closed_at
