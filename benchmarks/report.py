@@ -20,7 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's publisher, whichever one the interpreter has installed
 
-from publisher import readme  # noqa: E402
+sys.path.insert(0, str(ROOT / "tools"))
+
+import gendocs as readme  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = "docs/performance.md"

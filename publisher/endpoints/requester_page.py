@@ -23,8 +23,8 @@ import re
 import time
 from urllib.parse import parse_qs
 
-from .. import svg
 from ..compute import rewards as R
+from . import svg
 from . import withdrawals as W
 from .context import Context
 from .pages import HTML, PAGE_SCHEMA, _env, _site
