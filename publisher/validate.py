@@ -1,28 +1,28 @@
 """The guards every published file passes (DESIGN §10): its endpoint's schema, cross-file
 invariants, and change bounds against the previous run. ``publisher build`` runs them before
-writing; ``publisher check`` runs the same on any directory."""
+writing; ``publisher check`` runs the same on any directory.
+
+Each endpoint declares its own guards (``Endpoint.checks``, ``bounds``, ``accumulates``, with the
+fields each reads); this module runs them over the registry: the checks on full bodies here, on
+the declared fields (``extract``) in a build, which keeps nothing else of the files it carries."""
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jsonschema_rs
 
-from .endpoints.registry import Endpoint, load_all, match, url_for
+from .endpoints.meta import STATUS_PATH
+from .endpoints.registry import Accumulates, Bound, Check, Endpoint, Limits, Run, load_all, match, url_for
 from .errors import PublisherError
 from .tree import changes, list_files, read_file, read_record
 
 if TYPE_CHECKING:
     from .config import Profile
-
-REL = 1e-9
 
 
 def _refuse(name):
@@ -107,139 +107,84 @@ def validate(files: dict[str, bytes], *, feed_max_age: int | None = None, oracle
         errors = schema_problems(ep, path, body)
         problems += errors
         if not errors:
-            # Cross-file invariants read only aggregates (entities: whether they exist), and only
-            # bodies that match their schema; an entity's body is not kept.
+            # The checks read only aggregates (entities: whether they exist), and only bodies that
+            # match their schema; an entity's body is not kept.
             bodies[path] = None if "{" in ep.path else body
     problems += invariants(bodies, feed_max_age, oracle_max_age)
     return problems
 
 
-def invariants(b: dict, feed_max_age: int | None = None, oracle_max_age: int | None = None,
+# ---- the engine: the checks and bounds the endpoints declare ----------------------------------------
+
+
+@cache
+def declared_checks() -> tuple[Check, ...]:
+    """Every endpoint's cross-file checks, in registry order."""
+    return tuple(c for ep in load_all().values() for c in ep.checks)
+
+
+@cache
+def declared_bounds() -> tuple[Bound, ...]:
+    return tuple(b for ep in load_all().values() for b in ep.bounds)
+
+
+@cache
+def extracts() -> dict[str, dict]:
+    """URL path -> the tree of the fields the checks read of it (see ``extract``): the union of
+    every check's ``reads``; a template and a path read without fields (whether files exist) have
+    none."""
+    fields: dict[str, list[str]] = {}
+    for check in declared_checks():
+        for path, names in check.reads.items():
+            if names and "{" not in path:
+                fields.setdefault(path, []).extend(names)
+    return {path: _tree(names) for path, names in fields.items()}
+
+
+def _tree(names: list[str]) -> dict:
+    """``("a.b", "rows[].f", "n")`` -> ``{"a": {"b": None}, "rows": {"[]": {"f": None}}, "n": None}``:
+    None keeps a whole value, ``"[]"`` each row of a list."""
+    root: dict = {}
+    for name in names:
+        steps = [s for part in name.split(".") for s in ((part[:-2], "[]") if part.endswith("[]") else (part,))]
+        node: dict | None = root
+        for i, step in enumerate(steps):
+            if node is None:
+                break  # a whole value is read already
+            if i == len(steps) - 1:
+                node[step] = node.get(step, {}) if step == "[]" else None
+            else:
+                node = node.setdefault(step, {})
+    return root
+
+
+def _project(value, tree: dict | None):
+    if tree is None:
+        return value
+    if "[]" in tree:
+        return [_project(row, tree["[]"]) for row in value] if isinstance(value, list) else value
+    if not isinstance(value, dict):
+        return value  # null where an object may be
+    return {k: _project(value[k], sub) for k, sub in tree.items() if k in value}
+
+
+def extract(path: str, body):
+    """What the checks read of a body: the fields they declare (None: nothing but that it exists).
+    A build keeps this of every body it writes or carries, not the body (tens of megabytes at
+    100 000 stakers)."""
+    tree = extracts().get(path)
+    if tree is None or not isinstance(body, dict):
+        return None
+    return _project(body, tree)
+
+
+def invariants(b: Mapping, feed_max_age: int | None = None, oracle_max_age: int | None = None,
                now: int | None = None) -> list[str]:
-    """Cross-file checks. ``now`` is the run's block timestamp (default: /status's): ages are taken
-    at the run's block, not at a carried file's ``meta.block``."""
-    prices = b.get("/prices")
-    out = _price_invariants(b, prices, now, feed_max_age, oracle_max_age) if prices else []
-    out += _anomalies(b)
-    out += _staker_invariants(b)
-    if b.get("/prices/history"):
-        out += _history_problems(b["/prices/history"])
-    out += _minipool_invariants(b.get("/minipools"), b.get("/metrics"))
-    out += _queue_invariants(b)
-    return out
-
-
-def _price_invariants(b: dict, prices: dict, now: int | None, feed_max_age: int | None,
-                      oracle_max_age: int | None) -> list[str]:
-    if now is None:
-        status = b.get("/status") or {}
-        now = status["block"]["timestamp"] if "block" in status else prices["meta"]["block"]["timestamp"]
-    metrics = b.get("/metrics")
-    out = []
-    for k in ("ggpInAvax", "ggpInUSD", "avaxInUSD"):
-        if not prices[k] > 0:
-            out.append(f"/prices: {k} must be > 0, got {prices[k]}")
-    age = now - prices["feed"]["updatedAt"]
-    if feed_max_age is not None and age > feed_max_age:
-        out.append(f"/prices: AVAX/USD feed round is {age}s old at the build block (max {feed_max_age}s)")
-    # Age alone is a label, not a refusal: an Oracle price older than the bound is published,
-    # but only labelled so (GGP/USD multiplies it by a fresh feed, and would pass as fresh).
-    age = now - prices["oracle"]["timestamp"]
-    if oracle_max_age is not None and (age > oracle_max_age) != prices.get("stale"):
-        out.append(f"/prices: the Oracle GGP price is {age}s old at the build block (bound {oracle_max_age}s) "
-                   f"but is labelled stale: {prices.get('stale')}")
-    if metrics and metrics.get("ggp_price_stale") != prices.get("stale"):
-        out.append("/metrics: ggp_price_stale differs from /prices stale")
-    return out
-
-
-def _anomalies(b: dict) -> list[str]:
-    """Rates outside [0, 100) %, and the vault holding more for staking than in all."""
-    out = []
-    for path, keys in (("/metrics", ("ggavax_apy",)), ("/metrics/apy", ("total_apy", "total_apy_after_fees"))):
-        for k in keys:
-            v = (b.get(path) or {}).get(k)
-            if v is not None and not 0 <= v < 100:
-                out.append(f"{path}: {k} = {v} is outside [0, 100): refusing to publish an anomaly")
-    vault = b.get("/ggAvax")
-    if vault and vault["amountAvailableForStaking"] > vault["totalAssets"]:
-        out.append("/ggAvax: amountAvailableForStaking exceeds totalAssets")
-    return out
-
-
-def _staker_invariants(b: dict) -> list[str]:
-    stakers, metrics = b.get("/stakers"), b.get("/metrics")
-    if not stakers:
-        return []
-    out = []
-    rows = stakers["stakers"]
-    if stakers["count"] != len(rows):
-        out.append("/stakers: count does not match the list")
-    for r in rows:
-        if r["effectiveGGPStaked"] > r["ggpStaked"] * (1 + REL):
-            out.append(f"/stakers: {r['stakerAddr']} effective stake exceeds its stake")
-    if metrics:
-        total = sum(r["ggpStaked"] for r in rows)
-        if not math.isclose(total, metrics["total_ggp_staked"], rel_tol=1e-6, abs_tol=1e-6):
-            out.append(f"/stakers: sum of ggpStaked {total} != total_ggp_staked {metrics['total_ggp_staked']}")
-        if metrics["staker_count"] != len(rows):
-            out.append(f"/stakers: {len(rows)} stakers but staker_count is {metrics['staker_count']}")
-    missing = [r["stakerAddr"] for r in rows if f"/stakers/{r['stakerAddr'].lower()}" not in b]
-    if missing and any(p.startswith("/stakers/") for p in b):
-        out.append(f"/stakers: {len(missing)} stakers have no /stakers/{{address}} file")
-    return out
-
-
-def _minipool_invariants(minipools: dict | None, metrics: dict | None) -> list[str]:
-    if not minipools:
-        return []
-    out = []
-    counts = minipools["countsByStatus"]
-    if sum(counts.values()) != minipools["count"] or minipools["count"] != len(minipools["minipools"]):
-        out.append("/minipools: status counts do not add up to the minipool count")
-    if metrics and metrics["minipool_count"] != minipools["count"]:
-        out.append("/minipools: count differs from /metrics minipool_count")
-    return out
-
-
-_REQUESTER_FILE = re.compile(r"^/withdrawals/0x[0-9a-f]{40}$")  # not /withdrawals/params, nor the pages
-
-
-def _queue_invariants(b: dict) -> list[str]:
-    queue, vault = b.get("/withdrawals"), b.get("/ggAvax")
-    if not queue:
-        return []
-    out = []
-    # One JSON file per requester (each has its page, /withdrawals/{address}.html, beside it).
-    files = sum(1 for p in b if _REQUESTER_FILE.match(p))
-    if queue["status"] != "ok":
-        return _no_queue_invariants(files, vault)
-    pending, funded, sched = queue["pending"], queue["funded"], queue["schedule"]
-    if sched["coveredCount"] + sched["uncoveredCount"] != pending["count"] or len(sched["line"]) != pending["count"]:
-        out.append("/withdrawals: the schedule's line does not hold every pending request")
-    if funded["claimableCount"] > funded["count"] or funded["claimableAvax"] > funded["avax"] * (1 + REL):
-        out.append("/withdrawals: more claimable than funded")
-    # A file for every address with a request on record, open or closed (its receipts).
-    ever = queue.get("requestersEver", queue["requesters"])
-    if files and files != ever:
-        out.append(f"/withdrawals: {ever} requesters on record but {files} requester files")
-    if ever < queue["requesters"]:
-        out.append(f"/withdrawals: {queue['requesters']} requesters with an open request but {ever} on record")
-    counts = queue.get("receipts")
-    if counts and counts["count"] != sum(counts[k] for k in ("open", "claimed", "cancelled", "reclaimed")):
-        out.append("/withdrawals: the receipts' outcomes do not add up to their count")
-    if vault and (vault.get("queuePendingCount"), vault.get("withdrawQueue")) != (pending["count"], queue["address"]):
-        out.append("/ggAvax: queue totals differ from /withdrawals")
-    return out
-
-
-def _no_queue_invariants(files: int, vault: dict | None) -> list[str]:
-    out = []
-    if files:
-        out.append(f"/withdrawals: no queue, but {files} requester files")
-    if vault and vault.get("withdrawQueue") is not None:
-        out.append("/withdrawals: no queue, but /ggAvax names one")
-    return out
+    """Every declared cross-file check over ``b`` (URL path -> full body or its ``extract``; an
+    entity: None). ``now`` is the run's block timestamp (default: /status's): ages are taken at the
+    run's block, not at a carried file's ``meta.block``."""
+    run = Run(now, feed_max_age, oracle_max_age)
+    return [problem for check in declared_checks() for problem in check.fn(b, run)]
 
 
 def older_block(old_status: bytes, network: str, chain_id: int, number: int) -> str | None:
@@ -257,59 +202,70 @@ def older_block(old_status: bytes, network: str, chain_id: int, number: int) -> 
     return None
 
 
+class _Parsed(Mapping):
+    """Files' bodies by URL path, each parsed when a bound first reads it: an unreadable one raises
+    ValueError there, a missing one KeyError."""
+
+    def __init__(self, files: Mapping[str, bytes]):
+        self.files, self.bodies = files, dict[str, object]()
+
+    def __getitem__(self, path: str):
+        if path not in self.bodies:
+            self.bodies[path] = strict_loads(self.files[path])
+        return self.bodies[path]
+
+    def __iter__(self):
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+
 def compare_previous(old: Mapping[str, bytes], new: Mapping[str, bytes], *, max_price_move_pct: float,
                      max_staker_drop_pct: float) -> list[str]:
-    """Change bounds against the previous run of the same network."""
+    """Change bounds against the previous run of the same network: the block, every endpoint's
+    declared bounds, and the files that accumulate."""
     try:
-        o, n = strict_loads(old["/status"]), strict_loads(new["/status"])
+        o, n = strict_loads(old[STATUS_PATH]), strict_loads(new[STATUS_PATH])
     except (KeyError, ValueError):
         return []
     if not isinstance(o, dict) or (o.get("network"), o.get("chainId")) != (n.get("network"), n.get("chainId")):
         return []
     out = []
-    went_back = older_block(old["/status"], n["network"], n["chainId"], n["block"]["number"])
+    went_back = older_block(old[STATUS_PATH], n["network"], n["chainId"], n["block"]["number"])
     if went_back:
         out.append(went_back)
-    try:
-        op, np_ = strict_loads(old["/prices"]), strict_loads(new["/prices"])
-        for k in ("ggpInAvax", "avaxInUSD"):
-            move = abs(np_[k] - op[k]) / op[k] * 100 if op[k] else 0
-            if move > max_price_move_pct:
-                out.append(f"{k} moved {move:.1f}% since the last run (bound {max_price_move_pct}%)")
-        os_, ns = strict_loads(old["/metrics"])["staker_count"], strict_loads(new["/metrics"])["staker_count"]
-        if os_ and (os_ - ns) / os_ * 100 > max_staker_drop_pct:
-            out.append(f"staker count dropped from {os_} to {ns} (bound {max_staker_drop_pct}%)")
-    except (KeyError, ValueError, TypeError, ZeroDivisionError):
-        pass  # a previous run we cannot read bounds nothing
-    return out + _queue_gone(old, new) + compare_accumulated(old, new)
+    limits, was, now = Limits(max_price_move_pct, max_staker_drop_pct), _Parsed(old), _Parsed(new)
+    for bound in declared_bounds():
+        out += bound.fn(was, now, limits)
+    return out + compare_accumulated(old, new)
 
 
-def _queue_gone(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[str]:
-    """A queue the last run published that this run would publish as noQueue (its requesters'
-    files deleted): like a staker count that drops, refused unless forced."""
-    try:
-        was, now = strict_loads(old["/withdrawals"]), strict_loads(new["/withdrawals"])
-        if was["status"] == "ok" and now["status"] != "ok":
-            return [f"the withdrawal queue {was['address']} of the last run is gone: /withdrawals would be "
-                    f"{now['status']} ({now['reason']})"]
-    except (KeyError, ValueError, TypeError):
-        pass  # a previous run we cannot read bounds nothing
-    return []
+def accumulated() -> dict[str, Accumulates]:
+    """The files that accumulate across runs: path -> its list and key."""
+    return {ep.path: ep.accumulates for ep in load_all().values() if ep.accumulates is not None}
 
 
-# Files that accumulate across runs: path -> (list field, key field of an entry). A run may add
-# entries and advance the newest one (today's point, a later block); an older entry may gain what
-# it lacked (a field it did not have, a null filled: a day's share price rebuilt once), never
-# lose or change a value it had.
-ACCUMULATED = {"/prices/history": ("points", "date")}
+def bounded_paths() -> tuple[str, ...]:
+    """The files the change bounds read besides /status, in registry order: what a publish fetches
+    of the live run."""
+    paths = [p for b in declared_bounds() for p in b.reads if p != STATUS_PATH] + list(accumulated())
+    return tuple(dict.fromkeys(paths))
+
+
 # The way out of a history refusal: the last run there is another chain's (a devnet of another
 # scenario, a rehearsal) or is meant to be replaced.
 KEEP_OR_FORCE = ": keep that history by writing this run elsewhere (build --out DIR, publish --prefix P), or replace it with --force"
 
 
 def compare_accumulated(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[str]:
+    """The files that accumulate (``Endpoint.accumulates``): a run may add entries and advance the
+    newest one (today's point, a later block); an older entry may gain what it lacked (a field it
+    did not have, a null filled: a day's share price rebuilt once), never lose or change a value
+    it had."""
     out = []
-    for path, (field, key) in ACCUMULATED.items():
+    for path, acc in accumulated().items():
+        field, key = acc.entries, acc.key
         if path not in old:
             continue
         try:
@@ -345,31 +301,12 @@ def _rewrites(old: dict, new: dict) -> bool:
     return not isinstance(new, dict) or any(v is not None and (k not in new or new[k] != v) for k, v in old.items())
 
 
-def _history_problems(body: dict) -> list[str]:
-    """A daily share price is of a block at or before the file's and no later than its day's end,
-    and the days' blocks follow each other."""
-    out, last = [], -1
-    top = body["meta"]["block"]["number"]
-    for p in body["points"]:
-        block = p.get("ggavaxBlock")
-        if block is None:
-            continue
-        day_end = int(datetime.strptime(p["date"], "%Y-%m-%d").replace(tzinfo=UTC).timestamp()) + 86_399
-        if p.get("ggavaxExchangeRate") is None or not p["ggavaxExchangeRate"] > 0:
-            out.append(f"/prices/history: {p['date']} has a share-price block but no positive share price")
-        elif block > top or block < last or p["ggavaxTime"] > day_end:
-            out.append(f"/prices/history: the share price of {p['date']} is of block {block}, outside its day "
-                       f"(or after the file's block {top}, or before the previous day's)")
-        last = block
-    return out
-
-
 def network_profile(files: dict[str, bytes], directory) -> Profile:
     """The profile of the network a built directory's /status names: its bounds judge the files."""
     from .config import NETWORKS, load_profile
 
     try:
-        network = strict_loads(files["/status"]).get("network")
+        network = strict_loads(files[STATUS_PATH]).get("network")
     except (KeyError, ValueError, AttributeError):
         raise PublisherError(f"{directory} is not a built directory (no readable status.json)") from None
     if network not in NETWORKS:
