@@ -97,13 +97,13 @@ def main() -> None:
 
     from ggp_devnet import devnet_profile, running
 
+    from publisher.build.incremental import Cache, build
+    from publisher.build.workers import cores
     from publisher.chain.rpc import RpcClient
     from publisher.collect import collect
     from publisher.config import load_profile
-    from publisher.incremental import Cache, build
     from publisher.runs import read_and_build
     from publisher.sources import queuelog
-    from publisher.workers import cores
 
     report: dict = {"scenario": args.scenario}
     loads = Loads()

@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from publisher import pipeline, validate
+from publisher.build import pipeline, validate
+from publisher.build.incremental import Cache, build
+from publisher.build.tree import RECORD, sha256
+from publisher.build.validate import load_dir, strict_loads
 from publisher.compute.nodeid import node_id
 from publisher.endpoints.operators import staker_row
 from publisher.endpoints.registry import file_for
-from publisher.incremental import Cache, build
-from publisher.tree import RECORD, sha256
-from publisher.validate import load_dir, strict_loads
 
 
 @pytest.fixture(autouse=True)

@@ -9,13 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from publisher.endpoints.market import HISTORY_PATH, PRICES_PATH
-from publisher.endpoints.meta import STATUS_PATH
-from publisher.endpoints.operators import MINIPOOLS_PATH, STAKERS_PATH
-from publisher.endpoints.registry import load_all, match
-from publisher.endpoints.vault import APY_PATH, METRICS_PATH, VAULT_PATH
-from publisher.endpoints.withdrawals import QUEUE_PATH
-from publisher.validate import (
+from publisher.build.validate import (
     accumulated,
     bounded_paths,
     compare_previous,
@@ -28,6 +22,12 @@ from publisher.validate import (
     schema_problems,
     strict_loads,
 )
+from publisher.endpoints.market import HISTORY_PATH, PRICES_PATH
+from publisher.endpoints.meta import STATUS_PATH
+from publisher.endpoints.operators import MINIPOOLS_PATH, STAKERS_PATH
+from publisher.endpoints.registry import load_all, match
+from publisher.endpoints.vault import APY_PATH, METRICS_PATH, VAULT_PATH
+from publisher.endpoints.withdrawals import QUEUE_PATH
 
 # ---- every field read is declared by its endpoint's schema ---------------------------------------
 

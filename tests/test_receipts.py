@@ -25,13 +25,13 @@ from support.chain import checkpoint, header, mine_at
 from support.flaky_proxy import FlakyProxy
 from web3 import Web3
 
+from publisher.build.incremental import Cache
+from publisher.build.pipeline import build
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient
 from publisher.collect import collect
 from publisher.config import load_profile
 from publisher.endpoints.withdrawals import receipt_record
-from publisher.incremental import Cache
-from publisher.pipeline import build
 from publisher.runs import read_and_build
 from publisher.serve import Site
 from publisher.snapshot import Snapshot

@@ -23,13 +23,13 @@ import yaml
 from ggp_devnet import devnet_profile, running
 from support.browser import Chromium
 
+from publisher.build.pipeline import build, context
 from publisher.collect import collect
 from publisher.compute import rewards as R
 from publisher.config import load_profile
 from publisher.endpoints import requester_page as RP
 from publisher.endpoints import withdrawals as W
 from publisher.endpoints.registry import load_all, match
-from publisher.pipeline import build, context
 from publisher.serve import make_server
 from publisher.snapshot import QueueStep, Receipt
 

@@ -19,11 +19,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..build.tree import changes, read_record
+from ..build.validate import bounded_paths, compare_previous, load_dir, network_profile, strict_loads, validate
 from ..endpoints.meta import STATUS_PATH
 from ..endpoints.registry import file_for
 from ..errors import PublisherError, every_cause
-from ..tree import changes, read_record
-from ..validate import bounded_paths, compare_previous, load_dir, network_profile, strict_loads, validate
 from .plan import (
     MANIFEST_KEY,
     RECONCILE_SECONDS,

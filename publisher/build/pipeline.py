@@ -29,15 +29,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from . import __version__, snapshot
-from .compute import params
-from .config import Profile
-from .endpoints.context import Context
-from .endpoints.meta import STATUS_PATH
-from .endpoints.registry import Endpoint, Row, file_for, load_all, resolve
-from .endpoints.units import dumps, dumps_value
-from .errors import PublisherError, every_cause
-from .snapshot import Snapshot
+from .. import __version__, snapshot
+from ..compute import params
+from ..config import Profile
+from ..endpoints.context import Context
+from ..endpoints.meta import STATUS_PATH
+from ..endpoints.registry import Endpoint, Row, file_for, load_all, resolve
+from ..endpoints.units import dumps, dumps_value
+from ..errors import PublisherError, every_cause
+from ..snapshot import Snapshot
 from .tree import RECORD_FORMAT, Entry, TreeFiles, TreeWriter, flip, read_file, read_record, sha256, trees
 from .validate import compare_previous, extract, invariants, older_block, schema_problems
 

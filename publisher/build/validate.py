@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 import jsonschema_rs
 
-from .endpoints.meta import STATUS_PATH
-from .endpoints.registry import Accumulates, Bound, Check, Endpoint, Limits, Run, load_all, match, url_for
-from .errors import PublisherError
+from ..endpoints.meta import STATUS_PATH
+from ..endpoints.registry import Accumulates, Bound, Check, Endpoint, Limits, Run, load_all, match, url_for
+from ..errors import PublisherError
 from .tree import changes, list_files, read_file, read_record
 
 if TYPE_CHECKING:
-    from .config import Profile
+    from ..config import Profile
 
 
 def _refuse(name):
@@ -81,7 +81,7 @@ def recorded_problems(directory: str | Path, files: Mapping[str, bytes]) -> list
 def text_problems(content_type: str, path: str, data: bytes) -> list[str]:
     """A calendar or an Atom feed that does not parse (standard library), one line each; other
     files than JSON (the pages) are not checked."""
-    from .endpoints import calendar, feed
+    from ..endpoints import calendar, feed
 
     check = {calendar.ICS: calendar.problems, feed.ATOM: feed.problems}.get(content_type)
     return [f"{path}: {p}" for p in check(data)] if check else []
@@ -303,7 +303,7 @@ def _rewrites(old: dict, new: dict) -> bool:
 
 def network_profile(files: dict[str, bytes], directory) -> Profile:
     """The profile of the network a built directory's /status names: its bounds judge the files."""
-    from .config import NETWORKS, load_profile
+    from ..config import NETWORKS, load_profile
 
     try:
         network = strict_loads(files[STATUS_PATH]).get("network")
