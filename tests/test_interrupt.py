@@ -12,8 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from publisher.build.tree import write_files
+from support.trees import copy_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,7 +54,7 @@ def test_ctrl_c_during_a_devnet_build_stops_everything_and_leaves_nothing(moment
     site, tmp = tmp_path / "site", tmp_path / "tmp"
     tmp.mkdir()
     out = site / "out"
-    write_files(out, {"/": b"<html>the previous run</html>", "/status": b'{"previous": true}'})
+    copy_of({"/": b"<html>the previous run</html>", "/status": b'{"previous": true}'}, out)
     before = _state(site)
     assert before["out"] == "-> .out.a"
     staging = site / ".out.b"  # the tree a build writes while out/ still shows .out.a

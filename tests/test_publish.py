@@ -10,15 +10,14 @@ import subprocess
 import sys
 import threading
 import uuid
-from pathlib import Path
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
+from support.trees import copy_of
 
 from publisher.build.pipeline import build
-from publisher.build.tree import TreeWriter, flip, sha256, trees
 from publisher.build.validate import load_dir
 from publisher.endpoints.registry import CACHE_POLICIES, match
 from publisher.errors import PublisherError
@@ -103,17 +102,6 @@ def cli(*args, check=True):
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
-
-
-def copy_of(files: dict[str, bytes], directory):
-    """The files as the tree behind ``directory``, without a record (as a directory made by hand)."""
-    out = Path(os.path.abspath(directory))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    writer = TreeWriter(trees(out)[1])
-    for path, data in files.items():
-        writer.write(path, data, sha256(data))
-    flip(out, writer.tree)
-    return directory
 
 
 def contents(s3, bucket) -> dict[str, str]:
