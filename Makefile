@@ -49,7 +49,7 @@ demo: setup
 	$(BIN)/publisher serve --dir out --port $(PORT)
 
 test: setup $(VENV)/.test
-	$(BIN)/ruff check publisher devnet tests benchmarks
+	$(BIN)/ruff check publisher devnet tests benchmarks tools
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n auto -q
 
@@ -59,13 +59,13 @@ unit: $(VENV)/.test
 	$(BIN)/python -m pytest -m unit -n 2 -q
 
 lint: $(VENV)/.test
-	$(BIN)/ruff check publisher devnet tests benchmarks
+	$(BIN)/ruff check publisher devnet tests benchmarks tools
 	$(BIN)/mypy
 
 # Regenerate the documentation's generated tables (the tests fail when they drift): the command and
 # variable tables from the code, docs/performance.md's tables from benchmarks/results/.
 docs: $(VENV)/.runtime
-	$(BIN)/python -m publisher.readme
+	$(BIN)/python tools/gendocs.py
 	$(BIN)/python benchmarks/report.py
 
 # Resolve the locks anew from pyproject.toml and devnet/pyproject.toml (needs uv: `pip install uv`):

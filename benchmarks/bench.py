@@ -75,11 +75,11 @@ def main() -> None:
     from ggp_devnet import devnet_profile, running
     from ggp_devnet.changes import write_stakers
 
+    from publisher.build.incremental import Cache, build
+    from publisher.build.validate import load_dir, network_profile, validate
+    from publisher.build.workers import cores
     from publisher.collect import collect
     from publisher.config import load_profile
-    from publisher.incremental import Cache, build
-    from publisher.validate import load_dir, network_profile, validate
-    from publisher.workers import cores
 
     report: dict = {"scenario": args.scenario, "targets": TARGETS}
     rows: list[tuple[str, str, str]] = []
@@ -158,10 +158,10 @@ def publish_figures(out: Path, snap, net, profile, row, cache) -> dict:
     import bench_watch
     from ggp_devnet.changes import write_stakers
 
+    from publisher.build.incremental import build
+    from publisher.build.workers import cores
     from publisher.collect import collect
-    from publisher.incremental import build
     from publisher.publish import publish
-    from publisher.workers import cores
 
     figures = {}
     with bench_watch.moto_bucket("api") as endpoint:

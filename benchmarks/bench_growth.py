@@ -73,8 +73,8 @@ def disk_seconds(out: Path) -> float:
     """The disk's own share: the time a bare loop takes to create the build's files (same names,
     same sizes, same folders) in an empty folder beside it. File creation is not linear in the
     number of files on every file system; this says how much of a build's slope is the disk's."""
+    from publisher.build.tree import RECORD
     from publisher.endpoints.registry import file_for
-    from publisher.tree import RECORD
 
     files = json.loads((out / RECORD).read_bytes())["files"]
     with tempfile.TemporaryDirectory(prefix="bench-disk-", dir=out.parent) as tmp:

@@ -32,12 +32,12 @@ import record
 from ggp_devnet import devnet_profile, running_live
 from ggp_devnet.scenarios import DAY
 
+from publisher.build.incremental import Cache, build
+from publisher.build.workers import cores
 from publisher.collect import collect
 from publisher.compute import rewards as R
 from publisher.config import load_profile
-from publisher.incremental import Cache, build
 from publisher.sources import history
-from publisher.workers import cores
 
 WAD = 10**18
 YEAR = 365 * DAY

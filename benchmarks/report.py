@@ -20,7 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's publisher, whichever one the interpreter has installed
 
-from publisher import readme  # noqa: E402
+sys.path.insert(0, str(ROOT / "tools"))
+
+import gendocs as readme  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = "docs/performance.md"
@@ -369,10 +371,22 @@ def queue(r: dict) -> str:
         sentences.append(f"{what}, then a run resuming from the tree (read {secs(x['snapshot'])}, incremental build "
                          f"{secs(x['build'])}, {num(x['rendered'])} bodies rendered) rewrote {num(len(listed) + pages)} files: "
                          + ", ".join(f"`{c}`" for c in mine) + " for the " + ("request" if key == "one_request" else "claim")
-                         + (f"; the {num(pages)} requester pages (`withdrawals/{{address}}.html`), every one of "
-                            "which such a block rewrites" if pages else "")
+                         + _pages_sentence(x, pages)
                          + "; and " + ", ".join(f"`{c}`" for c in timed) + " that move with the block's time anyway.")
     return block(r, body, *sentences)
+
+
+def _pages_sentence(x: dict, pages: int) -> str:
+    """What a block did to the requester pages (``withdrawals/{address}.html``)."""
+    if not pages:
+        return ""
+    if "pages_relative_words_only" not in x:  # an earlier run's report: the count alone
+        return f"; {num(pages)} requester pages (`withdrawals/{{address}}.html`)"
+    own, words = x["own_page_changed"], x["pages_relative_words_only"]
+    rest = pages - own - words
+    return (f"; {'its requester page' if own else 'no page of its requester'}; {num(words)} other requester pages whose "
+            f"relative times (\"in 3 days\") alone moved with the block's time"
+            + (f", and {num(rest)} other requester pages for other reasons" if rest else ", and no other page"))
 
 
 TABLES: dict[str, Callable[[dict], str]] = {

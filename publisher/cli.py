@@ -341,13 +341,13 @@ def snapshot(network: str, rpc_url: str | None, block: int | None, out_path: str
 @within_run_deadline
 def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full) -> None:
     """Build every endpoint into OUT (default out/), validated, swapped in atomically."""
+    from .build.incremental import Cache
+    from .build.workers import cores
     from .config import load_profile
-    from .incremental import Cache
     from .progress import Progress
     from .runs import build as build_snapshot
     from .runs import read_and_build
     from .snapshot import Snapshot
-    from .workers import cores
 
     t0 = time.monotonic()
     if from_snapshot:
@@ -376,7 +376,7 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
 def check(directory: str, previous: str | None) -> None:
     """Validate a built directory: its files against the build's record, schemas and invariants
     as build does, with the bounds of the network its status.json names."""
-    from .validate import compare_previous, load_dir, network_profile, recorded_problems, validate
+    from .build.validate import compare_previous, load_dir, network_profile, recorded_problems, validate
 
     root = os.path.realpath(directory)  # one tree, even if a build flips the link meanwhile
     files = load_dir(root)
@@ -459,9 +459,9 @@ def watch(network, rpc_url, out_dir, bucket, prefix, endpoint_url, region, distr
           poll, heartbeat, runs) -> None:
     """Follow the head; build and publish each block that changes the protocol (every guard of a
     single run holds; a failed run changes nothing and is retried)."""
+    from .build.workers import cores
     from .runs import Target
     from .watch import watch as follow
-    from .workers import cores
 
     target = Target(bucket, prefix, endpoint_url, region, distribution_id, max_age)
     stop_on_signals()

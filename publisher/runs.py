@@ -7,16 +7,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import incremental, pipeline
+from .build import incremental, pipeline
+from .build.incremental import Cache
+from .build.pipeline import Built
+from .build.validate import older_block, strict_loads
 from .collect import Collected, collect
 from .config import Profile
 from .errors import PublisherError
-from .incremental import Cache
-from .pipeline import Built
 from .progress import Progress
 from .snapshot import Snapshot
 from .sources import history, queuelog
-from .validate import older_block, strict_loads
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .build.incremental import Cache
 from .chain import abis
 from .chain.multicall import Call, Multicall
 from .chain.reader import at_hash, header_ref, registry_key
@@ -35,7 +36,6 @@ from .chain.rpc import RpcClient
 from .config import Profile
 from .deadline import DeadlineExceeded, deadline, run_seconds
 from .errors import PublisherError, cause
-from .incremental import Cache
 from .runs import Run, Target, read_build_publish
 from .snapshot import BlockRef, Snapshot
 

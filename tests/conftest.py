@@ -32,7 +32,7 @@ def demo_snapshot(demo_profile):
 @pytest.fixture(scope="module")
 def built(demo_snapshot, demo_profile, tmp_path_factory):
     """The demo snapshot built into a fresh out/ (the plain build core), once per module."""
-    from publisher.pipeline import build
+    from publisher.build.pipeline import build
 
     out = tmp_path_factory.mktemp("api") / "out"
     build(demo_snapshot, demo_profile, out)

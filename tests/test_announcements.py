@@ -8,9 +8,9 @@ import json
 import jsonschema
 import pytest
 
+from publisher.build.pipeline import build
 from publisher.config import Announcement, load_profile
 from publisher.endpoints.announcements import ANNOUNCEMENTS_SCHEMA, announcement_records, window_closed
-from publisher.pipeline import build
 
 DAY = 86_400
 END_OF_OPERATIONS = 1_786_752_000  # 2026-08-15 00:00 UTC

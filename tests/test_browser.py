@@ -10,8 +10,8 @@ import pytest
 import requests
 from support.browser import Chromium
 
+from publisher.build.pipeline import build
 from publisher.endpoints.pages import trailing_apy
-from publisher.pipeline import build
 from publisher.serve import make_server
 
 PAGES = {"index": "/", "reference": "/docs.html", "calculator": "/calculator.html"}

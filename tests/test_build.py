@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from web3 import Web3
 
+from publisher.build.pipeline import build
+from publisher.build.validate import load_dir, validate
 from publisher.compute.nodeid import ALPHABET
 from publisher.config import load_profile
 from publisher.errors import PublisherError
-from publisher.pipeline import build
-from publisher.validate import load_dir, validate
 
 ARTIFACTS = json.loads((Path(__file__).parents[1] / "devnet/ggp_devnet/artifacts.json").read_text())["contracts"]
 

@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from publisher import pipeline
+from publisher.build import pipeline, validate
+from publisher.build.incremental import Cache, build
+from publisher.build.tree import RECORD, sha256
+from publisher.build.validate import load_dir, strict_loads
 from publisher.compute.nodeid import node_id
 from publisher.endpoints.operators import staker_row
 from publisher.endpoints.registry import file_for
-from publisher.incremental import Cache, build
-from publisher.tree import RECORD, sha256
-from publisher.validate import load_dir, strict_loads
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +94,7 @@ def test_a_carried_aggregate_is_read_again_only_when_its_bytes_are_not_the_ones_
     out, cache = tmp_path / "out", Cache()
     build(demo_snapshot, demo_profile, out, cache=cache, workers=1)
     kept = dict(cache.reads)
-    assert {"/stakers", "/minipools"} <= kept.keys() <= pipeline.INVARIANT_READS.keys()
+    assert {"/stakers", "/minipools"} <= kept.keys() <= validate.extracts().keys()
     build(demo_snapshot, demo_profile, out, cache=cache, workers=1)  # /stakers and /minipools carried
     for path in ("/stakers", "/minipools"):
         assert cache.reads[path][1] is kept[path][1]  # what the invariants read of it: kept, not parsed again
@@ -104,7 +104,7 @@ def test_a_carried_aggregate_is_read_again_only_when_its_bytes_are_not_the_ones_
     assert {"/stakers", "/minipools"} <= fresh.reads.keys()
     for path, (sha, extract) in fresh.reads.items():  # what was kept is what those bytes say
         assert sha == sha256(files[path])
-        assert extract == pipeline.extract(path, strict_loads(files[path]))
+        assert extract == validate.extract(path, strict_loads(files[path]))
     assert fresh.reads["/stakers"][1] is not kept["/stakers"][1]
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from publisher.validate import load_dir, strict_loads
+from publisher.build.validate import load_dir, strict_loads
 
 
 def test_load_dir_reads_every_visible_file_whole_and_nothing_else(tmp_path):

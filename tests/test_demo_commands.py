@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from ggp_devnet.scenarios import names
 
-from publisher.validate import compare_accumulated
+from publisher.build.validate import compare_accumulated
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from publisher.pipeline import build
+from publisher.build.pipeline import build
 from publisher.serve import make_server
 
 

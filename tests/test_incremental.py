@@ -19,17 +19,17 @@ import pytest
 from ggp_devnet import devnet_profile, running
 from ggp_devnet.changes import write_stakers
 
-from publisher import pipeline
+from publisher.build import pipeline
+from publisher.build.incremental import Cache
+from publisher.build.incremental import build as incremental
+from publisher.build.tree import RECORD
+from publisher.build.validate import load_dir
 from publisher.collect import collect
 from publisher.compute import params as P
 from publisher.compute import rewards as R
 from publisher.config import load_profile
 from publisher.errors import PublisherError
-from publisher.incremental import Cache
-from publisher.incremental import build as incremental
 from publisher.snapshot import Staker
-from publisher.tree import RECORD
-from publisher.validate import load_dir
 
 EPOCH = "1800000000"
 WAD = 10**18

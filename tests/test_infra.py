@@ -164,7 +164,7 @@ def test_the_node_install_recipe_leaves_the_lock_byte_identical(tmp_path):
 def test_build_output_at_the_top_is_ignored_by_git(name):
     """`--out NAME` makes the link NAME and the trees .NAME.a and .NAME.b beside it (through a
     temporary .NAME.link-<pid>): none of them shows up as untracked."""
-    from publisher.pipeline import trees
+    from publisher.build.pipeline import trees
 
     out = ROOT / name
     _, first = trees(out)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from publisher.tree import write_files
+from publisher.build.tree import write_files
 
 ROOT = Path(__file__).resolve().parents[1]
 

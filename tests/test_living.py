@@ -19,11 +19,11 @@ from ggp_devnet.scenarios import DAY, STAKING
 from ggp_devnet.seed import manual_mining
 from support.estimates import published_estimate
 
+from publisher.build.pipeline import build
 from publisher.chain import abis
 from publisher.chain.reader import registry_key
 from publisher.collect import collect
 from publisher.config import load_profile
-from publisher.pipeline import build
 
 WAD = 10**18
 YEAR = 365 * DAY

@@ -16,10 +16,10 @@ import pytest
 import requests
 from support import load
 
+from publisher.build.pipeline import build
 from publisher.compute import params as P
 from publisher.compute import rewards as R
 from publisher.function import handler as H
-from publisher.pipeline import build
 
 QUERY = "ggpStaked=1500&avaxStaked=1000"
 

@@ -9,12 +9,12 @@ from functools import partial
 
 import pytest
 
-from publisher import pipeline
+from publisher.build import pipeline
+from publisher.build.incremental import Keys
 from publisher.compute import rewards as R
 from publisher.compute.params import rewards_params
 from publisher.endpoints.context import Context
 from publisher.endpoints.registry import Deferred, Each, resolve
-from publisher.incremental import Keys
 
 
 def staker_body(st) -> dict:
@@ -108,7 +108,7 @@ def test_every_deferred_body_is_made_from_its_declared_inputs_alone(demo_snapsho
     made = 0
     for _, path, value in pipeline.bodies(ctx):
         if type(value) is Deferred:
-            again = Deferred(fresh(value.inputs), value.make, value.meta)
+            again = Deferred(fresh(value.inputs), value.make, value.meta, value.stamp)
             assert pipeline.encode(path, resolve(again)) == pipeline.encode(path, resolve(value)), path
             made += 1
     assert made > 2 * len(demo_snapshot.stakers)  # every per-staker file and the large aggregates

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from publisher.build.pipeline import build
 from publisher.endpoints.pages import EXAMPLE_ITEMS, _trim, trailing_apy
 from publisher.endpoints.registry import load_all
-from publisher.pipeline import build
 from publisher.serve import Site
 
 # DESIGN §6 compatibility contract: (endpoint, field) -> words its description must contain.

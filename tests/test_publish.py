@@ -17,13 +17,13 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.server import ThreadedMotoServer
 
+from publisher.build.pipeline import build
+from publisher.build.tree import TreeWriter, flip, sha256, trees
+from publisher.build.validate import load_dir
 from publisher.endpoints.registry import CACHE_POLICIES, match
 from publisher.errors import PublisherError
-from publisher.pipeline import build
 from publisher.publish import publish
 from publisher.publish.plan import MANIFEST_FORMAT, MANIFEST_KEY, SHARD_DIR, object_key
-from publisher.tree import TreeWriter, flip, sha256, trees
-from publisher.validate import load_dir
 
 SECRET = "SeCrEt-9f2c1e-never-print-me"
 EPOCH = "1800000000"

@@ -17,9 +17,9 @@ import boto3
 import pytest
 from support.s3_fault_proxy import S3FaultProxy
 
+from publisher.build.pipeline import build
 from publisher.chain.rpc import RpcClient
 from publisher.config import load_profile
-from publisher.pipeline import build
 from publisher.snapshot import Snapshot
 
 EPOCH = "1800000000"

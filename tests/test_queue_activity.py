@@ -19,12 +19,12 @@ from ggp_devnet import devnet_profile, running_live
 from ggp_devnet.scenarios import DAY
 from web3 import Web3
 
+from publisher.build.pipeline import build
 from publisher.chain.rpc import RpcClient
 from publisher.collect import collect
 from publisher.compute.depositor import depositor_stale
 from publisher.config import load_profile
 from publisher.endpoints.depositor import DEPOSITOR_SCHEMA, depositor_record
-from publisher.pipeline import build
 from publisher.snapshot import QueueActivity, Snapshot
 from publisher.sources import queuelog
 

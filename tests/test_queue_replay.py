@@ -26,13 +26,13 @@ from ggp_devnet.seed import Sender, cancel_request, claim_unstake, manual_mining
 from support.chain import checkpoint, header
 from support.replay import replay
 
+from publisher.build.pipeline import build
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient, RpcError
 from publisher.collect import collect
 from publisher.compute import queue as Q
 from publisher.compute.nodeid import node_id
 from publisher.config import load_profile
-from publisher.pipeline import build
 
 DAY = 86_400
 set_max_per_deposit = Fn("setMaxRequestsPerStakingDeposit(uint256)")

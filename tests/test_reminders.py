@@ -19,16 +19,16 @@ import requests
 import vobject
 import yaml
 
+from publisher.build.pipeline import build, context
+from publisher.build.tree import sha256
+from publisher.build.validate import load_dir, text_problems, validate
 from publisher.endpoints import calendar as C
 from publisher.endpoints import feed as F
 from publisher.endpoints.announcements import WINDOW_END
 from publisher.endpoints.registry import match, resolve
-from publisher.pipeline import build, context
 from publisher.publish.plan import items
 from publisher.serve import make_server
 from publisher.snapshot import QueueStep, Receipt
-from publisher.tree import sha256
-from publisher.validate import load_dir, text_problems, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = timedelta(days=1)

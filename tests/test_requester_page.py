@@ -23,13 +23,15 @@ import yaml
 from ggp_devnet import devnet_profile, running
 from support.browser import Chromium
 
+from publisher.build.pipeline import build, context
 from publisher.collect import collect
+from publisher.compute import rewards as R
 from publisher.config import load_profile
 from publisher.endpoints import requester_page as RP
 from publisher.endpoints import withdrawals as W
 from publisher.endpoints.registry import load_all, match
-from publisher.pipeline import build, context
 from publisher.serve import make_server
+from publisher.snapshot import QueueStep, Receipt
 
 ROOT = Path(__file__).resolve().parents[1]
 STACK = ROOT / "templates" / "aws-stack.yaml"
@@ -252,22 +254,22 @@ def test_a_page_shows_the_receipts_of_its_body(demo_snapshot, demo_profile, buil
     """A body with ``receipts`` (every request's steps from the queue's logs) shows them, each step
     with its date and amounts; a body without has no history section."""
     ctx = context(demo_snapshot, demo_profile)
-    body = json.loads((built / "withdrawals" / f"{demo_requesters[0]}.json").read_text())
-    step = {"block": 12, "time": 1_700_000_000, "tx": "0x" + "ab" * 32}
-    body["receipts"] = [{"id": 3, "outcome": "claimed", "claimableTime": 1_700_086_400,
-                         "requested": {**step, "shares": 12.25, "sharesWei": "12250000000000000000", "expectedAvax": 12.5,
-                                       "expectedAvaxWei": "12500000000000000000"},
-                         "funded": None, "claimed": {**step, "block": 13, "avax": 12.5, "avaxWei": "12500000000000000000"}}]
-    site = {"title": "t", "version": "v", "network": "n", "chain_id": 1}
+    who = demo_snapshot.withdraw_queue.requests[0].requester
+    step = QueueStep(12, 1_700_000_000, "0x" + "ab" * 32)
+    claimed = Receipt(3, who, 12_250_000_000_000_000_000, 12_500_000_000_000_000_000, 1_700_086_400, step,
+                      closed="claimed", closed_at=QueueStep(13, 1_700_000_000, "0x" + "cd" * 32), paid=12_500_000_000_000_000_000)
+    shared = R.canonical_value({"site": {"title": "t", "version": "v", "network": "n", "chain_id": 1},
+                                "view": ctx.cached(RP.queue_view)})
+    no_line = R.canonical_value({"mine": (), "curve": ()})
     words = ((1_700_000_000, "2 days ago"), (1_700_086_400, "1 day ago"))
-    html = RP.make_page(site, body, ctx.cached(RP.queue_view), (), words)
+    html = RP.make_page(shared, (who, (), (claimed,)), no_line, words)
     history = html.split('id="receipts"')[1].split("</ol>")[0]
     assert 'data-field="outcome">claimed<' in history and 'data-step="funded"' not in history
     requested = history.split('data-step="requested"')[1].split("</li>")[0]
     assert human(1_700_000_000) in requested and "(2 days ago)" in requested and "block 12" in requested
     assert "; 12.2500 ggAVAX; to pay 12.5000 AVAX" in requested and "Wei" not in requested
-    assert "block 13" in history.split('data-step="claimed"')[1] and "(1 day ago)" in history
-    assert 'id="receipts"' not in RP.make_page(site, {**body, "receipts": []}, ctx.cached(RP.queue_view), (), ())
+    assert "block 13" in history.split('data-step="claimed"')[1] and "(2 days ago)" in history
+    assert 'id="receipts"' not in RP.make_page(shared, (who, (), ()), no_line, ())
 
 
 def test_relative_times_are_rounded_down_words():

@@ -8,8 +8,8 @@ import pytest
 import requests
 from openapi_spec_validator import validate as validate_openapi
 
+from publisher.build.pipeline import build
 from publisher.endpoints.registry import load_all
-from publisher.pipeline import build
 from publisher.serve import make_server
 
 

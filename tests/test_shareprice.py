@@ -17,17 +17,17 @@ from ggp_devnet.seed import Sender, deposit_from_staking, manual_mining
 from support.chain import header
 from support.flaky_proxy import FlakyProxy
 
+from publisher.build.incremental import Cache
+from publisher.build.pipeline import build
+from publisher.build.validate import compare_accumulated, load_dir, validate
 from publisher.chain import abis
 from publisher.chain.reader import find_blocks_at, header_ref
 from publisher.chain.rpc import RpcClient
 from publisher.collect import collect
 from publisher.compute.apy import YEAR, ggavax_apy
 from publisher.config import load_profile
-from publisher.incremental import Cache
-from publisher.pipeline import build
 from publisher.runs import read_and_build
 from publisher.sources import history, shareprice
-from publisher.validate import compare_accumulated, load_dir, validate
 
 WAD = 10**18
 DAY = 86_400

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from publisher import svg
+from publisher.endpoints import svg
 
 
 def parse(markup) -> ET.Element:

@@ -8,11 +8,11 @@ import pytest
 from support import factory as F
 from support.factory import BLOCK, DAY, NOW, WAD, avax
 
+from publisher.build.validate import schema_problems
 from publisher.endpoints import market, rewards, vault, withdrawals
 from publisher.endpoints.context import Context
 from publisher.endpoints.registry import load_all, resolve
 from publisher.snapshot import DexReserves, VaultPoint, check
-from publisher.validate import schema_problems
 
 
 def render(fn, snap, **ctx) -> dict[str, dict]:

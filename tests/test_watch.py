@@ -158,8 +158,8 @@ def test_watch_follows_the_living_devnet(moto, bucket, tmp_path):
 
     from ggp_devnet import running_live
 
+    from publisher.build.validate import load_dir
     from publisher.publish.plan import object_key
-    from publisher.validate import load_dir
 
     s3 = boto3.client("s3", endpoint_url=moto)
     out = tmp_path / "out"
@@ -191,7 +191,7 @@ def test_watch_follows_the_living_devnet(moto, bucket, tmp_path):
 def test_a_move_the_bounds_refuse_waits_for_a_person_then_the_watch_carries_on(moto, bucket, tmp_path):
     """GGP triples (beyond the 50 % bound; the price API agrees): the watch refuses it every
     turn, the live data stays; once a person publishes it with --force, the watch goes on."""
-    from publisher.incremental import Cache
+    from publisher.build.incremental import Cache
     from publisher.publish import publish
     from publisher.runs import read_and_build
 

@@ -13,13 +13,13 @@ import pytest
 from ggp_devnet import devnet_profile, running, running_live
 from support.chain import eth_call
 
-from publisher import incremental
+from publisher.build import incremental
+from publisher.build.pipeline import build
+from publisher.build.validate import load_dir, validate
 from publisher.chain import abis
 from publisher.collect import collect
 from publisher.config import load_profile
 from publisher.errors import PublisherError
-from publisher.pipeline import build
-from publisher.validate import load_dir, validate
 
 DAY = 86_400
 WAD = 10**18
@@ -145,8 +145,8 @@ def test_the_watch_and_the_history_go_on_through_the_wind_down(tmp_path):
     """After the end of operations the chain still moves (queue claims, expiries, the depositor's
     runs): the watch sees each such block, and each publish adds to the price history, never
     dropping or rewriting a day."""
+    from publisher.build.validate import compare_accumulated
     from publisher.sources import history
-    from publisher.validate import compare_accumulated
     from publisher.watch import Follower
 
     with running_live(seed=1) as (net, live):

@@ -17,12 +17,12 @@ from ggp_devnet import operator as O
 from support.chain import DAY, checkpoint, eth_call, head, send
 from support.estimates import published_estimate
 
+from publisher.build.pipeline import build
 from publisher.chain import abis
 from publisher.collect import collect
 from publisher.compute import params as P
 from publisher.compute import rewards as R
 from publisher.function import handler as H
-from publisher.pipeline import build
 from publisher.snapshot import BlockRef, PricePoint, Snapshot, VaultPoint
 
 WAD = R.WAD

@@ -11,13 +11,13 @@ import pytest
 from support.chain import checkpoint, eth_call, header
 from web3 import Web3
 
+from publisher.build.pipeline import build
+from publisher.build.validate import load_dir, validate
 from publisher.chain.abi import Fn
 from publisher.chain.reader import Reader
 from publisher.chain.rpc import RpcClient
 from publisher.collect import collect
 from publisher.errors import PublisherError
-from publisher.pipeline import build
-from publisher.validate import load_dir, validate
 
 ARTIFACTS = json.loads((Path(__file__).parents[1] / "devnet/ggp_devnet/artifacts.json").read_text())["contracts"]
 WAD = 10**18

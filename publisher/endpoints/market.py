@@ -1,6 +1,8 @@
 """Prices: oracle and feed (/prices), daily history (/prices/history)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from fractions import Fraction
 
 from ..compute.prices import dex_quote, dex_state
@@ -8,14 +10,98 @@ from ..sources import history
 from . import schema as S
 from .common import meta, oracle_staleness, usd
 from .context import Context
-from .registry import endpoint
+from .meta import STATUS_PATH
+from .registry import Accumulates, Bound, Check, Limits, Run, endpoint
 from .units import WAD, tokens
+from .vault import METRICS_PATH
 
 TAG = "Prices"
+PRICES_PATH = "/prices"
+HISTORY_PATH = "/prices/history"
+
+
+# ---- checks --------------------------------------------------------------------------------------
+
+
+def prices_hold(b: Mapping, run: Run) -> list[str]:
+    """Prices > 0, the feed fresh and the Oracle price labelled stale as old as it is, at the run's
+    block; /metrics says the same."""
+    prices = b.get(PRICES_PATH)
+    return _price_invariants(b, prices, run.now, run.feed_max_age, run.oracle_max_age) if prices else []
+
+
+def _price_invariants(b: Mapping, prices: dict, now: int | None, feed_max_age: int | None,
+                      oracle_max_age: int | None) -> list[str]:
+    if now is None:
+        status = b.get(STATUS_PATH) or {}
+        now = status["block"]["timestamp"] if "block" in status else prices["meta"]["block"]["timestamp"]
+    metrics = b.get(METRICS_PATH)
+    out = []
+    for k in ("ggpInAvax", "ggpInUSD", "avaxInUSD"):
+        if not prices[k] > 0:
+            out.append(f"/prices: {k} must be > 0, got {prices[k]}")
+    age = now - prices["feed"]["updatedAt"]
+    if feed_max_age is not None and age > feed_max_age:
+        out.append(f"/prices: AVAX/USD feed round is {age}s old at the build block (max {feed_max_age}s)")
+    # Age alone is a label, not a refusal: an Oracle price older than the bound is published,
+    # but only labelled so (GGP/USD multiplies it by a fresh feed, and would pass as fresh).
+    age = now - prices["oracle"]["timestamp"]
+    if oracle_max_age is not None and (age > oracle_max_age) != prices.get("stale"):
+        out.append(f"/prices: the Oracle GGP price is {age}s old at the build block (bound {oracle_max_age}s) "
+                   f"but is labelled stale: {prices.get('stale')}")
+    if metrics and metrics.get("ggp_price_stale") != prices.get("stale"):
+        out.append("/metrics: ggp_price_stale differs from /prices stale")
+    return out
+
+
+PRICES_HOLD = Check(prices_hold, {
+    PRICES_PATH: ("ggpInAvax", "ggpInUSD", "avaxInUSD", "feed.updatedAt", "oracle.timestamp", "stale",
+                  "meta.block.timestamp"),
+    STATUS_PATH: ("block.timestamp",),
+    METRICS_PATH: ("ggp_price_stale",),
+})
+
+
+def price_moves(old: Mapping, new: Mapping, limits: Limits) -> list[str]:
+    """A price that moved more than the bound since the previous run."""
+    out = []
+    try:
+        op, np_ = old[PRICES_PATH], new[PRICES_PATH]
+        for k in ("ggpInAvax", "avaxInUSD"):
+            move = abs(np_[k] - op[k]) / op[k] * 100 if op[k] else 0
+            if move > limits.max_price_move_pct:
+                out.append(f"{k} moved {move:.1f}% since the last run (bound {limits.max_price_move_pct}%)")
+    except (KeyError, ValueError, TypeError, ZeroDivisionError):
+        pass  # a previous run we cannot read bounds nothing
+    return out
+
+
+def history_share_prices(b: Mapping, run: Run) -> list[str]:
+    body = b.get(HISTORY_PATH)
+    return _history_problems(body) if body else []
+
+
+def _history_problems(body: dict) -> list[str]:
+    """A daily share price is of a block at or before the file's and no later than its day's end,
+    and the days' blocks follow each other."""
+    out, last = [], -1
+    top = body["meta"]["block"]["number"]
+    for p in body["points"]:
+        block = p.get("ggavaxBlock")
+        if block is None:
+            continue
+        day_end = int(datetime.strptime(p["date"], "%Y-%m-%d").replace(tzinfo=UTC).timestamp()) + 86_399
+        if p.get("ggavaxExchangeRate") is None or not p["ggavaxExchangeRate"] > 0:
+            out.append(f"/prices/history: {p['date']} has a share-price block but no positive share price")
+        elif block > top or block < last or p["ggavaxTime"] > day_end:
+            out.append(f"/prices/history: the share price of {p['date']} is of block {block}, outside its day "
+                       f"(or after the file's block {top}, or before the previous day's)")
+        last = block
+    return out
 
 
 @endpoint(
-    "/prices", tag=TAG, summary="GGP and AVAX prices",
+    PRICES_PATH, tag=TAG, summary="GGP and AVAX prices",
     description="GGP/AVAX from the protocol's on-chain Oracle, AVAX/USD from the Chainlink feed read at "
                 "the same block, and GGP/USD as their product. `crossCheck` reports the optional "
                 "comparison with an HTTP price API. An Oracle price older than the network's bound (7 days on "
@@ -49,6 +135,8 @@ TAG = "Prices"
         }, description="comparison with an independent price API; null when none is configured")),
         "meta": S.META,
     }),
+    checks=(PRICES_HOLD,),
+    bounds=(Bound(price_moves, {PRICES_PATH: ("ggpInAvax", "avaxInUSD")}),),
 )
 def prices(ctx: Context):
     s, u, stale = ctx.snap, ctx.cached(usd), ctx.cached(oracle_staleness)
@@ -155,7 +243,7 @@ STATE = S.obj({
 
 
 @endpoint(
-    "/prices/history", tag=TAG, summary="Daily price history",
+    HISTORY_PATH, tag=TAG, summary="Daily price history",
     description="One point per UTC day: the last Oracle GGP/AVAX price and AVAX/USD feed answer of that "
                 "day, rebuilt from the contracts' events, and the ggAVAX share price at the day's last block, "
                 "read from archive state or rebuilt from the vault's events. A fresh publisher reproduces it; "
@@ -165,6 +253,10 @@ STATE = S.obj({
         "ggavaxState": S.nullable(STATE),
         "meta": S.META,
     }),
+    checks=(Check(history_share_prices, {HISTORY_PATH: ("meta.block.number", "points[].date", "points[].ggavaxBlock",
+                                                        "points[].ggavaxExchangeRate", "points[].ggavaxTime")}),),
+    # Its points never disappear or change (see validate.compare_accumulated).
+    accumulates=Accumulates("points", "date"),
 )
 def price_history(ctx: Context):
     decimals = ctx.snap.feed.decimals if ctx.snap.feed else 8

@@ -11,6 +11,7 @@ from .common import meta
 from .context import Context
 from .registry import endpoint
 
+STATUS_PATH = "/status"
 # Chain-derived flags: name -> what makes it true. Each is computed from the snapshot below; a flag
 # the profile also names (liquidStaking, minipoolCreation, rewardsEstimator) is on only when the
 # profile allows it and the chain does.
@@ -76,7 +77,7 @@ def not_found(ctx: Context):
 
 
 @endpoint(
-    "/status", tag="About", summary="Run stamp",
+    STATUS_PATH, tag="About", summary="Run stamp",
     description="When and from which block this data was built, which version built it, when the next "
                 "update is due, the dates the protocol's operator announced (`announcements`, which no contract "
                 "holds, with the days left at the block), and a digest of every other published file. Published "

@@ -1,6 +1,8 @@
 """Node operators: stakers, minipools and the protocol's active validators."""
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from decimal import Decimal
 
 from ..compute.nodeid import node_id
@@ -10,9 +12,14 @@ from ..snapshot import Minipool, Staker, Validator
 from . import schema as S
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
-from .registry import Deferred, Each, Param, endpoint
+from .registry import REL, Check, Deferred, Each, Param, Run, endpoint
 from .rewards import ADDRESS_REWARDS, StakerTerms, distribution_stakes, staker_rewards, staker_terms
 from .units import tokens
+from .vault import METRICS_PATH
+
+STAKERS_PATH = "/stakers"
+STAKER_PATH = "/stakers/{address}"
+MINIPOOLS_PATH = "/minipools"
 
 TOKENS = S.NON_NEGATIVE
 COUNT = {"type": "integer", "minimum": 0}
@@ -75,8 +82,50 @@ def staker_path(address: str) -> str:
     return address.lower()
 
 
+# ---- checks --------------------------------------------------------------------------------------
+
+
+def stakers_hold(b: Mapping, run: Run) -> list[str]:
+    """The list holds its count of stakers, each with its file, and no effective stake above its
+    stake; their stakes add up to /metrics's total."""
+    stakers, metrics = b.get(STAKERS_PATH), b.get(METRICS_PATH)
+    if not stakers:
+        return []
+    out = []
+    rows = stakers["stakers"]
+    if stakers["count"] != len(rows):
+        out.append("/stakers: count does not match the list")
+    for r in rows:
+        if r["effectiveGGPStaked"] > r["ggpStaked"] * (1 + REL):
+            out.append(f"/stakers: {r['stakerAddr']} effective stake exceeds its stake")
+    if metrics:
+        total = sum(r["ggpStaked"] for r in rows)
+        if not math.isclose(total, metrics["total_ggp_staked"], rel_tol=1e-6, abs_tol=1e-6):
+            out.append(f"/stakers: sum of ggpStaked {total} != total_ggp_staked {metrics['total_ggp_staked']}")
+        if metrics["staker_count"] != len(rows):
+            out.append(f"/stakers: {len(rows)} stakers but staker_count is {metrics['staker_count']}")
+    missing = [r["stakerAddr"] for r in rows if f"/stakers/{r['stakerAddr'].lower()}" not in b]
+    if missing and any(p.startswith("/stakers/") for p in b):
+        out.append(f"/stakers: {len(missing)} stakers have no /stakers/{{address}} file")
+    return out
+
+
+def minipool_counts(b: Mapping, run: Run) -> list[str]:
+    """The status counts add up to the list, and /metrics counts as many."""
+    minipools, metrics = b.get(MINIPOOLS_PATH), b.get(METRICS_PATH)
+    if not minipools:
+        return []
+    out = []
+    counts = minipools["countsByStatus"]
+    if sum(counts.values()) != minipools["count"] or minipools["count"] != len(minipools["minipools"]):
+        out.append("/minipools: status counts do not add up to the minipool count")
+    if metrics and metrics["minipool_count"] != minipools["count"]:
+        out.append("/minipools: count differs from /metrics minipool_count")
+    return out
+
+
 @endpoint(
-    "/stakers", tag="Node operators", summary="Every GGP staker",
+    STAKERS_PATH, tag="Node operators", summary="Every GGP staker",
     description="All stakers registered in the protocol's Staking contract with their on-chain fields (token amounts in whole "
                 "tokens), their collateralization, effective GGP stake, eligibility and minipool counts.",
     schema=S.obj({
@@ -84,6 +133,11 @@ def staker_path(address: str) -> str:
         "count": S.described(COUNT, "number of stakers"),
         "meta": S.META,
     }),
+    checks=(Check(stakers_hold, {
+        STAKERS_PATH: ("count", "stakers[].stakerAddr", "stakers[].ggpStaked", "stakers[].effectiveGGPStaked"),
+        METRICS_PATH: ("total_ggp_staked", "staker_count"),
+        STAKER_PATH: (),
+    }),),
 )
 def stakers(ctx: Context):
     pools = ctx.cached(staker_minipools)
@@ -101,7 +155,7 @@ def stakers_body(rows: list, count: int) -> dict:
 
 
 @endpoint(
-    "/stakers/{address}", tag="Node operators", summary="One staker with its minipools",
+    STAKER_PATH, tag="Node operators", summary="One staker with its minipools",
     description="The staker record of /stakers, its minipools and its rewards view (as /rewards/{address}, whose "
                 "next-cycle estimate is answered at /rewards/estimate?address=). No run timestamp: the file "
                 "changes only when the staker's own inputs do.",
@@ -127,7 +181,7 @@ def staker_body(st: Staker, mine: tuple[Minipool, ...], terms: StakerTerms, then
 
 
 @endpoint(
-    "/minipools", tag="Node operators", summary="Every minipool",
+    MINIPOOLS_PATH, tag="Node operators", summary="Every minipool",
     description="All minipools by index, status as name and code, NodeID and txID in Avalanche's CB58 form.",
     schema=S.obj({
         "minipools": S.described(S.array(MINIPOOL), "every minipool, by index"),
@@ -136,6 +190,8 @@ def staker_body(st: Staker, mine: tuple[Minipool, ...], terms: StakerTerms, then
                                 description="minipools per status"),
         "meta": S.META,
     }),
+    checks=(Check(minipool_counts, {MINIPOOLS_PATH: ("countsByStatus", "count", "minipools[]"),
+                                    METRICS_PATH: ("minipool_count",)}),),
 )
 def minipools(ctx: Context):
     s = ctx.snap

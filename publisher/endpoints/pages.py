@@ -22,11 +22,11 @@ import time
 import jinja2
 import markupsafe
 
-from .. import svg
 from ..compute import queue as Q
 from ..compute import rewards as R
 from ..protocol import STATUS_LABELS
 from . import schema as S
+from . import svg
 from .announcements import announcement_records
 from .context import Context
 from .openapi import document

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -182,6 +182,66 @@ class Param:
     lowercase: bool = False  # the published key is lower-case; other spellings are normalized to it
 
 
+# ---- guards declared with their endpoints ---------------------------------------------------------
+
+REL = 1e-9  # the relative tolerance of a check comparing floats made from the same wei
+
+
+@dataclass(frozen=True)
+class Run:
+    """What a check is given besides the files: the run's block timestamp (None: take /status's)
+    and the network's age bounds (None: not checked)."""
+
+    now: int | None = None
+    feed_max_age: int | None = None
+    oracle_max_age: int | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The network's bounds on what may change since the previous run."""
+
+    max_price_move_pct: float
+    max_staker_drop_pct: float
+
+
+Reads = Mapping[str, tuple[str, ...]]  # URL path or template -> fields read (see Check)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A cross-file check: ``fn(files, run)`` -> one line per problem. ``files`` maps every URL path
+    of the build to what the checks read of it; an entity file and a file no check reads map to
+    None. ``reads`` names each file ``fn`` reads and the fields it reads of it: ``"a"`` a whole
+    member, ``"a.b"`` a member of an object, ``"rows[].f"`` a member of each row of a list
+    (``"rows[]"``: how many rows); a template (``/stakers/{address}``) with no fields: which such
+    files exist. A build keeps only those fields of the bodies it writes or carries, so ``fn``
+    must read nothing else (a property test holds every check to it)."""
+
+    fn: Callable[[Mapping[str, Any], Run], list[str]]
+    reads: Reads
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A bound against the previous run of the same network: ``fn(old, new, limits)`` -> one line per
+    problem, where ``old`` and ``new`` map URL paths to the files' bytes; a previous file it cannot
+    read bounds nothing. ``reads``: as a Check's (the live files a publish fetches)."""
+
+    fn: Callable[[Mapping[str, bytes], Mapping[str, bytes], Limits], list[str]]
+    reads: Reads
+
+
+@dataclass(frozen=True)
+class Accumulates:
+    """A file whose list ``entries`` only grows across runs, its entries told apart by ``key``: a run
+    may add entries and advance the newest one; an older entry may gain what it lacked (a field it
+    did not have, a null filled), never lose or change a value it had."""
+
+    entries: str
+    key: str
+
+
 @dataclass(frozen=True)
 class Endpoint:
     path: str  # URL template, e.g. "/stakers/{address}"
@@ -198,6 +258,11 @@ class Endpoint:
     documented: bool = True  # listed in the OpenAPI document and the pages
     # A function endpoint's real answer for the reference: example(ctx) -> (query string, body).
     example: Callable[..., tuple[str, Any]] | None = None
+    # The guards of this file (publisher.validate runs them over the registry): cross-file checks,
+    # bounds against the previous run, and the list that accumulates across runs.
+    checks: tuple[Check, ...] = ()
+    bounds: tuple[Bound, ...] = ()
+    accumulates: Accumulates | None = None
 
     @property
     def is_function(self) -> bool:

@@ -18,11 +18,13 @@ address. ``lookup`` is the one rule both follow; tests run the function against 
 """
 from __future__ import annotations
 
+import json
 import re
 import time
 from urllib.parse import parse_qs
 
-from .. import svg
+from ..compute import rewards as R
+from . import svg
 from . import withdrawals as W
 from .context import Context
 from .pages import HTML, PAGE_SCHEMA, _env, _site
@@ -96,11 +98,10 @@ def relative(ts: int, now: int) -> str:
     return f"in {words}" if d > 0 else f"{words} ago"
 
 
-def _times(body: dict, view: dict) -> set[int]:
-    """The times a page counts from the block: its requests' and the announced dates (the
-    depositor's calls and the receipts' steps are past events, shown as dates alone)."""
-    out = {t for r in body.get("requests", []) for k, t in r.items() if k.endswith("Time") and isinstance(t, int)}
-    out |= {a["time"] for a in view["announcements"]}
+def _view_times(view: dict) -> set[int]:
+    """The announced times every page counts from the block (the depositor's calls and the
+    receipts' steps are past events, shown as dates alone)."""
+    out = {a["time"] for a in view["announcements"]}
     if view["window"]["closesAt"] is not None:
         out.add(view["window"]["closesAt"])
     return out
@@ -110,7 +111,7 @@ def _queue_body(ctx: Context) -> dict | None:
     """/withdrawals as the build publishes it, whole (the page draws the line)."""
     ep = load_all()["/withdrawals"]
     assert ep.render is not None
-    return next((resolve(b) for p, b in ep.render(ctx) if p == "/withdrawals"), None)
+    return next((resolve(b) for p, b in ctx.rendered("/withdrawals", ep.render) if p == "/withdrawals"), None)
 
 
 def queue_view(ctx: Context) -> dict | None:
@@ -173,30 +174,37 @@ def requester_page(ctx: Context):
     site = {k: v for k, v in _site(ctx).items() if k != "description"}
     now = ctx.snap.block.timestamp
     places = ctx.cached(_line_rows)
+    # What every page shows alike, declared as its canonical JSON: one string to key per page.
+    shared = R.canonical_value({"site": site, "view": view})
+    announced = _view_times(view)
     json_ep = load_all()[JSON_PATH]
     assert json_ep.render is not None
     for path, value in json_ep.render(ctx):
-        body = resolve(value)
+        assert type(value) is Deferred and value.make is W.requester_body
         who = path.rsplit("/", 1)[1]
         mine = places.get(who, ())
-        # The shared parts a page shows, and the line through the requester's last place in it.
-        shown = dict(view)
-        if mine:
-            shown["curve"] = curve_through(ctx.cached(_curve), max(r["position"] for r in mine))
-        words = tuple((t, relative(t, now)) for t in sorted(_times(body, shown)))
-        yield path + ".html", Deferred((site, body, shown, mine, words), make_page)
+        # The line through the requester's last place in it, nothing behind.
+        curve = curve_through(ctx.cached(_curve), max(r["position"] for r in mine)) if mine else ()
+        words = tuple((t, relative(t, now)) for t in sorted(announced | W.request_times(value.inputs[1])))
+        # The page is made from its JSON body's own inputs (records the build keys once), not from
+        # the body: a body is a walk of hundreds of values to key, a record one digest.
+        line = R.canonical_value({"mine": mine, "curve": curve})
+        yield path + ".html", Deferred((shared, value.inputs, line, words), make_page)
 
 
-def make_page(site: dict, body: dict, view: dict, mine: tuple, words: tuple) -> str:
-    rel = dict(words)
+def make_page(shared: bytes, body_inputs: tuple, line: bytes, words: tuple) -> str:
+    """The page of one requester: ``requester_body(*body_inputs)`` in words, with what every page
+    shows (``shared``: the site and ``queue_view``) and its place in the line (``line``)."""
+    common, placed, rel = json.loads(shared), json.loads(line), dict(words)
+    body, view, mine = W.requester_body(*body_inputs), common["view"], placed["mine"]
     chart = None
     if mine:
-        series = [svg.Series("AVAX the line needs through each place", tuple(view["curve"])),
+        series = [svg.Series("AVAX the line needs through each place", tuple(map(tuple, placed["curve"]))),
                   svg.Series("you are here", tuple((r["position"], r["cumulativeAvax"]) for r in mine))]
         chart = svg.line_chart("chart-line", "The withdrawal line through your place: AVAX needed up to each place", series,
                                x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True)
     return _env().get_template("requester.html.j2").render(
-        **site, root="../", b=body, q=view, mine=mine, chart=chart,
+        **common["site"], root="../", b=body, q=view, mine=mine, chart=chart,
         rel=lambda ts: rel.get(ts, ""), human=human, iso=iso, lookup_action="lookup", lookup_pages="")
 
 

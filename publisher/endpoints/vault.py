@@ -1,6 +1,7 @@
 """The ggAVAX (stAVAX) vault and the protocol metrics: /ggAvax, /metrics, /metrics/apy."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 
 from ..compute.apy import ggavax_apy
@@ -8,12 +9,49 @@ from ..protocol import ACTIVE_STATUSES, STATUS_LABELS, MinipoolStatus
 from . import schema as S
 from .common import meta, oracle_staleness, status_counts, usd
 from .context import Context
-from .registry import endpoint
+from .registry import Bound, Check, Limits, Run, endpoint
 from .rewards import metrics_fields
 from .units import WAD, tokens
 from .withdrawals import queue_totals
 
 AVAX = S.NON_NEGATIVE
+VAULT_PATH = "/ggAvax"
+METRICS_PATH = "/metrics"
+APY_PATH = "/metrics/apy"
+
+
+# ---- checks --------------------------------------------------------------------------------------
+
+
+def vault_holds(b: Mapping, run: Run) -> list[str]:
+    """The vault holding more for staking than in all."""
+    out = []
+    vault = b.get(VAULT_PATH)
+    if vault and vault["amountAvailableForStaking"] > vault["totalAssets"]:
+        out.append("/ggAvax: amountAvailableForStaking exceeds totalAssets")
+    return out
+
+
+def rates_in_range(b: Mapping, run: Run) -> list[str]:
+    """Rates outside [0, 100) %."""
+    out = []
+    for path, keys in ((METRICS_PATH, ("ggavax_apy",)), (APY_PATH, ("total_apy", "total_apy_after_fees"))):
+        for k in keys:
+            v = (b.get(path) or {}).get(k)
+            if v is not None and not 0 <= v < 100:
+                out.append(f"{path}: {k} = {v} is outside [0, 100): refusing to publish an anomaly")
+    return out
+
+
+def staker_drop(old: Mapping, new: Mapping, limits: Limits) -> list[str]:
+    """A staker count that dropped more than the bound since the previous run."""
+    try:
+        os_, ns = old[METRICS_PATH]["staker_count"], new[METRICS_PATH]["staker_count"]
+        if os_ and (os_ - ns) / os_ * 100 > limits.max_staker_drop_pct:
+            return [f"staker count dropped from {os_} to {ns} (bound {limits.max_staker_drop_pct}%)"]
+    except (KeyError, ValueError, TypeError, ZeroDivisionError):
+        pass  # a previous run we cannot read bounds nothing
+    return []
 
 
 def apy(ctx: Context):
@@ -28,7 +66,7 @@ def tvl_avax(ctx: Context) -> Fraction:
 
 
 @endpoint(
-    "/ggAvax", tag="Liquid staking", summary="The ggAVAX (stAVAX) liquid staking pool",
+    VAULT_PATH, tag="Liquid staking", summary="The ggAVAX (stAVAX) liquid staking pool",
     description="Amounts in the liquid staking vault (TokenggAVAX), in whole AVAX. `pendingRewards` is AVAX "
                 "received but not yet streamed (queued for the next sync); `exchangeRate` is AVAX per ggAVAX; "
                 "`availableMinipools` is how many minimum-size minipools the vault can fund now.",
@@ -61,6 +99,7 @@ def tvl_avax(ctx: Context) -> Fraction:
         "queueLiquidityAvax": S.described(S.nullable(AVAX), "what the queue can pay from now (totalAssets − stakingTotalAssets)"),
         "meta": S.META,
     }),
+    checks=(Check(vault_holds, {VAULT_PATH: ("amountAvailableForStaking", "totalAssets")}),),
 )
 def ggavax(ctx: Context):
     s = ctx.snap
@@ -92,7 +131,7 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "desc
 
 
 @endpoint(
-    "/metrics", tag="Metrics", summary="Protocol metrics",
+    METRICS_PATH, tag="Metrics", summary="Protocol metrics",
     description="Headline numbers in snake_case, as yield aggregators read them. `ggavax_apy` is the ggAVAX "
                 "APY after fees in percent, what the share price did (0 once nothing streams: see "
                 "`ggavax_apy_note`); `total_assets` is ggAVAX totalAssets in AVAX; `tvl_avax` adds the operators' "
@@ -131,6 +170,8 @@ STATUS_KEYS = {f"minipools_{n.lower()}": {"type": "integer", "minimum": 0, "desc
         "nodeop_apr_max": S.described(S.PERCENT, "APR of a 1000-AVAX node operator at 150 % collateralization, percent (see nodeop_apr_note)"),
         "nodeop_apr_note": S.described(S.nullable(S.STRING), "why nodeop_apr_min/max are not the full formula, in words: the AVAX rewards alone while no distribution is expected, 0 while MinipoolManager is paused (no minipool can be created); null otherwise"),
     }),
+    checks=(Check(rates_in_range, {METRICS_PATH: ("ggavax_apy",), APY_PATH: ("total_apy", "total_apy_after_fees")}),),
+    bounds=(Bound(staker_drop, {METRICS_PATH: ("staker_count",)}),),
 )
 def metrics(ctx: Context):
     s, u, a = ctx.snap, ctx.cached(usd), ctx.cached(apy)
@@ -158,7 +199,7 @@ def metrics(ctx: Context):
 
 
 @endpoint(
-    "/metrics/apy", tag="Metrics", summary="ggAVAX APY",
+    APY_PATH, tag="Metrics", summary="ggAVAX APY",
     description="ggAVAX APY from the share price (convertToAssets(1e18)) over the configured window: "
                 "`total_apy_after_fees` is what holders earned, `total_apy` grosses it up by the protocol fee. "
                 "`stream_apr` is the current reward stream annualized (0 when none runs, `stream_active` false). "

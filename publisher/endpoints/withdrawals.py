@@ -3,6 +3,9 @@
 filed)."""
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from ..compute import queue as Q
 from ..compute.nodeid import node_id
 from ..snapshot import PstAvax, QueueActivity, QueueStep, Receipt, UnstakeRequest, WithdrawQueue
@@ -11,7 +14,7 @@ from .announcements import ANNOUNCEMENTS_SCHEMA, WINDOW_END, announcement_record
 from .common import meta
 from .context import Context
 from .depositor import DEPOSITOR_SCHEMA, depositor_inputs, depositor_record
-from .registry import Deferred, Each, Param, endpoint
+from .registry import REL, Bound, Check, Deferred, Each, Limits, Param, Run, endpoint
 from .units import tokens
 
 AVAX = S.NON_NEGATIVE
@@ -127,9 +130,79 @@ ADDRESS = S.ADDRESS["pattern"]
 SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "ggAVAX, whole tokens"),
         "expectedAvax": S.described(AVAX, "AVAX owed to their requesters, whole AVAX")}
 
+QUEUE_PATH = "/withdrawals"
+VAULT_PATH = "/ggAvax"  # vault.VAULT_PATH (vault.py imports this module)
+
+
+# ---- checks --------------------------------------------------------------------------------------
+
+
+_REQUESTER_FILE = re.compile(r"^/withdrawals/0x[0-9a-f]{40}$")  # not /withdrawals/params, nor the pages
+
+
+def queue_holds(b: Mapping, run: Run) -> list[str]:
+    """The queue's totals add up, a file for every requester on record, /ggAvax names the same queue."""
+    queue, vault = b.get(QUEUE_PATH), b.get(VAULT_PATH)
+    if not queue:
+        return []
+    out = []
+    # One JSON file per requester (each has its page, /withdrawals/{address}.html, beside it).
+    files = sum(1 for p in b if _REQUESTER_FILE.match(p))
+    if queue["status"] != "ok":
+        return _no_queue_invariants(files, vault)
+    pending, funded, sched = queue["pending"], queue["funded"], queue["schedule"]
+    if sched["coveredCount"] + sched["uncoveredCount"] != pending["count"] or len(sched["line"]) != pending["count"]:
+        out.append("/withdrawals: the schedule's line does not hold every pending request")
+    if funded["claimableCount"] > funded["count"] or funded["claimableAvax"] > funded["avax"] * (1 + REL):
+        out.append("/withdrawals: more claimable than funded")
+    # A file for every address with a request on record, open or closed (its receipts).
+    ever = queue.get("requestersEver", queue["requesters"])
+    if files and files != ever:
+        out.append(f"/withdrawals: {ever} requesters on record but {files} requester files")
+    if ever < queue["requesters"]:
+        out.append(f"/withdrawals: {queue['requesters']} requesters with an open request but {ever} on record")
+    counts = queue.get("receipts")
+    if counts and counts["count"] != sum(counts[k] for k in ("open", "claimed", "cancelled", "reclaimed")):
+        out.append("/withdrawals: the receipts' outcomes do not add up to their count")
+    if vault and (vault.get("queuePendingCount"), vault.get("withdrawQueue")) != (pending["count"], queue["address"]):
+        out.append("/ggAvax: queue totals differ from /withdrawals")
+    return out
+
+
+def _no_queue_invariants(files: int, vault: dict | None) -> list[str]:
+    out = []
+    if files:
+        out.append(f"/withdrawals: no queue, but {files} requester files")
+    if vault and vault.get("withdrawQueue") is not None:
+        out.append("/withdrawals: no queue, but /ggAvax names one")
+    return out
+
+
+def queue_gone(old: Mapping, new: Mapping, limits: Limits) -> list[str]:
+    """A queue the last run published that this run would publish as noQueue (its requesters'
+    files deleted): like a staker count that drops, refused unless forced."""
+    try:
+        was, now = old[QUEUE_PATH], new[QUEUE_PATH]
+        if was["status"] == "ok" and now["status"] != "ok":
+            return [f"the withdrawal queue {was['address']} of the last run is gone: /withdrawals would be "
+                    f"{now['status']} ({now['reason']})"]
+    except (KeyError, ValueError, TypeError):
+        pass  # a previous run we cannot read bounds nothing
+    return []
+
+
+QUEUE_HOLDS = Check(queue_holds, {
+    QUEUE_PATH: ("status", "address", "requesters", "requestersEver", "pending.count", "funded.count", "funded.avax",
+                 "funded.claimableCount", "funded.claimableAvax", "schedule.coveredCount", "schedule.uncoveredCount",
+                 "schedule.line[]", "receipts.count", "receipts.open", "receipts.claimed", "receipts.cancelled",
+                 "receipts.reclaimed"),
+    VAULT_PATH: ("queuePendingCount", "withdrawQueue"),
+    REQUESTER_PATH: (),
+})
+
 
 @endpoint(
-    "/withdrawals", tag="Liquid staking", summary="The ggAVAX withdrawal queue",
+    QUEUE_PATH, tag="Liquid staking", summary="The ggAVAX withdrawal queue",
     description="ggAVAX (stAVAX) is redeemed only through the WithdrawQueue contract: a holder files a request, the "
                 "queue funds requests strictly in line order when the vault has liquidity, and the requester claims "
                 "the AVAX before the request expires. This is the queue at the block: its parameters, pending, funded "
@@ -212,6 +285,8 @@ SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "gg
         }, description="pstAVAX, whose holders exit through the queue too (null where the network names none)")),
         "meta": S.META,
     }),
+    checks=(QUEUE_HOLDS,),
+    bounds=(Bound(queue_gone, {QUEUE_PATH: ("status", "address", "reason")}),),
 )
 def withdrawals(ctx: Context):
     s, q = ctx.snap, ctx.snap.withdraw_queue
@@ -449,6 +524,13 @@ def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, int | N
         "allocatedAvax": tokens(sum(r.allocated_funds for r, _, _ in items)),
         "claimableAvax": tokens(sum(r.allocated_funds for r, p, _ in items if p.can_claim)),
     }, "receipts": [receipt_record(r) for r in receipts]}
+
+
+def request_times(items: tuple[tuple[UnstakeRequest, Q.Place, int | None], ...]) -> set[int]:
+    """The times ``requester_body(who, items, …)`` shows of its open requests (filed, claimable,
+    expiring, estimated funding): those its page counts from the block in words."""
+    return {t for r, place, _ in items
+            for t in (r.request_time, r.claimable_time, r.expiration_time, place.funding_time) if t is not None}
 
 
 def receipt_record(r: Receipt) -> dict:

@@ -19,10 +19,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..build.tree import changes, read_record
+from ..build.validate import bounded_paths, compare_previous, load_dir, network_profile, strict_loads, validate
+from ..endpoints.meta import STATUS_PATH
 from ..endpoints.registry import file_for
 from ..errors import PublisherError, every_cause
-from ..tree import changes, read_record
-from ..validate import compare_previous, load_dir, network_profile, strict_loads, validate
 from .plan import (
     MANIFEST_KEY,
     RECONCILE_SECONDS,
@@ -42,8 +43,6 @@ from .s3 import S3Sink
 
 __all__ = ["Plan", "Result", "publish"]
 
-# The live objects the change bounds read besides /status (accumulated files: they may only grow).
-GUARDED = ("/prices", "/metrics", "/prices/history", "/withdrawals")
 DEFAULT_MAX_AGE = 60
 
 
@@ -166,10 +165,10 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
 def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_shards: dict, all_items: list[Item],
                   local: Local) -> dict[str, bytes]:
     """The live objects the change bounds read. One the manifest says equals ours is not fetched."""
-    live = {"/status": live_status} if live_status is not None else {}
+    live = {STATUS_PATH: live_status} if live_status is not None else {}
     by_url = {i.url: i for i in all_items}
     fetch = []
-    for url in GUARDED:
+    for url in bounded_paths():
         item = by_url.get(url)
         if item is None:
             continue
@@ -187,7 +186,7 @@ def _guards(live: dict[str, bytes], files, status: dict, profile) -> list[str]:
     """Change bounds against the live run, and no silent switch of network under a bucket
     (compare_previous alone would skip its checks across networks)."""
     try:
-        was = strict_loads(live["/status"])
+        was = strict_loads(live[STATUS_PATH])
         network = (was["network"], was["chainId"])
     except (KeyError, TypeError, ValueError):
         return []  # nothing (readable) live yet

@@ -1,4 +1,4 @@
-"""Keeps the documentation's generated sections in step with the code: `python -m publisher.readme`
+"""Keeps the documentation's generated sections in step with the code: `python tools/gendocs.py`
 rewrites them, and with `--check` fails when a committed file differs from what it would write (a
 test runs it). A section sits between `<!-- NAME:start -->` and `<!-- NAME:end -->` in the one file
 named for it in SECTIONS; benchmarks/report.py writes the performance tables the same way."""
@@ -11,14 +11,15 @@ from pathlib import Path
 
 import click
 
-from .config import env_table
+from publisher.config import env_table
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's publisher, whichever one the interpreter has installed
 
 
 def command_table() -> str:
     """One row per `publisher` command: its usage line and the first line of its help."""
-    from .cli import main
+    from publisher.cli import main
 
     rows = ["| command | options | what it does |", "|---|---|---|"]
 

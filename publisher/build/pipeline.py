@@ -29,16 +29,17 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from . import __version__, snapshot
-from .compute import params
-from .config import Profile
-from .endpoints.context import Context
-from .endpoints.registry import Endpoint, Row, file_for, load_all, resolve
-from .endpoints.units import dumps, dumps_value
-from .errors import PublisherError, every_cause
-from .snapshot import Snapshot
+from .. import __version__, snapshot
+from ..compute import params
+from ..config import Profile
+from ..endpoints.context import Context
+from ..endpoints.meta import STATUS_PATH
+from ..endpoints.registry import Endpoint, Row, file_for, load_all, resolve
+from ..endpoints.units import dumps, dumps_value
+from ..errors import PublisherError, every_cause
+from ..snapshot import Snapshot
 from .tree import RECORD_FORMAT, Entry, TreeFiles, TreeWriter, flip, read_file, read_record, sha256, trees
-from .validate import compare_previous, invariants, older_block, schema_problems
+from .validate import compare_previous, extract, invariants, older_block, schema_problems
 
 JSON = "application/json"
 
@@ -82,7 +83,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     if previous is not None and not force:
         # First, before anything is rendered: a block older than the live run's is refused as such.
         try:
-            went_back = older_block(previous["/status"], snap.network, snap.chain_id, snap.block.number)
+            went_back = older_block(previous[STATUS_PATH], snap.network, snap.chain_id, snap.block.number)
         except KeyError:
             went_back = None
         if went_back:
@@ -97,7 +98,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
         for ep, path, body in final_bodies(ctx, {p: (e.sha256, e.size) for p, e in made.entries.items()}):
             made.problems += schema_problems(ep, path, body)
             final[path] = encode(path, body)
-            made.reads[path] = body
+            made.reads[path] = extract(path, body)
         made.problems += invariants(made.reads, profile.feed_max_age, profile.oracle_max_age, now=snap.block.timestamp)
         if previous is not None and not force:
             made.problems += compare_previous(previous, TreeFiles(target, final),
@@ -140,7 +141,7 @@ class Made:
     writer: TreeWriter
     run: str | None = None  # what the record's input keys leave out (the incremental layer's)
     entries: dict[str, Entry] = field(default_factory=dict)  # path -> its record entry
-    reads: dict = field(default_factory=dict)  # path -> what the invariants read of it (an entity: None)
+    reads: dict = field(default_factory=dict)  # path -> what the checks read of it (validate.extract)
     problems: list[str] = field(default_factory=list)
     rendered: int = 0
     carried: int = 0
@@ -276,23 +277,3 @@ def keep_live(writer: TreeWriter, live: Path | None, path: str, was: Entry | Non
     if sha != was.sha256:
         return None
     return Entry(sha, len(data), was.inputs_key, ckey, *writer.write(path, data, sha))
-
-
-# ---- what the invariants read --------------------------------------------------------------------
-
-# What validate.invariants reads of each aggregate: every other body is dropped once written, and
-# of the long lists only these fields of each row are kept (the bodies are tens of megabytes at
-# 100 000 stakers). path -> {list field: row fields kept}.
-INVARIANT_READS: dict[str, dict[str, tuple[str, ...]]] = {
-    "/prices": {}, "/metrics": {}, "/metrics/apy": {}, "/ggAvax": {}, "/prices/history": {}, "/withdrawals": {},
-    "/stakers": {"stakers": ("stakerAddr", "ggpStaked", "effectiveGGPStaked")}, "/minipools": {"minipools": ()},
-}
-
-
-def extract(path: str, body):
-    """What the invariants need of a body (None: nothing but that it exists)."""
-    if path not in INVARIANT_READS or not isinstance(body, dict):
-        return None
-    lists = INVARIANT_READS[path]
-    return {k: [{f: row[f] for f in lists[k] if f in row} for row in v if isinstance(row, dict)]
-            if k in lists and isinstance(v, list) else v for k, v in body.items()}

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from .endpoints.registry import file_for, url_for
+from ..endpoints.registry import file_for, url_for
 
 RECORD = ".build.json"
 RECORD_FORMAT = "ggp-publisher-build/3"

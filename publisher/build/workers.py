@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
-from .errors import PublisherError
+from ..errors import PublisherError
 
 
 def cores() -> int:

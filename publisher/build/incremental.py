@@ -31,17 +31,17 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .config import Profile
-from .endpoints.context import Context
-from .endpoints.registry import Deferred, Each, Rows, file_for, resolve
-from .endpoints.units import dumps
-from .errors import PublisherError
-from .pipeline import INVARIANT_READS, Built, Made, bodies, extract
+from .. import __version__
+from ..config import Profile
+from ..endpoints.context import Context
+from ..endpoints.registry import Deferred, Each, Rows, file_for, resolve
+from ..endpoints.units import dumps
+from ..errors import PublisherError
+from ..snapshot import Snapshot
+from .pipeline import Built, Made, bodies
 from .pipeline import build as core_build
-from .snapshot import Snapshot
 from .tree import Entry, TreeWriter, holds, read_record, sha256
-from .validate import strict_loads
+from .validate import extract, extracts, strict_loads
 from .workers import Workers
 
 
@@ -111,7 +111,7 @@ class _Layer:
                 # The live record knows each aggregate's content.
                 keep = partial(_keep_recorded, made.writer, live, racy_from, path, old.get(path))
                 sha = made.put(ep, path, resolve(value, self.cache.rows), key, keep)
-                if sha is not None and path in INVARIANT_READS:
+                if sha is not None and path in extracts():
                     reads.exact[path] = sha
             for share in pool.results():
                 for path, entry in share.entries.items():
@@ -185,7 +185,7 @@ def _keep_recorded(writer: TreeWriter, live: Path | None, racy_from: int, path: 
 def code_digest() -> str:
     """Digest of the package's code and templates: a key says nothing about the code that makes
     the file, so a different build of the publisher makes everything again."""
-    root = Path(__file__).parent
+    root = Path(__file__).parents[1]  # the whole package, not only the build
     h = hashlib.sha256(__version__.encode())
     for f in sorted([*root.rglob("*.py"), *root.rglob("*.j2")]):
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
@@ -292,7 +292,7 @@ class _Reads(dict):
         self.exact: dict[str, str] = {}  # path -> sha256 of the bytes its value was read from or made as
 
     def carried(self, path: str, file: str, sha: str) -> None:
-        self[path] = _Carried(file, sha) if path in INVARIANT_READS else None
+        self[path] = _Carried(file, sha) if path in extracts() else None
 
     def __getitem__(self, path):
         value = super().__getitem__(path)
