@@ -236,6 +236,23 @@ def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int 
            live: bool, pace: float, seed: int, wind_down_at: int | None, wind_down_after: float | None, ggp_quote: str) -> None:
     """Run the devnet (ggp-devnet, installed beside the publisher) until interrupted."""
     running = devnet_package().running
+    _check_devnet_options(scenario, stakers, minipools, live, wind_down_at, wind_down_after)
+    stop_on_signals()
+    with running(scenario, port, as_network=as_network, stakers=stakers, minipools=minipools, ggp_quote=ggp_quote) as net:
+        # A Ctrl-C at any moment after the devnet is up (while its addresses print, too) stops it cleanly.
+        try:
+            _announce_devnet(net, as_network)
+            if live:
+                _run_live(net, seed, pace, wind_down_at, wind_down_after)
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            click.echo("stopping")
+
+
+def _check_devnet_options(scenario: str, stakers: int | None, minipools: int | None, live: bool,
+                          wind_down_at: int | None, wind_down_after: float | None) -> None:
+    """Refuse the combinations of ``publisher devnet`` options that mean nothing."""
     from ggp_devnet.scenarios import SHAPES
 
     if live and (scenario not in ("demo", "wound-down") or stakers or minipools is not None):
@@ -247,47 +264,48 @@ def devnet(scenario: str, stakers: int | None, minipools: int | None, port: int 
     wound_down = scenario in SHAPES and SHAPES[scenario].wound_down_at
     if wound_down and (wind_down_at is not None or wind_down_after is not None):
         raise click.UsageError(f"the {scenario} scenario has wound down already")
-    stop_on_signals()
-    with running(scenario, port, as_network=as_network, stakers=stakers, minipools=minipools, ggp_quote=ggp_quote) as net:
-        # A Ctrl-C at any moment after the devnet is up (while its addresses print, too) stops it cleanly.
-        try:
-            sc = net.scenario
-            click.echo(f"devnet '{sc.name}'{f' rehearsing {as_network}' if as_network else ''} ready in {net.seconds:.1f}s: "
-                       f"{len(sc.stakers):,} stakers, {len(sc.minipools):,} minipools")
-            click.echo(f"RPC URL   {net.url}   (chain id {net.chain_id})")
-            for name, addr in sorted(net.addresses.items()):
-                click.echo(f"  {name:<16} {addr}")
-            click.echo("stand-ins for third-party APIs:")
-            for name, url in sorted(net.services.items()):
-                click.echo(f"  {name:<16} {url}")
-            click.echo("use it:")
-            click.echo(f"  export PUBLISHER_VALIDATOR_API_URL={net.services['validator_api']} "
-                       f"PUBLISHER_PCHAIN_RPC_URL={net.services['pchain_rpc']} PUBLISHER_PRICE_API_URL={net.services['price_api']}")
-            # Into a directory of its own: out/ holds what `make demo` built, and a build of another
-            # chain there is refused (its price history would shrink) or would replace it.
-            out_dir = f"out-{as_network}-{sc.name}" if as_network else f"out-{sc.name}"
-            click.echo(f"  {own_command()} build{f' --network {as_network}' if as_network else ''} --rpc-url {net.url}"
-                       f" --out {out_dir}")
-            click.echo("Ctrl-C to stop")
-            if live:
-                from ggp_devnet.live import Live
 
-                def report(driver, events):
-                    notable = [e for e in events if e.startswith(("GGP", "ggAVAX sync", "operations ended"))]
-                    click.echo(f"day {driver.day} t={driver.now}: {len(events)} events" + "".join(f"; {e}" for e in notable))
 
-                ends = wind_down_at
-                if wind_down_after is not None:
-                    ends = net.scenario.now + round(wind_down_after * 86_400)
-                if net.scenario.wind_down:
-                    ends = net.scenario.wind_down.at
-                if ends is not None:
-                    click.echo(f"operations end{'ed' if ends <= sc.now else ''} at protocol time {ends}")
-                Live(net, seed=seed, wind_down_at=ends).run(pace=pace, on_step=report)
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            click.echo("stopping")
+def _announce_devnet(net, as_network: str | None) -> None:
+    """Print what the running devnet offers and how to build from it."""
+    sc = net.scenario
+    click.echo(f"devnet '{sc.name}'{f' rehearsing {as_network}' if as_network else ''} ready in {net.seconds:.1f}s: "
+               f"{len(sc.stakers):,} stakers, {len(sc.minipools):,} minipools")
+    click.echo(f"RPC URL   {net.url}   (chain id {net.chain_id})")
+    for name, addr in sorted(net.addresses.items()):
+        click.echo(f"  {name:<16} {addr}")
+    click.echo("stand-ins for third-party APIs:")
+    for name, url in sorted(net.services.items()):
+        click.echo(f"  {name:<16} {url}")
+    click.echo("use it:")
+    click.echo(f"  export PUBLISHER_VALIDATOR_API_URL={net.services['validator_api']} "
+               f"PUBLISHER_PCHAIN_RPC_URL={net.services['pchain_rpc']} PUBLISHER_PRICE_API_URL={net.services['price_api']}")
+    # Into a directory of its own: out/ holds what `make demo` built, and a build of another
+    # chain there is refused (its price history would shrink) or would replace it.
+    out_dir = f"out-{as_network}-{sc.name}" if as_network else f"out-{sc.name}"
+    click.echo(f"  {own_command()} build{f' --network {as_network}' if as_network else ''} --rpc-url {net.url}"
+               f" --out {out_dir}")
+    click.echo("Ctrl-C to stop")
+
+
+def _run_live(net, seed: int, pace: float, wind_down_at: int | None, wind_down_after: float | None) -> None:
+    """Keep the devnet moving (``--live``), reporting each protocol day, until interrupted."""
+    from ggp_devnet.live import Live
+
+    sc = net.scenario
+
+    def report(driver, events):
+        notable = [e for e in events if e.startswith(("GGP", "ggAVAX sync", "operations ended"))]
+        click.echo(f"day {driver.day} t={driver.now}: {len(events)} events" + "".join(f"; {e}" for e in notable))
+
+    ends = wind_down_at
+    if wind_down_after is not None:
+        ends = sc.now + round(wind_down_after * 86_400)
+    if sc.wind_down:
+        ends = sc.wind_down.at
+    if ends is not None:
+        click.echo(f"operations end{'ed' if ends <= sc.now else ''} at protocol time {ends}")
+    Live(net, seed=seed, wind_down_at=ends).run(pace=pace, on_step=report)
 
 
 @main.command()

@@ -336,18 +336,36 @@ class Live:
 
     def _queue(self) -> list[str]:
         """Holders' and the operator's queue business of the day, in the day's block."""
-        rng, op, out = self.rng, self.op, []
         t = self.sender.next_block_time()
         winding = self.wound_down
-        if winding:
-            pass  # withdrawals stay open
-        elif self.day == PAUSED.start:
-            op.pause_queue(True)
-            out.append("queue paused")
-        elif self.day == PAUSED.stop:
-            op.pause_queue(False)
-            out.append("queue unpaused")
+        out = [] if winding else self._pause_on_schedule()  # in the wind-down withdrawals stay open
         paused = not winding and self.day in PAUSED
+        events, expired = self._tend_requests(t)
+        out += events
+        if expired and self.rng.random() < RECLAIM_ODDS:
+            for i in expired[:3]:
+                self.op.reclaim(i)
+                out.append(f"request {i} reclaimed")
+        delay = self.rng.choice((0, 7 * DAY, 14 * DAY, 30 * DAY))
+        out += self._leaving_request(delay) if winding else self._new_request(delay, paused)
+        out += self._pst_business(delay, paused)
+        return out
+
+    def _pause_on_schedule(self) -> list[str]:
+        """The operator pauses the queue on the first of the PAUSED days and unpauses it after the last."""
+        if self.day == PAUSED.start:
+            self.op.pause_queue(True)
+            return ["queue paused"]
+        if self.day == PAUSED.stop:
+            self.op.pause_queue(False)
+            return ["queue unpaused"]
+        return []
+
+    def _tend_requests(self, t: int) -> tuple[list[str], list[int]]:
+        """Requesters claim or cancel their open requests now and then: the events, and the ids
+        the operator may reclaim (expired by ``t``)."""
+        rng, op, out = self.rng, self.op, []
+        winding = self.wound_down
         expired = []
         for i, r in op.open_requests().items():
             who = r["requester"]
@@ -367,40 +385,52 @@ class Live:
             elif rng.random() < CANCEL_ODDS:
                 op.cancel_request(who, i)
                 out.append(f"request {i} cancelled")
-        if expired and rng.random() < RECLAIM_ODDS:
-            for i in expired[:3]:
-                op.reclaim(i)
-                out.append(f"request {i} reclaimed")
-        delay = rng.choice((0, 7 * DAY, 14 * DAY, 30 * DAY))
-        if winding:  # fewer requests, from holders leaving for good
-            if rng.random() < WIND_DOWN_REQUEST_ODDS:
-                held = op.calls([("TokenggAVAX", abis.balanceOf, (who,)) for who in self.depositors])
-                holders = [(who, n) for who, n in zip(self.depositors, held, strict=True) if n]
-                if holders:
-                    holder, balance = rng.choice(holders)
-                    op.request_unstake(holder, balance * rng.randrange(50, 101) // 100, delay)
-                    out.append("queue request")
-        elif rng.random() < REQUEST_ODDS and not paused:
-            holder = rng.choice(self.depositors)
-            part = rng.randrange(60, 90) if rng.random() < BIG_REQUEST_ODDS else rng.randrange(10, 40)
-            shares = op.call("TokenggAVAX", abis.balanceOf, holder) * part // 100
-            if shares:
-                op.request_unstake(holder, shares, delay)
-                out.append("queue request")
-        # pstAVAX deposits go into ggAVAX: none once its deposits are paused.
+        return out, expired
+
+    def _leaving_request(self, delay: int) -> list[str]:
+        """In the wind-down: now and then a holder leaving for good requests 50-100 % of its ggAVAX."""
+        rng, op = self.rng, self.op
+        if rng.random() >= WIND_DOWN_REQUEST_ODDS:
+            return []
+        held = op.calls([("TokenggAVAX", abis.balanceOf, (who,)) for who in self.depositors])
+        holders = [(who, n) for who, n in zip(self.depositors, held, strict=True) if n]
+        if not holders:
+            return []
+        holder, balance = rng.choice(holders)
+        op.request_unstake(holder, balance * rng.randrange(50, 101) // 100, delay)
+        return ["queue request"]
+
+    def _new_request(self, delay: int, paused: bool) -> list[str]:
+        """Most days, unless the queue is paused, a holder requests part of its ggAVAX (now and then most of it)."""
+        rng, op = self.rng, self.op
+        if rng.random() >= REQUEST_ODDS or paused:
+            return []
+        holder = rng.choice(self.depositors)
+        part = rng.randrange(60, 90) if rng.random() < BIG_REQUEST_ODDS else rng.randrange(10, 40)
+        shares = op.call("TokenggAVAX", abis.balanceOf, holder) * part // 100
+        if not shares:
+            return []
+        op.request_unstake(holder, shares, delay)
+        return ["queue request"]
+
+    def _pst_business(self, delay: int, paused: bool) -> list[str]:
+        """A new pstAVAX holder deposits, or a holder requests part of its pstAVAX through the queue;
+        pstAVAX deposits go into ggAVAX: none once its deposits are paused."""
+        rng, op = self.rng, self.op
+        winding = self.wound_down
         if not winding and (rng.random() < NEW_PST_ODDS or not self.pst_holders):
-            who = to_checksum_address(rng.randbytes(20))
-            op.pst_deposit(who, rng.randrange(5, 400) * WAD)
-            self.pst_holders.append(who)
-            out.append("pstAVAX deposit")
-        elif self.pst_holders and rng.random() < (WIND_DOWN_PST_ODDS if winding else PST_ODDS) and not paused:
+            new = to_checksum_address(rng.randbytes(20))
+            op.pst_deposit(new, rng.randrange(5, 400) * WAD)
+            self.pst_holders.append(new)
+            return ["pstAVAX deposit"]
+        if self.pst_holders and rng.random() < (WIND_DOWN_PST_ODDS if winding else PST_ODDS) and not paused:
             who = rng.choice(self.pst_holders)
             held = op.call("TokenpstAVAX", abis.balanceOf, who)
             assets = held * rng.choice((25, 50, 100)) // 100
             if assets >= WAD // 10:
                 op.pst_withdraw_via_queue(who, assets, delay)
-                out.append("pstAVAX queue request")
-        return out
+                return ["pstAVAX queue request"]
+        return []
 
     # ---- the day's business ----
 
@@ -437,7 +467,8 @@ class Live:
         return out
 
     def _minipools(self) -> list[str]:
-        rng, op, out = self.rng, self.op, []
+        rng, op = self.rng, self.op
+        out: list[str] = []
         pools = op.minipools()
         setting = op.setting
         cycle_len, moratorium = setting("MinipoolCycleDuration"), setting("MinipoolCancelMoratoriumSeconds")
@@ -450,26 +481,10 @@ class Live:
         with self.sender.one_block(t):
             for m in pools:
                 nid, status = m["nodeID"], m["status"]
-                if status == PRELAUNCH and self.wound_down:
-                    if t - m["creationTime"] >= moratorium:  # nothing launches: the owner takes its AVAX back
-                        op.cancel(nid)
-                        out.append(f"cancel {nid}")
-                elif status == PRELAUNCH and t - m["creationTime"] >= DAY // 2:
-                    if t - m["creationTime"] >= moratorium and rng.random() < 0.15:
-                        op.cancel(nid)
-                        out.append(f"cancel {nid}")
-                    elif m["avaxLiquidStakerAmt"] <= available:
-                        available -= m["avaxLiquidStakerAmt"]
-                        op.launch(nid)
-                        out.append(f"launch {nid}")
+                if status == PRELAUNCH:
+                    available -= self._cancel_or_launch(m, t, moratorium, available, out)
                 elif status == LAUNCHED:
-                    if rng.random() < ERROR_ODDS:
-                        op.error(nid, EC2)
-                        returned = True
-                        out.append(f"error {nid}")
-                    else:
-                        op.start(nid, keccak(bytes.fromhex(nid[2:]) + t.to_bytes(8, "big")), t)
-                        out.append(f"start {nid}")
+                    returned |= self._start_or_error(m, t, out)
                 elif status == STAKING:
                     end = planned_end(m, cycle_len)
                     if end <= t:  # overdue (ends normally run at their own time, _due)
@@ -484,6 +499,39 @@ class Live:
         self._record_fundings(self.sender.check())
         out += self._new_minipools(pools)
         return out
+
+    def _cancel_or_launch(self, m: dict, t: int, moratorium: int, available: int, out: list[str]) -> int:
+        """A Prelaunch minipool half a day old is cancelled now and then once the moratorium allows,
+        else launched when the vault has ``available`` AVAX for it: what it took. After the end of
+        operations nothing launches: the owner takes its AVAX back once the moratorium allows."""
+        nid, age = m["nodeID"], t - m["creationTime"]
+        if self.wound_down:
+            if age >= moratorium:
+                self.op.cancel(nid)
+                out.append(f"cancel {nid}")
+            return 0
+        if age < DAY // 2:
+            return 0
+        if age >= moratorium and self.rng.random() < 0.15:
+            self.op.cancel(nid)
+            out.append(f"cancel {nid}")
+            return 0
+        if m["avaxLiquidStakerAmt"] > available:
+            return 0
+        self.op.launch(nid)
+        out.append(f"launch {nid}")
+        return m["avaxLiquidStakerAmt"]
+
+    def _start_or_error(self, m: dict, t: int, out: list[str]) -> bool:
+        """A Launched minipool starts validating, or now and then errors: True when its AVAX came back."""
+        nid = m["nodeID"]
+        if self.rng.random() < ERROR_ODDS:
+            self.op.error(nid, EC2)
+            out.append(f"error {nid}")
+            return True
+        self.op.start(nid, keccak(bytes.fromhex(nid[2:]) + t.to_bytes(8, "big")), t)
+        out.append(f"start {nid}")
+        return False
 
     def _end(self, m: dict, end: int, t: int, owner: dict, cycle_len: int, tolerance: int) -> str:
         """Report a validation period's end and reward. Rialto ends and cycles in one call when the

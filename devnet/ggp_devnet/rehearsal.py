@@ -62,17 +62,7 @@ def install(client: RpcClient, profile: Profile, start: int) -> dict[str, str]:
             temp[name] = to_checksum_address(receipt["contractAddress"])
         accounts = _dump(client)
         for name, target in want.items():
-            state = accounts.get(temp[name].lower())
-            if not state or state.get("code") in (None, "0x"):
-                raise PublisherError(f"rehearsal: {name} has no code after deployment")
-            # An immutable or stored copy of address(this) would still point at the temporary copy.
-            own = temp[name].lower()[2:]
-            if own in state["code"].lower() or any(own in v.lower() for v in state.get("storage", {}).values()):
-                raise PublisherError(f"rehearsal: {name} keeps its own deployment address in code or storage; it cannot be moved")
-            client.request("anvil_setCode", [target, state["code"]])
-            for slot, value in state.get("storage", {}).items():
-                client.request("anvil_setStorageAt", [target, slot, _word(value)])
-            client.request("anvil_setCode", [temp[name], "0x"])  # one copy only: nothing may use the old one
+            _move(client, name, temp[name], target, accounts.get(temp[name].lower()))
         addresses = {name: want.get(name, temp[name]) for name in order}
         for name in S.REGISTERED:
             sender.send(addresses["Storage"], S.register_contract.encode(name, addresses[name]), f"register {name}")
@@ -82,6 +72,21 @@ def install(client: RpcClient, profile: Profile, start: int) -> dict[str, str]:
     addresses["Multicall3"] = S.MULTICALL3
     S.allow_any_sender(client)
     return addresses
+
+
+def _move(client: RpcClient, name: str, temp: str, target: str, state: dict | None) -> None:
+    """Move contract ``name`` from where it was deployed (``temp``, its dumped ``state``) to
+    ``target``: its runtime code and storage there, none left at ``temp``."""
+    if not state or state.get("code") in (None, "0x"):
+        raise PublisherError(f"rehearsal: {name} has no code after deployment")
+    # An immutable or stored copy of address(this) would still point at the temporary copy.
+    own = temp.lower()[2:]
+    if own in state["code"].lower() or any(own in v.lower() for v in state.get("storage", {}).values()):
+        raise PublisherError(f"rehearsal: {name} keeps its own deployment address in code or storage; it cannot be moved")
+    client.request("anvil_setCode", [target, state["code"]])
+    for slot, value in state.get("storage", {}).items():
+        client.request("anvil_setStorageAt", [target, slot, _word(value)])
+    client.request("anvil_setCode", [temp, "0x"])  # one copy only: nothing may use the old one
 
 
 def fresh_feed(client: RpcClient, addresses: dict[str, str], sc: Scenario) -> None:

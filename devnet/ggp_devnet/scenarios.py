@@ -316,69 +316,11 @@ def _queue_plan(rng: random.Random, shape: Shape, now: int, idle: int) -> QueueP
     """The queue's requests, sized against ``idle`` (the vault's AVAX not out staking): those
     served before now take about half of it, the first pending ones a tenth, and the one behind
     them more than all of it."""
-    lowered = now - QUEUE_DELAY_LOWERED
-    first = now - min(shape.days - 3, 45) * DAY
+    times = _QueueTimes(now, now - min(shape.days - 3, 45) * DAY, now - QUEUE_DELAY_LOWERED)
     d0, d1 = QUEUE_LAUNCH_UNSTAKE_DELAY, QUEUE_UNSTAKE_DELAY
     n = shape.queue_open or 40
-
-    def share(fraction: float, low: int) -> int:
-        return max(low, round(n * fraction))
-
-    n_pst, n_direct = share(0.004, 3), share(0.002, 2)
-    # kind -> (count, fate, served, first and last request time, expiration delays to pick from).
-    # Old requests (launch delay) were all served; later ones (7 days) wait.
-    old_end = lowered - 2 * H
-
-    def before_expiry(delay: int) -> int:  # last request time with the delay expired by now
-        return now - d0 - max(delay, QUEUE_MIN_EXPIRATION_DELAY) - 2 * H
-
-    kinds = {
-        "fulfilled-expired": (share(0.04, 2), "fulfilled", True, (0, 3 * DAY, 5 * DAY, 7 * DAY)),
-        "claimable": (share(0.08, 2), "fulfilled", True, (14 * DAY, 21 * DAY, 30 * DAY)),
-        "cancellable": (share(0.06, 2), "fulfilled", True, (0, 7 * DAY, 30 * DAY)),
-        "claimed": (share(0.02, 2), "claimed", True, (14 * DAY, 30 * DAY)),
-        "cancelled-served": (share(0.005, 1), "cancelled", True, (7 * DAY, 30 * DAY)),
-        "reclaimed-served": (share(0.005, 1), "reclaimed", True, (0, 3 * DAY)),
-        "cancelled-old": (share(0.01, 1), "cancelled", False, (0, 7 * DAY, 30 * DAY)),
-        "reclaimed-old": (share(0.005, 1), "reclaimed", False, (0, 3 * DAY)),
-        "pending-expired": (share(0.05, 2), "pending", False, (0, 3 * DAY)),
-        "cancelled-new": (share(0.01, 1), "cancelled", False, (7 * DAY, 14 * DAY)),
-        "reclaimed-new": (share(0.005, 1), "reclaimed", False, (0, 3 * DAY)),
-    }
-    fixed = sum(c for c, fate, _, _ in kinds.values() if fate in ("pending", "fulfilled"))
-    kinds["pending"] = (n - fixed - QUEUE_COVERED - 1 - n_pst - n_direct, "pending", False, (7 * DAY, 14 * DAY, 30 * DAY))
-    if kinds["pending"][0] < 3:
-        raise ValueError(f"a queue of {n} open requests is too small for every state")
-
-    def window(kind: str, delay: int) -> tuple[int, int]:
-        if kind in ("fulfilled-expired", "reclaimed-served", "reclaimed-old"):
-            return first, before_expiry(delay)
-        if kind == "claimable":  # claimable, not yet expired
-            return max(first, now - d0 - delay + 2 * H), now - d0 - 2 * H
-        if kind == "claimed":
-            return max(first, now - d0 - delay + 2 * H), old_end
-        if kind in ("cancellable", "cancelled-served"):  # before claimableTime
-            return now - d0 + 2 * H, old_end
-        if kind == "cancelled-old":
-            return first, old_end
-        if kind in ("pending-expired", "reclaimed-new"):
-            return lowered + 8 * H, now - d1 - QUEUE_MIN_EXPIRATION_DELAY - 2 * H
-        return lowered + 8 * H, now - 2 * H
-
-    drafts: list[tuple[int, int, str, bool, int, str]] = []  # (time, order, fate, served, delay, kind)
-    for kind, (count, fate, was_served, delays) in kinds.items():
-        for _ in range(count):
-            delay = rng.choice(delays)
-            lo, hi = window(kind, delay)
-            drafts.append((rng.randrange(lo, hi), len(drafts), fate, was_served, delay, kind))
-    # The front of today's line, in order: two closed requests (stale entries the depositor will
-    # have to step over), the covered ones (one of them already expired), then the large one.
-    drafts.append((lowered + H // 3, len(drafts), "cancelled", False, 14 * DAY, "cancelled-new"))
-    drafts.append((lowered + H // 2, len(drafts), "reclaimed", False, 0, "reclaimed-new"))
-    for i, delay in enumerate((0, 14 * DAY, 3 * DAY)[:QUEUE_COVERED]):
-        drafts.append((lowered + (i + 1) * H, len(drafts), "pending", False, delay, "covered"))
-    drafts.append((lowered + 7 * H, len(drafts), "pending", False, 30 * DAY, "blocking"))
-    drafts.sort()
+    n_pst, n_direct = _share(n, 0.004, 3), _share(n, 0.002, 2)
+    drafts = _drafts(rng, _kinds(n, n_pst, n_direct), times)
 
     # Sizes: what the depositor served before now is about half the idle AVAX, spread by weight.
     served = [d for d in drafts if d[3]]
@@ -406,14 +348,99 @@ def _queue_plan(rng: random.Random, shape: Shape, now: int, idle: int) -> QueueP
     requests: list[QueueRequest] = []
     for d in drafts:
         t, order, fate, was_served, delay, _ = d
-        delay_then = d0 if t < lowered else d1
+        delay_then = d0 if t < times.lowered else d1
         requests.append(QueueRequest(len(requests), owner.get(order) or rng.choice(pool), size(d), t, delay_then, delay,
                                      "seed", fate, was_served))
     provided = sum(r.shares for r in requests)
-
-    # Holders filing for themselves in the seeding block: directly (ggAVAX holders) and through
-    # pstAVAX (new holders putting WAVAX in first; some keep part of it, some file twice).
     seeded_at = now - QUEUE_SEEDED
+    pst_deposits = _holder_requests(rng, requests, unit, n_pst, n_direct, seeded_at)
+    return QueuePlan(d1, d0, times.lowered, QUEUE_MAX_EXPIRATION_DELAY, QUEUE_MAX_PER_DEPOSIT, QUEUE_MIN_ON_BEHALF, seeded_at,
+                     requests, QUEUE_COVERED, provided, pst_deposits)
+
+
+def _share(n: int, fraction: float, low: int) -> int:
+    """That fraction of a queue of ``n`` open requests, at least ``low``."""
+    return max(low, round(n * fraction))
+
+
+def _kinds(n: int, n_pst: int, n_direct: int) -> dict[str, tuple[int, str, bool, tuple[int, ...]]]:
+    """The plan's kinds of request: kind -> (count, fate, served, expiration delays to pick from).
+    Old requests (launch delay) were all served; later ones (7 days) wait."""
+    kinds = {
+        "fulfilled-expired": (_share(n, 0.04, 2), "fulfilled", True, (0, 3 * DAY, 5 * DAY, 7 * DAY)),
+        "claimable": (_share(n, 0.08, 2), "fulfilled", True, (14 * DAY, 21 * DAY, 30 * DAY)),
+        "cancellable": (_share(n, 0.06, 2), "fulfilled", True, (0, 7 * DAY, 30 * DAY)),
+        "claimed": (_share(n, 0.02, 2), "claimed", True, (14 * DAY, 30 * DAY)),
+        "cancelled-served": (_share(n, 0.005, 1), "cancelled", True, (7 * DAY, 30 * DAY)),
+        "reclaimed-served": (_share(n, 0.005, 1), "reclaimed", True, (0, 3 * DAY)),
+        "cancelled-old": (_share(n, 0.01, 1), "cancelled", False, (0, 7 * DAY, 30 * DAY)),
+        "reclaimed-old": (_share(n, 0.005, 1), "reclaimed", False, (0, 3 * DAY)),
+        "pending-expired": (_share(n, 0.05, 2), "pending", False, (0, 3 * DAY)),
+        "cancelled-new": (_share(n, 0.01, 1), "cancelled", False, (7 * DAY, 14 * DAY)),
+        "reclaimed-new": (_share(n, 0.005, 1), "reclaimed", False, (0, 3 * DAY)),
+    }
+    fixed = sum(c for c, fate, _, _ in kinds.values() if fate in ("pending", "fulfilled"))
+    kinds["pending"] = (n - fixed - QUEUE_COVERED - 1 - n_pst - n_direct, "pending", False, (7 * DAY, 14 * DAY, 30 * DAY))
+    if kinds["pending"][0] < 3:
+        raise ValueError(f"a queue of {n} open requests is too small for every state")
+    return kinds
+
+
+@dataclass(frozen=True)
+class _QueueTimes:
+    """When a plan's requests may be filed: from ``first``, under the launch delay until
+    ``lowered``, under the lower delay after it, up to ``now``."""
+
+    now: int
+    first: int
+    lowered: int
+
+    def window(self, kind: str, delay: int) -> tuple[int, int]:
+        """The span a request of ``kind`` with that expiration delay is filed in, for its state at now."""
+        now, first, lowered = self.now, self.first, self.lowered
+        d0, d1 = QUEUE_LAUNCH_UNSTAKE_DELAY, QUEUE_UNSTAKE_DELAY
+        old_end = lowered - 2 * H  # the old requests end before the delay is lowered
+        if kind in ("fulfilled-expired", "reclaimed-served", "reclaimed-old"):
+            # Its delay expired by now.
+            return first, now - d0 - max(delay, QUEUE_MIN_EXPIRATION_DELAY) - 2 * H
+        if kind == "claimable":  # claimable, not yet expired
+            return max(first, now - d0 - delay + 2 * H), now - d0 - 2 * H
+        if kind == "claimed":
+            return max(first, now - d0 - delay + 2 * H), old_end
+        if kind in ("cancellable", "cancelled-served"):  # before claimableTime
+            return now - d0 + 2 * H, old_end
+        if kind == "cancelled-old":
+            return first, old_end
+        if kind in ("pending-expired", "reclaimed-new"):
+            return lowered + 8 * H, now - d1 - QUEUE_MIN_EXPIRATION_DELAY - 2 * H
+        return lowered + 8 * H, now - 2 * H
+
+
+def _drafts(rng: random.Random, kinds: dict, times: _QueueTimes) -> list[tuple[int, int, str, bool, int, str]]:
+    """Every request of the plan as (time, order, fate, served, delay, kind), in time order."""
+    drafts: list[tuple[int, int, str, bool, int, str]] = []
+    for kind, (count, fate, was_served, delays) in kinds.items():
+        for _ in range(count):
+            delay = rng.choice(delays)
+            lo, hi = times.window(kind, delay)
+            drafts.append((rng.randrange(lo, hi), len(drafts), fate, was_served, delay, kind))
+    # The front of today's line, in order: two closed requests (stale entries the depositor will
+    # have to step over), the covered ones (one of them already expired), then the large one.
+    lowered = times.lowered
+    drafts.append((lowered + H // 3, len(drafts), "cancelled", False, 14 * DAY, "cancelled-new"))
+    drafts.append((lowered + H // 2, len(drafts), "reclaimed", False, 0, "reclaimed-new"))
+    for i, delay in enumerate((0, 14 * DAY, 3 * DAY)[:QUEUE_COVERED]):
+        drafts.append((lowered + (i + 1) * H, len(drafts), "pending", False, delay, "covered"))
+    drafts.append((lowered + 7 * H, len(drafts), "pending", False, 30 * DAY, "blocking"))
+    drafts.sort()
+    return drafts
+
+
+def _holder_requests(rng: random.Random, requests: list[QueueRequest], unit: int, n_pst: int, n_direct: int,
+                     seeded_at: int) -> list[tuple[str, int]]:
+    """Holders filing for themselves in the seeding block, added to ``requests``: directly (ggAVAX
+    holders) and through pstAVAX (new holders putting WAVAX in first; some keep part of it, some
+    file twice). The pstAVAX holders' deposits."""
     users = [_address(rng) for _ in range(max(2, n_pst * 2 // 3))]
     pst_left = {u: 0 for u in users}
     late = [("pst", users[i % len(users)]) for i in range(n_pst)] + [("direct", "") for _ in range(n_direct)]
@@ -423,12 +450,11 @@ def _queue_plan(rng: random.Random, shape: Shape, now: int, idle: int) -> QueueP
         delay = rng.choice((0, 7 * DAY, 14 * DAY, 30 * DAY))
         if via == "pst":
             pst_left[user] += amount
-            requests.append(QueueRequest(len(requests), user, 0, seeded_at, d1, delay, "pst", "pending", pst_assets=amount))
+            requests.append(QueueRequest(len(requests), user, 0, seeded_at, QUEUE_UNSTAKE_DELAY, delay, "pst", "pending",
+                                         pst_assets=amount))
         else:
-            requests.append(QueueRequest(len(requests), "", amount, seeded_at, d1, delay, "direct", "pending"))
-    pst_deposits = [(u, amount * (3 if i % 2 else 2) // 2) for i, (u, amount) in enumerate(pst_left.items())]
-    return QueuePlan(d1, d0, lowered, QUEUE_MAX_EXPIRATION_DELAY, QUEUE_MAX_PER_DEPOSIT, QUEUE_MIN_ON_BEHALF, seeded_at,
-                     requests, QUEUE_COVERED, provided, pst_deposits)
+            requests.append(QueueRequest(len(requests), "", amount, seeded_at, QUEUE_UNSTAKE_DELAY, delay, "direct", "pending"))
+    return [(u, amount * (3 if i % 2 else 2) // 2) for i, (u, amount) in enumerate(pst_left.items())]
 
 
 def _closed_history(rng: random.Random, q: QueuePlan, n: int, at: int) -> None:

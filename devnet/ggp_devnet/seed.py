@@ -352,6 +352,16 @@ def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
     send(a["TokenggAVAX"], sync_rewards.encode(), "first ggAVAX sync")
     if sc.queue and sc.queue.history():
         _seed_history(s, a, sc.queue)  # while the whole vault is liquid and a share is worth one AVAX
+    _play_days(s, a, sc)
+    if sc.queue:
+        _seed_queue(s, a, sc)
+    _seed_state(s, a, sc)
+
+
+def _play_days(s: Sender, a: dict[str, str], sc: Scenario) -> None:
+    """The history's days: each day's prices, DEX reserves and vault moves, a GGP rewards cycle
+    started every 30 days, ggAVAX synced whenever its cycle ends (and once more before ``now``)."""
+    send = s.send
     cycle_end = (s.clock + GGAVAX_CYCLE) // GGAVAX_CYCLE * GGAVAX_CYCLE
     ls_total = sum(m["avaxLiquidStakerAmt"] for m in sc.active_pools())
     daily_reward = int(ls_total * sc.validator_rate / 365)
@@ -376,9 +386,6 @@ def _play(s: Sender, a: dict[str, str], sc: Scenario) -> None:
     if s.clock + 2 >= cycle_end:
         send(a["TokenggAVAX"], sync_rewards.encode(), "ggAVAX sync")
     s.check()
-    if sc.queue:
-        _seed_queue(s, a, sc)
-    _seed_state(s, a, sc)
 
 
 def _seed_queue(s: Sender, a: dict[str, str], sc: Scenario) -> None:

@@ -213,22 +213,8 @@ class Reader:
             rewards_cycle_length=s["rewards_cycle_length"], total_supply=s["vault_supply"],
             assets_per_share=s["assets_per_share"], shares_per_asset=s["shares_per_asset"], liquid_avax=liquid,
         )
-        feed = None
-        if p.avax_usd_feed:
-            rid, answer, started, updated, answered = s["feed_round"]
-            feed = FeedRound(to_checksum_address(p.avax_usd_feed), rid, answer, started, updated, answered, s["feed_decimals"])
-        dex = None
-        if p.dex_pair and dex_error is None:
-            if None in (s["dex_reserves"], s["dex_token0"], s["dex_token1"]):
-                dex_error = f"DEX pair {p.dex_pair}: getReserves(), token0() or token1() reverted or gave no valid answer"
-            else:
-                r0, r1, ts = s["dex_reserves"]
-                dex = DexReserves(to_checksum_address(p.dex_pair), to_checksum_address(s["dex_token0"]), to_checksum_address(s["dex_token1"]), r0, r1, ts)
-        # The DEX quote is secondary: a broken pair costs /prices/tj its quote, never the run.
-        problem = dex_error or (dex_problem(dex, addresses["TokenGGP"], addresses["WAVAX"]) if dex else None)
-        if problem:
-            warnings.append(f"/prices/tj has no quote: {problem}")
-            log.warning("/prices/tj has no quote: %s", problem)
+        feed = self._feed(s)
+        dex, dex_error = self._dex(s, dex_error, addresses, warnings)
         wavax = self.profile.addresses.get("WAVAX")
         if wavax and to_checksum_address(wavax) != to_checksum_address(s["wavax"]):
             warnings.append(f"TokenggAVAX.asset() is {to_checksum_address(s['wavax'])}, profile says WAVAX {wavax}: using the chain's")
@@ -250,6 +236,31 @@ class Reader:
             warnings=tuple(warnings),
             withdraw_queue=queue, withdraw_queue_note=queue_note, pst_avax=pst,
         )
+
+    def _feed(self, s: dict) -> FeedRound | None:
+        feed = self.profile.avax_usd_feed
+        if not feed:
+            return None
+        rid, answer, started, updated, answered = s["feed_round"]
+        return FeedRound(to_checksum_address(feed), rid, answer, started, updated, answered, s["feed_decimals"])
+
+    def _dex(self, s: dict, dex_error: str | None, addresses: dict[str, str],
+             warnings: list[str]) -> tuple[DexReserves | None, str | None]:
+        """The DEX pair's reserves, and why it has none when it cannot be read. The quote is
+        secondary: a broken pair costs /prices/tj its quote (a warning), never the run."""
+        pair = self.profile.dex_pair
+        dex = None
+        if pair and dex_error is None:
+            if None in (s["dex_reserves"], s["dex_token0"], s["dex_token1"]):
+                dex_error = f"DEX pair {pair}: getReserves(), token0() or token1() reverted or gave no valid answer"
+            else:
+                r0, r1, ts = s["dex_reserves"]
+                dex = DexReserves(to_checksum_address(pair), to_checksum_address(s["dex_token0"]), to_checksum_address(s["dex_token1"]), r0, r1, ts)
+        problem = dex_error or (dex_problem(dex, addresses["TokenGGP"], addresses["WAVAX"]) if dex else None)
+        if problem:
+            warnings.append(f"/prices/tj has no quote: {problem}")
+            log.warning("/prices/tj has no quote: %s", problem)
+        return dex, dex_error
 
     # -- rounds ---------------------------------------------------------------------------------
 

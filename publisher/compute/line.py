@@ -84,36 +84,44 @@ def serve_line(books: Books, entries: list[Entry], limit: int, serves: list[tupl
         calls = 0
         while pending_left:
             calls += 1
-            liquid = books.liquidity(t)
-            saved = (at, books.released, books.supply)
-            done: list[int] = []
-            steps = 0
-            failed = False
-            while steps < limit and pending_left > len(done):  # the contract stops once none is pending
-                e = entries[at]
-                if e.shares is not None:
-                    if liquid < e.expected:
-                        break  # InsufficientLiquidity: the call ends, what it funded stays
-                    paid = books.to_assets(e.shares, t)
-                    if paid < e.expected or paid > liquid:
-                        failed = True
-                        break
-                    books.released -= paid
-                    books.supply -= e.shares
-                    liquid -= paid
-                    done.append(e.id)
-                at += 1  # funded, or a closed id dropped: either way one step
-                steps += 1
-            if failed:
-                at, books.released, books.supply = saved
+            call = _call(books, entries, at, limit, t, pending_left)
+            if call is None:
                 out.reverted += 1
                 break
+            at, done, steps = call
             for i in done:
                 out.funded[i] = (t, out.serves, calls)
             pending_left -= len(done)
             if steps < limit:  # stopped by the liquidity, or the line is served
                 break
     return out
+
+
+def _call(books: Books, entries: list[Entry], at: int, limit: int, t: int,
+          pending: int) -> tuple[int, list[int], int] | None:
+    """One depositor call at time ``t`` from line position ``at``, ``pending`` requests left in
+    the line: the position after it, the ids it funded and the steps it took; None when it fails
+    whole (``books`` then as before it)."""
+    liquid = books.liquidity(t)
+    saved = (books.released, books.supply)
+    done: list[int] = []
+    steps = 0
+    while steps < limit and pending > len(done):  # the contract stops once none is pending
+        e = entries[at]
+        if e.shares is not None:
+            if liquid < e.expected:
+                break  # InsufficientLiquidity: the call ends, what it funded stays
+            paid = books.to_assets(e.shares, t)
+            if paid < e.expected or paid > liquid:
+                books.released, books.supply = saved
+                return None
+            books.released -= paid
+            books.supply -= e.shares
+            liquid -= paid
+            done.append(e.id)
+        at += 1  # funded, or a closed id dropped: either way one step
+        steps += 1
+    return at, done, steps
 
 
 # ---- the estimate before a request ---------------------------------------------------------------
@@ -268,16 +276,36 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     claimable = t0 + p.unstake_delay
     expires = claimable + delay
     new = Entry(p.next_request_id, shares, expected)
-    limit = p.limit or len(p.entries) + 1
-    if resume is None:  # the whole line, from the front
-        served = serve_line(b, [*p.entries, new], limit, list(p.serves))
-    elif resume.serve < 0:
-        served = Served()  # the line ahead is never served: neither is the new request
-    else:  # from the serve where the line first reaches the back: the same answer, sooner
-        served = serve_line(Books(*resume.books), [*p.entries[resume.at:], new], limit, list(p.serves[resume.serve:]),
-                            done_serves=resume.serve)
+    served = _serve_new(p, b, new, resume)
     when, serve, call = served.funded.get(p.next_request_id, (None, None, None))
     now_fundable = serve == 1
+    caveats = _state_caveats(p, expires) + _request_caveats(p, expected, delay, when, expires)
+    return {
+        "sharesWei": str(shares), "expectedAvaxWei": str(expected),
+        "position": p.pending_count + 1, "aheadAvaxWei": str(p.pending_avax),
+        "fundableNow": now_fundable, "depositorCalls": call if now_fundable else None,
+        "estimatedFundingTime": None if when is None or now_fundable else when,
+        "requestTime": t0, "claimableTime": claimable, "expirationDelay": delay, "expirationTime": expires,
+        "expiresBeforeFunding": when is not None and when >= expires,
+        "caveats": caveats,
+    }
+
+
+def _serve_new(p: Params, b: Books, new: Entry, resume: Resume | None) -> Served:
+    """The line with ``new`` at its back, served from the front, or from ``resume``."""
+    limit = p.limit or len(p.entries) + 1
+    if resume is None:  # the whole line, from the front
+        return serve_line(b, [*p.entries, new], limit, list(p.serves))
+    if resume.serve < 0:
+        return Served()  # the line ahead is never served: neither is the new request
+    # From the serve where the line first reaches the back: the same answer, sooner.
+    return serve_line(Books(*resume.books), [*p.entries[resume.at:], new], limit, list(p.serves[resume.serve:]),
+                      done_serves=resume.serve)
+
+
+def _state_caveats(p: Params, expires: int) -> list[str]:
+    """What the queue's, the vault's and the depositor's state at the params' block say of any request."""
+    t0 = p.block_time
     caveats = []
     if p.queue_paused:
         caveats.append("the queue is paused: new requests are refused until it is unpaused")
@@ -292,6 +320,12 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
                            "window closes")
     if p.stale_reason:
         caveats.append(f"the depositor looks stale ({p.stale_reason}): nothing is funded until it calls")
+    return caveats
+
+
+def _request_caveats(p: Params, expected: int, delay: int, when: int | None, expires: int) -> list[str]:
+    """What is wrong with this request itself, or with when it would be funded."""
+    caveats = []
     if expected == 0:
         caveats.append("these shares are worth 0 AVAX: the queue refuses such a request")
     if delay > p.max_expiration_delay:
@@ -301,15 +335,7 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
                        "schedule cannot date")
     elif when >= expires:
         caveats.append("it would expire before it is funded: choose a longer expiration delay")
-    return {
-        "sharesWei": str(shares), "expectedAvaxWei": str(expected),
-        "position": p.pending_count + 1, "aheadAvaxWei": str(p.pending_avax),
-        "fundableNow": now_fundable, "depositorCalls": call if now_fundable else None,
-        "estimatedFundingTime": None if when is None or now_fundable else when,
-        "requestTime": t0, "claimableTime": claimable, "expirationDelay": delay, "expirationTime": expires,
-        "expiresBeforeFunding": when is not None and when >= expires,
-        "caveats": caveats,
-    }
+    return caveats
 
 
 def answer(p: Params, inputs: dict[str, str], *, shares: int | None, avax: int | None,

@@ -248,6 +248,32 @@ def build(client: RpcClient, *, queue: str, head: int, start: int = 0, prior: Qu
     state = _Fold(prior)
     first = max(start, prior.cursor + 1) if prior else start
     ranges: list[tuple[int, int]] = []
+    steps, hashes = _fold_logs(client, queue, first, head, span, ranges, on_range, state)
+    if state.gaps:
+        want, got = state.gaps[0]
+        warnings.append(f"withdraw queue logs: the line popped id {got} where id {want} was at its front "
+                        f"({len(state.gaps)} such gaps; logs before block {first} not read?): the line's front "
+                        "is the largest id popped, the depositor's blocks are the logs read")
+    # The prior's blocks keep their times; only the blocks of new steps and a new last call's or
+    # funding's are read.
+    known = _known_times(prior)
+    wanted = {e.block for e in steps} | {b for b in (state.call, state.funding) if b is not None}
+    fetched = _times(client, [b for b in wanted if b not in known], hashes)
+    times = {**known, **fetched}
+    book = _Receipts(receipts if prior else ())
+    _apply_steps(book, steps, times)
+    warnings += _book_warnings(book, first)
+    activity = QueueActivity(
+        cursor=head, line_front=state.front,
+        last_call_block=state.call, last_call_time=None if state.call is None else times[state.call],
+        last_funding_block=state.funding, last_funding_time=None if state.funding is None else times[state.funding])
+    return ActivityResult(activity, book.result(), ranges, warnings, prior is not None, len(fetched))
+
+
+def _fold_logs(client: RpcClient, queue: str, first: int, head: int, span: int, ranges: list[tuple[int, int]],
+               on_range: Callable[[int], None] | None, state: _Fold) -> tuple[list[_Entry], dict[int, str]]:
+    """Fold the queue's logs of blocks ``first..head`` into ``state`` in chain order: the receipt
+    steps among them, and each block's hash as the logs name it."""
     steps: list[_Entry] = []
     hashes: dict[int, str] = {}
     for a, b, (raw,) in scan(client, [LogFilter(queue, [TOPICS])], first, head, span, ranges, on_range,
@@ -259,39 +285,39 @@ def build(client: RpcClient, *, queue: str, head: int, start: int = 0, prior: Qu
             if hashes.setdefault(entry.block, entry.block_hash) != entry.block_hash:
                 raise PublisherError(f"withdraw queue logs: two hashes for block {entry.block}: the chain moved while "
                                      "its logs were read")
-    if state.gaps:
-        want, got = state.gaps[0]
-        warnings.append(f"withdraw queue logs: the line popped id {got} where id {want} was at its front "
-                        f"({len(state.gaps)} such gaps; logs before block {first} not read?): the line's front "
-                        "is the largest id popped, the depositor's blocks are the logs read")
-    # The prior's blocks keep their times; only the blocks of new steps and a new last call's or
-    # funding's are read.
+    return steps, hashes
+
+
+def _known_times(prior: QueueActivity | None) -> dict[int, int]:
+    """The times of the prior's last call and last funding, by block: not read again."""
     known: dict[int, int] = {}
     if prior:
         for block, t in ((prior.last_call_block, prior.last_call_time), (prior.last_funding_block, prior.last_funding_time)):
             if block is not None and t is not None:
                 known[block] = t
-    wanted = {e.block for e in steps} | {b for b in (state.call, state.funding) if b is not None}
-    fetched = _times(client, [b for b in wanted if b not in known], hashes)
-    times = {**known, **fetched}
-    book = _Receipts(receipts if prior else ())
+    return known
+
+
+def _apply_steps(book: _Receipts, steps: list[_Entry], times: dict[int, int]) -> None:
+    """Apply ``steps`` to ``book`` in chain order, each dated by its block's time."""
     at: dict[tuple[int, str], QueueStep] = {}  # one step object per transaction (a funding call serves many)
     for e in steps:
         step = at.get((e.block, e.tx))
         if step is None:
             step = at[e.block, e.tx] = QueueStep(e.block, times[e.block], e.tx)
         book.apply(e, step)
+
+
+def _book_warnings(book: _Receipts, first: int) -> list[str]:
+    """What the receipts could not account for: steps of requests filed before ``first``, ids filed twice."""
+    warnings = []
     if book.unknown:
         warnings.append(f"withdraw queue logs: {len(book.unknown)} request(s) funded or closed but filed before block "
                         f"{first} (not read), e.g. id {min(book.unknown)}: they have no receipt")
     if book.refiled:
         warnings.append(f"withdraw queue logs: {len(book.refiled)} request id(s) filed twice, e.g. id {min(book.refiled)}: "
                         "the later filing is kept")
-    activity = QueueActivity(
-        cursor=head, line_front=state.front,
-        last_call_block=state.call, last_call_time=None if state.call is None else times[state.call],
-        last_funding_block=state.funding, last_funding_time=None if state.funding is None else times[state.funding])
-    return ActivityResult(activity, book.result(), ranges, warnings, prior is not None, len(fetched))
+    return warnings
 
 
 def logs_for(client: RpcClient, snap: Snapshot, *, start: int, span: int, prior: PriorActivity | None,
@@ -433,29 +459,40 @@ def _decode(raw: list, queue: str, a: int, b: int) -> list[_Entry]:
             block_hash, tx = item["blockHash"], item["transactionHash"]
             if not hashes(block_hash + tx):
                 raise ValueError("no block or transaction hash")
-            if t0 == TOPIC_DEPOSITED:
-                call = data[130:194].lower() != RESCUE_HEX
-            elif t0 == TOPIC_STAKE_DEPOSITED:
-                call = topics[1][2:].lower() != RESCUE_HEX
-            elif t0 == TOPIC_CLEANED:
-                call = topics[1][2:].lower() == SERVE_CLEANED_HEX
-            else:
-                call = t0 in CALLS
+            call = _is_call(t0, topics, data)
             popped = int(topics[2], 16) if t0 in POPS else None
             step = STEPS.get(t0)
             if step is None:
                 out.append(_Entry(block, index, call, False, popped, block_hash))
                 continue
-            funding = t0 == TOPIC_FULFILLED
-            request = int(topics[2 if funding else 1], 16)
-            who = checksum("0x" + topics[2][-40:]) if len(topics) == 3 and not funding else ""
-            amounts = (int(data[2:66], 16),) if len(data) == 66 else tuple([int(data[k : k + 64], 16) for k in range(2, len(data), 64)])
-            if t0 == TOPIC_REQUESTED and amounts[2] >= 1 << 48:
-                raise ValueError("claimable time is not a uint48")
+            funding, request, who, amounts = _step_fields(t0, topics, data)
         except (AttributeError, KeyError, TypeError, ValueError, IndexError):
             raise PublisherError(f"withdraw queue logs: eth_getLogs for blocks {a}..{b} returned a malformed log") from None
         out.append(_Entry(block, index, call, funding, popped, block_hash, step, request, who, amounts, tx.lower()))
     return out
+
+
+def _is_call(t0: str, topics: list[str], data: str) -> bool:
+    """Whether a log is evidence of a depositor call (the module's docstring says which are)."""
+    if t0 == TOPIC_DEPOSITED:
+        return data[130:194].lower() != RESCUE_HEX
+    if t0 == TOPIC_STAKE_DEPOSITED:
+        return topics[1][2:].lower() != RESCUE_HEX
+    if t0 == TOPIC_CLEANED:
+        return topics[1][2:].lower() == SERVE_CLEANED_HEX
+    return t0 in CALLS
+
+
+def _step_fields(t0: str, topics: list[str], data: str) -> tuple[bool, int, str, tuple[int, ...]]:
+    """A receipt step's log read: whether it is a funding, the request id and the address it
+    names, and its data words."""
+    funding = t0 == TOPIC_FULFILLED
+    request = int(topics[2 if funding else 1], 16)
+    who = checksum("0x" + topics[2][-40:]) if len(topics) == 3 and not funding else ""
+    amounts = (int(data[2:66], 16),) if len(data) == 66 else tuple([int(data[k : k + 64], 16) for k in range(2, len(data), 64)])
+    if t0 == TOPIC_REQUESTED and amounts[2] >= 1 << 48:
+        raise ValueError("claimable time is not a uint48")
+    return funding, request, who, amounts
 
 
 def _times(client: RpcClient, blocks: Sequence[int], hashes: dict[int, str] | None = None) -> dict[int, int]:
@@ -512,13 +549,7 @@ def load_published(path: str | Path, requesters: str | Path | None = None) -> Pr
         queue, network, chain_id, number, block_hash = data["address"], meta["network"], meta["chainId"], block["number"], block["hash"]
         if not all(isinstance(v, str) for v in (queue, network, block_hash)) or not isinstance(chain_id, int):
             raise TypeError("unexpected meta")
-        d = data.get("depositor")
-        activity = None
-        if isinstance(d, dict) and d.get("available") is True:
-            activity = QueueActivity(
-                cursor=_int(d["cursor"]), line_front=_int(d["lineFront"]),
-                last_call_block=_opt(d["lastCallBlock"]), last_call_time=_opt(d["lastCallTime"]),
-                last_funding_block=_opt(d["lastFundingBlock"]), last_funding_time=_opt(d["lastFundingTime"]))
+        activity = _depositor_activity(data.get("depositor"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -531,19 +562,36 @@ def load_published(path: str | Path, requesters: str | Path | None = None) -> Pr
         activity = None
     receipts = None
     if isinstance(summary, dict):
-        try:
-            receipts = load_receipts(Path(requesters) if requesters is not None else path.with_suffix(""))
-            if len(receipts) != _int(summary["count"]):
-                raise ValueError(f"{len(receipts)} receipts in the requester files, /withdrawals says {summary['count']}")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            log.warning("cannot resume the withdraw queue receipts from %s (%s): reading the queue's logs again",
-                        path, exc if isinstance(exc, ValueError) else type(exc).__name__)
-            receipts = None
+        receipts = _published_receipts(path, requesters, summary)
         if summary.get("complete") is not True:
             activity = None  # the receipts are an earlier run's: kept, not resumed
     if activity is None and not receipts:
         return None
     return PriorActivity(activity, queue, network, chain_id, block_hash, receipts)
+
+
+def _depositor_activity(d) -> QueueActivity | None:
+    """The activity a published ``depositor`` object holds (None: that run could not read the logs)."""
+    if not (isinstance(d, dict) and d.get("available") is True):
+        return None
+    return QueueActivity(
+        cursor=_int(d["cursor"]), line_front=_int(d["lineFront"]),
+        last_call_block=_opt(d["lastCallBlock"]), last_call_time=_opt(d["lastCallTime"]),
+        last_funding_block=_opt(d["lastFundingBlock"]), last_funding_time=_opt(d["lastFundingTime"]))
+
+
+def _published_receipts(path: Path, requesters: str | Path | None, summary: dict) -> tuple[Receipt, ...] | None:
+    """The requester files' receipts, as many as ``/withdrawals``' ``receipts`` object counts; None
+    (with a warning) when they cannot be read or are not that many."""
+    try:
+        receipts = load_receipts(Path(requesters) if requesters is not None else path.with_suffix(""))
+        if len(receipts) != _int(summary["count"]):
+            raise ValueError(f"{len(receipts)} receipts in the requester files, /withdrawals says {summary['count']}")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.warning("cannot resume the withdraw queue receipts from %s (%s): reading the queue's logs again",
+                    path, exc if isinstance(exc, ValueError) else type(exc).__name__)
+        return None
+    return receipts
 
 
 # The receipts of each requester file last read, by path, with the file's identity (inode, size,

@@ -53,6 +53,25 @@ def _known(obj) -> str | None:
     return None
 
 
+def _named_kinds(code: types.CodeType) -> set[str]:
+    """Kinds the code's names and strings give away where no global leads to them."""
+    found = set()
+    names = set(code.co_names)
+    # A function-level import (`from ggp_devnet import running_live`) leaves no global.
+    if names & DEVNET_NAMES and any(n.startswith(("ggp_devnet", "support.", "tests.support")) for n in names):
+        found.add("devnet")
+    if names & BROWSER_NAMES and any(n.endswith("support.browser") for n in names):
+        found.add("browser")
+    # `python -m publisher.cli devnet …` in a subprocess.
+    strings = {c for c in code.co_consts if isinstance(c, str)}
+    if "devnet" in strings and strings & {"publisher", "publisher.cli"}:
+        found.add("devnet")
+    # Python source run in a subprocess (`python -c …`) that imports the devnet.
+    if any("import" in c and "ggp_devnet" in c for c in strings):
+        found.add("devnet")
+    return found
+
+
 class Reader:
     """Kinds found in functions' code, memoized per code object."""
 
@@ -70,6 +89,16 @@ class Reader:
         if code in self.memo:
             return self.memo[code]
         self.memo[code] = frozenset()  # recursion guard
+        found = self._constants(code, scope)
+        for name in set(code.co_names):
+            found |= self._object(scope.get(name), code, scope)
+        found |= _named_kinds(code)
+        self.memo[code] = frozenset(found)
+        return self.memo[code]
+
+    def _constants(self, code: types.CodeType, scope: dict) -> set[str]:
+        """Kinds from the code's constants: the functions nested in it, and strings naming a
+        devnet option or a Node.js program."""
         found: set[str] = set()
         for const in code.co_consts:
             if isinstance(const, types.CodeType):
@@ -79,23 +108,7 @@ class Reader:
                     found.add("devnet")
                 elif const in NODE_STRINGS and RUNNERS & set(code.co_names):  # "node" as a program, not a key
                     found.add("node")
-        names = set(code.co_names)
-        for name in names:
-            found |= self._object(scope.get(name), code, scope)
-        # A function-level import (`from ggp_devnet import running_live`) leaves no global.
-        if names & DEVNET_NAMES and any(n.startswith(("ggp_devnet", "support.", "tests.support")) for n in names):
-            found.add("devnet")
-        if names & BROWSER_NAMES and any(n.endswith("support.browser") for n in names):
-            found.add("browser")
-        # `python -m publisher.cli devnet …` in a subprocess.
-        strings = {c for c in code.co_consts if isinstance(c, str)}
-        if "devnet" in strings and strings & {"publisher", "publisher.cli"}:
-            found.add("devnet")
-        # Python source run in a subprocess (`python -c …`) that imports the devnet.
-        if any("import" in c and "ggp_devnet" in c for c in strings):
-            found.add("devnet")
-        self.memo[code] = frozenset(found)
-        return self.memo[code]
+        return found
 
     def _object(self, obj, code: types.CodeType, scope: dict) -> frozenset[str]:
         if obj is None:
