@@ -8,31 +8,18 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from publisher.chain.rpc import RpcClient
 from publisher.config import Profile, load_profile
 
 from .anvil import CHAIN_ID, GENESIS_TIME, Anvil
-from .scenarios import Scenario, build
+from .net import Devnet
+from .scenarios import build
 from .standins import NETWORK, Standins
 
 if TYPE_CHECKING:
     from .live import Live
-
-
-@dataclass
-class Devnet:
-    url: str
-    chain_id: int
-    scenario: Scenario
-    addresses: dict[str, str]
-    seconds: float  # time taken to generate the scenario, deploy and seed
-    # Base URLs of the stand-ins: "validator_api" (Glacier), "pchain_rpc", "price_api" (CoinGecko).
-    services: dict[str, str] = field(default_factory=dict)
-    standins: Standins | None = None  # their fault switches
-    network: str = "devnet"  # the profile this chain rehearses ("devnet": the plain devnet)
 
 
 def devnet_profile(profile: Profile, net: Devnet) -> Profile:

@@ -53,7 +53,7 @@ from .scenarios import CANCELED, DAY, ERROR, FINISHED, LAUNCHED, PRELAUNCH, STAK
 from .seed import Sender, manual_mining
 
 if TYPE_CHECKING:  # the devnet runs this module's wind-down while it seeds
-    from . import Devnet
+    from .net import Devnet
 
 LATE_DAYS = (0, 0, 0, 0.5, 1.5, 3.5)  # how late each GGP distribution runs, drawn per cycle
 ZERO_REWARD_ODDS = 0.05
