@@ -96,3 +96,22 @@ def test_rewards_params_body_is_the_formulas_inputs():
     assert body["tegs"] == {**body["tegs"], "wei": str(avax(1500)), "stakers": 2}
     assert body["ggpPriceInAvaxWei"] == str(WAD // 4) and body["nextDistributionTime"] == NOW + 14 * DAY
     assert body["validatorRate"]["source"] == "default" and body["distributionExpected"] is True
+
+
+def test_the_feed_writes_out_only_the_receipts_entries_it_shows():
+    # Many receipts with ties in time: the newest entries chosen before they are written equal the
+    # first entries of all of them in the feed's order.
+    from publisher.endpoints import feed
+    from publisher.snapshot import QueueStep, Receipt
+
+    who = "0x" + "ab" * 20
+    outcomes = (None, "claimed", "cancelled", "reclaimed")
+    receipts = tuple(
+        Receipt(i, who, 10**18 + i, 2 * 10**18, 1_000 + i, QueueStep(i, 1_000 + i // 3, "0x" + "00" * 32),
+                funded=QueueStep(i + 1, 2_000 + i // 5, "0x" + "11" * 32) if i % 4 else None, allocated=2 * 10**18,
+                closed=outcomes[i % 4], closed_at=QueueStep(i + 2, 2_000 + i // 7, "0x" + "22" * 32) if i % 4 else None,
+                paid=10**18, shares_returned=10**18, shares_burnt=i % 2)
+        for i in range(600))
+    every = sorted(feed.receipt_entries("devnet", receipts), key=lambda e: (-e.updated, e.id))
+    newest = sorted(feed.receipt_entries("devnet", receipts, 50), key=lambda e: (-e.updated, e.id))
+    assert len(every) > 50 and newest == every[:50]

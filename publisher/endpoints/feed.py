@@ -20,6 +20,7 @@ block's, never the wall clock's: the file changes only when an entry does.
 """
 from __future__ import annotations
 
+import heapq
 import json
 import time
 import xml.etree.ElementTree as ET
@@ -92,7 +93,7 @@ def queue_feed(ctx: Context):
     if s.withdraw_queue is None:
         return  # no queue at this block: no feed of it (a noQueue /withdrawals says why)
     carried = previous_entries(ctx.previous.get(PATH), s.network)
-    entries = [*receipt_entries(s.network, s.queue_receipts),
+    entries = [*receipt_entries(s.network, s.queue_receipts, MAX_ENTRIES),
                *change_entries(ctx, carried),
                *announcement_entries(ctx, carried)]
     entries.sort(key=lambda e: (-e.updated, e.id))
@@ -132,43 +133,56 @@ def _short(address: str) -> str:
     return f"{address[:6]}…{address[-4:]}"
 
 
-def receipt_entries(network: str, receipts: tuple[Receipt, ...]) -> list[Entry]:
-    """An entry for each funding and each closing (claim, cancel, reclaim) on record."""
-    out = []
+def receipt_entries(network: str, receipts: tuple[Receipt, ...], newest: int | None = None) -> list[Entry]:
+    """An entry for each funding and each closing (claim, cancel, reclaim) on record; with
+    ``newest``, only the entries that sort first in the feed (tens of thousands of receipts, a
+    hundred entries shown: only those are written out)."""
+    steps = []  # (sort key as the feed sorts, receipt, what happened)
     for r in receipts:
         base = f"{TAG}withdrawals/{network}/request/{r.id}/"
-        link = r.requester.lower()
-        filed = (f"Requester {r.requester}. Filed at block {r.requested.block} ({when_utc(r.requested.time)}) for "
-                 f"{amount(tokens(r.shares))} ggAVAX, to be paid {amount(tokens(r.expected_assets))} AVAX, "
-                 f"claimable from {when_utc(r.claimable_time)}.")
         if r.funded is not None:
-            avax = amount(tokens(r.allocated or 0))
-            out.append(Entry(base + "funded", "funded", r.funded.time,
-                             f"Request {r.id} funded: {avax} AVAX set aside for {_short(r.requester)}",
-                             f"The depositor funded request {r.id} at block {r.funded.block} (transaction "
-                             f"{r.funded.tx}): {avax} AVAX is set aside for its requester, who can claim it "
-                             f"until the request expires. {filed}", link))
-        at = r.closed_at
-        if r.closed is None or at is None:
-            continue
-        where = f"at block {at.block} (transaction {at.tx})"
-        if r.closed == "claimed":
-            title = f"Request {r.id} claimed: {amount(tokens(r.paid or 0))} AVAX paid to {_short(r.requester)}"
-            text = f"Its requester claimed request {r.id} {where}: {amount(tokens(r.paid or 0))} AVAX paid."
-        elif r.closed == "cancelled":
-            burnt = r.shares_burnt or 0
-            title = f"Request {r.id} cancelled: {amount(tokens(r.shares_returned or 0))} ggAVAX back to {_short(r.requester)}"
-            text = (f"Its requester cancelled request {r.id} {where}: {amount(tokens(r.shares_returned or 0))} "
-                    "ggAVAX returned" + (f", {amount(tokens(burnt))} ggAVAX burnt (the rate rose while it waited)"
-                                         if burnt else "") + ".")
-        else:
-            title = (f"Request {r.id} reclaimed after its expiration: {amount(tokens(r.shares_returned or 0))} "
-                     f"ggAVAX back to {_short(r.requester)}")
-            text = (f"Request {r.id} expired and was reclaimed {where}: {amount(tokens(r.shares_returned or 0))} "
-                    "ggAVAX returned to its requester" + (" (its funded AVAX deposited back into ggAVAX)"
-                                                          if r.funded is not None else "") + ".")
-        out.append(Entry(base + r.closed, r.closed, at.time, title, f"{text} {filed}", link))
-    return out
+            steps.append(((-r.funded.time, base + "funded"), r, "funded"))
+        if r.closed is not None and r.closed_at is not None:
+            steps.append(((-r.closed_at.time, base + r.closed), r, r.closed))
+    chosen = steps if newest is None else heapq.nsmallest(newest, steps, key=lambda x: x[0])
+    return [_receipt_entry(key[1], r, what) for key, r, what in chosen]
+
+
+def _receipt_entry(entry_id: str, r: Receipt, what: str) -> Entry:
+    link = r.requester.lower()
+    filed = (f"Requester {r.requester}. Filed at block {r.requested.block} ({when_utc(r.requested.time)}) for "
+             f"{amount(tokens(r.shares))} ggAVAX, to be paid {amount(tokens(r.expected_assets))} AVAX, "
+             f"claimable from {when_utc(r.claimable_time)}.")
+    if what == "funded":
+        assert r.funded is not None
+        avax = amount(tokens(r.allocated or 0))
+        return Entry(entry_id, "funded", r.funded.time,
+                     f"Request {r.id} funded: {avax} AVAX set aside for {_short(r.requester)}",
+                     f"The depositor funded request {r.id} at block {r.funded.block} (transaction "
+                     f"{r.funded.tx}): {avax} AVAX is set aside for its requester, who can claim it "
+                     f"until the request expires. {filed}", link)
+    at = r.closed_at
+    assert at is not None
+    title, text = _closing_words(r, f"at block {at.block} (transaction {at.tx})")
+    return Entry(entry_id, what, at.time, title, f"{text} {filed}", link)
+
+
+def _closing_words(r: Receipt, where: str) -> tuple[str, str]:
+    """The title and text of a request's claim, cancel or reclaim."""
+    if r.closed == "claimed":
+        return (f"Request {r.id} claimed: {amount(tokens(r.paid or 0))} AVAX paid to {_short(r.requester)}",
+                f"Its requester claimed request {r.id} {where}: {amount(tokens(r.paid or 0))} AVAX paid.")
+    if r.closed == "cancelled":
+        burnt = r.shares_burnt or 0
+        return (f"Request {r.id} cancelled: {amount(tokens(r.shares_returned or 0))} ggAVAX back to {_short(r.requester)}",
+                f"Its requester cancelled request {r.id} {where}: {amount(tokens(r.shares_returned or 0))} "
+                "ggAVAX returned" + (f", {amount(tokens(burnt))} ggAVAX burnt (the rate rose while it waited)"
+                                     if burnt else "") + ".")
+    return (f"Request {r.id} reclaimed after its expiration: {amount(tokens(r.shares_returned or 0))} "
+            f"ggAVAX back to {_short(r.requester)}",
+            f"Request {r.id} expired and was reclaimed {where}: {amount(tokens(r.shares_returned or 0))} "
+            "ggAVAX returned to its requester" + (" (its funded AVAX deposited back into ggAVAX)"
+                                                  if r.funded is not None else "") + ".")
 
 
 def _queue_state(ctx: Context) -> dict | None:
