@@ -7,9 +7,9 @@ import time
 from collections.abc import Sequence
 
 from publisher.chain import abis
-from publisher.chain.rpc import RpcClient
 from publisher.snapshot import Staker
 
+from .anvil import node_client
 from .seed import DEPLOYER, TX_GAS, set_stakers
 
 FIELDS = [(name, re.sub(r"([A-Z])", r"_\1", name).lower()) for name, _ in abis.STAKER_FIELDS]
@@ -18,7 +18,7 @@ FIELDS = [(name, re.sub(r"([A-Z])", r"_\1", name).lower()) for name, _ in abis.S
 def write_stakers(url: str, staking: str, stakers: Sequence[Staker], *, seconds: int = 12) -> int:
     """Store these stakers (new or changed; the contract keeps getTotalGGPStake in step) in one
     block ``seconds`` after the head; with no stakers, mine an empty block. Returns that block."""
-    client = RpcClient([url])
+    client = node_client(url, max_attempts=6)
     head = client.request("eth_getBlockByNumber", ["latest", False])
     client.request("evm_setNextBlockTimestamp", [hex(int(head["timestamp"], 16) + seconds)])
     if not stakers:
