@@ -82,11 +82,13 @@ def load_snapshot(path: str | None) -> Snapshot:
     if path:
         return Snapshot.load(path)
     from ggp_devnet import devnet_profile, running
+    from ggp_devnet.changes import ordinary_head
 
     from publisher.collect import collect
     from publisher.config import load_profile
 
     with running("demo") as net:
+        ordinary_head(net)
         return collect(devnet_profile(load_profile("devnet"), net)).snapshot
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import record
 from ggp_devnet import running
+from ggp_devnet.changes import ordinary_head
 
 SLOPED = ("seconds", "cpu_seconds", "peak_rss_mb", "seed_seconds", "disk_seconds")
 NAMED = {"1k": 1_000, "3k": 3_000, "10k": 10_000, "30k": 30_000, "100k": 100_000}
@@ -95,6 +96,7 @@ def disk_seconds(out: Path) -> float:
 def measure(stakers: int, runs: int) -> dict:
     t0 = time.perf_counter()
     with running("scale", stakers=stakers) as net:
+        ordinary_head(net)
         row = {"stakers": len(net.scenario.stakers), "minipools": len(net.scenario.minipools),
                "scenario": net.scenario.name, "seed_seconds": round(net.seconds, 2)}
         print(f"{row['scenario']}: {row['stakers']:,} stakers, {row['minipools']:,} minipools seeded in "

@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 import record
 import requests
 from ggp_devnet import running
+from ggp_devnet.changes import ordinary_head
 
 from publisher.chain.reader import find_blocks_at
 from publisher.chain.rpc import Counters
@@ -170,6 +171,7 @@ def main() -> None:
 
 def rehearse(args, node: str, keep: int | None, rows: list[dict], loads) -> None:
     with running(args.scenario, as_network="mainnet", keep_states=keep) as net:
+        ordinary_head(net)
         print(f"rehearsal '{args.scenario}' as mainnet on a{'n' if node == 'archive' else ''} {node} node ready in "
               f"{net.seconds:.1f}s (load {os.getloadavg()[0]:.1f})")
         for delay in (0.0, args.latency):

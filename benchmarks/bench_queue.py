@@ -215,6 +215,7 @@ def main() -> None:
     logging.getLogger().setLevel(logging.ERROR)
 
     from ggp_devnet import devnet_profile, running
+    from ggp_devnet.changes import ordinary_head
 
     from publisher.build.incremental import Cache
     from publisher.config import load_profile
@@ -224,6 +225,7 @@ def main() -> None:
     out = Path(tempfile.mkdtemp(prefix="bench-queue-")) / "out"
     with running(args.scenario) as net:
         report["seed_seconds"] = net.seconds
+        ordinary_head(net)
         profile = devnet_profile(load_profile("devnet"), net)
         snap = snapshots(profile, report, loads)
         queue_size(snap, report)

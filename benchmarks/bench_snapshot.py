@@ -27,6 +27,7 @@ import record
 import requests
 from eth_utils import keccak
 from ggp_devnet import devnet_profile, running
+from ggp_devnet.changes import ordinary_head
 
 from publisher.chain import abis
 from publisher.chain.abi import Fn
@@ -196,6 +197,7 @@ def main() -> None:
     t_start = time.perf_counter()
     load_start = record.load()
     with running(args.scenario) as net:
+        ordinary_head(net)
         up = time.perf_counter() - t_start
         profile = devnet_profile(load_profile("devnet"), net)
         runs, cpu = [], []  # CPU seconds of this process: the machine may be shared

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import record
 from ggp_devnet import running
+from ggp_devnet.changes import ordinary_head
 from moto.server import ThreadedMotoServer
 from support.soak import FAULTS, SLACK, STALL_DEADLINE, soak
 
@@ -44,6 +45,7 @@ def main() -> None:
 
     try:
         with running("demo") as net, tempfile.TemporaryDirectory() as tmp:
+            ordinary_head(net)
             report = soak(net, f"http://{host}:{port}", Path(tmp), args.runs, seed=args.seed, echo=echo)
     finally:
         server.stop()

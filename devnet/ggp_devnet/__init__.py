@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from publisher.chain.rpc import RpcClient
 from publisher.config import Profile, load_profile
 
-from .anvil import CHAIN_ID, GENESIS_TIME, Anvil, node_client
+from .anvil import CHAIN_ID, GENESIS_TIME, Anvil
 from .net import Devnet
 from .scenarios import build
 from .standins import NETWORK, Standins
@@ -57,7 +58,7 @@ def running(scenario: str = "demo", port: int | None = None, *, as_network: str 
     chain_id = profile.chain_id if profile else CHAIN_ID
     network = profile.validator_network if profile else NETWORK
     with Anvil(port, chain_id=chain_id, keep_states=keep_states) as node, Standins(sc, network=network, ggp_quote=ggp_quote) as standins:
-        client = node_client(node.url)
+        client = RpcClient([node.url], max_attempts=2)
         if profile:
             from . import rehearsal
 

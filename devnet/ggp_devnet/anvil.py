@@ -17,9 +17,7 @@ from typing import Any
 
 import requests
 
-from publisher.chain.rpc import RpcClient
 from publisher.errors import PublisherError
-from publisher.transport import session
 
 CHAIN_ID = 43112  # Avalanche's local-network C-Chain id
 GENESIS_TIME = 1767225600  # 2026-01-01T00:00:00Z: fixed so every run has the same blocks
@@ -75,15 +73,6 @@ def _roots():
             if parent not in seen and (parent / "package.json").is_file():
                 seen.add(parent)
                 yield parent
-
-
-def node_client(url: str, *, max_attempts: int = 2) -> RpcClient:
-    """A client of the local node that seeds and drives it: tens of thousands of requests, none
-    of which may go through a proxy, so the environment's proxy settings are not looked up for
-    each (a millisecond a request)."""
-    s = session()
-    s.trust_env = False
-    return RpcClient([url], max_attempts=max_attempts, session=s)
 
 
 def free_port() -> int:

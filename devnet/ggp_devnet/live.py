@@ -45,9 +45,9 @@ from eth_utils import keccak, to_checksum_address
 
 from publisher.chain import abis
 from publisher.chain.reader import registry_key
+from publisher.chain.rpc import RpcClient
 
 from . import operator as O
-from .anvil import node_client
 from .operator import YEAR, Distribution, Operator, network_reward
 from .scenarios import CANCELED, DAY, ERROR, FINISHED, LAUNCHED, PRELAUNCH, STAKING, WAD, WIND_DOWN_PAUSED, WITHDRAWABLE
 from .seed import Sender, manual_mining
@@ -114,7 +114,7 @@ class Live:
     zero_reward_odds: float = ZERO_REWARD_ODDS  # odds that a validation ends with no reward (slashed)
 
     def __post_init__(self) -> None:
-        self.client = node_client(self.net.url)
+        self.client = RpcClient([self.net.url], max_attempts=2)
         now = int(self.client.request("eth_getBlockByNumber", ["latest", False])["timestamp"], 16)
         self.sender = Sender(self.client, clock=now)
         self.op = Operator(self.client, self.net.addresses, self.sender)
