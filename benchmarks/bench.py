@@ -3,8 +3,10 @@
 Run: python benchmarks/bench.py [--json FILE] [--quick]   (`make bench` writes benchmarks/results/pipeline.json)
 
 Measures, in one devnet session: the snapshot; a full build by stage and `publisher check`; a
-rebuild one block later with k = 0, 1, 10, 100 changed stakers (min / median of three, after a
-warm-up, so both trees behind out/ exist, as in a long-running publisher); publishing against moto's S3 server over
+rebuild one block later with k = 0, 1, 10, 100 changed stakers, read and built as a `publisher
+watch` turn (runs.read_and_build: the price history and the queue's log scan resume from out/;
+min / median of three, after a warm-up, so both trees behind out/ exist, as in a long-running
+publisher); the file-creation floor (the full build's files written plainly); publishing against moto's S3 server over
 HTTP (first, nothing changed, one block later with 10 changed stakers: seconds, requests, bytes);
 `publisher watch` following the devnet into that bucket (block-to-bucket latency, bench_watch.py);
 the rewards function (warm p50/p99, cold import); `publisher serve` requests per second.
@@ -81,6 +83,7 @@ def main() -> None:
     from publisher.build.workers import cores
     from publisher.collect import collect
     from publisher.config import load_profile
+    from publisher.runs import read_and_build
 
     report: dict = {"scenario": args.scenario, "targets": TARGETS}
     rows: list[tuple[str, str, str]] = []
@@ -133,12 +136,12 @@ def main() -> None:
             for warm in (True, False, False, False):  # the warm-up brings the other tree up to date
                 round_ += 1
                 write_stakers(net.url, net.addresses["Staking"], changed_stakers(snap, k, round_))
-                with Clock() as s:
-                    snap = collect(profile).snapshot
+                # As `publisher watch` runs a turn: the history and the queue's log scan resume from out/.
                 with Clock() as c:
-                    built = build(snap, profile, out, cache=cache, workers=cores())
+                    turn = read_and_build(profile, out, cache=cache, workers=cores())
+                snap, built = turn.collected.snapshot, turn.built
                 if not warm:
-                    runs.append({"snapshot": s.wall, "seconds": c.wall, "cpu": c.cpu, "load": c.load,
+                    runs.append({"snapshot": turn.seconds["read"], "seconds": turn.seconds["build"], "cpu": c.cpu, "load": c.load,
                                  "rendered": built.rendered, "written": built.written, "stages": built.stages})
             wall = sorted(r["seconds"] for r in runs)
             snaps = sorted(r["snapshot"] for r in runs)
@@ -188,10 +191,9 @@ def publish_figures(out: Path, snap, net, profile, row, cache) -> dict:
     import bench_watch
     from ggp_devnet.changes import write_stakers
 
-    from publisher.build.incremental import build
     from publisher.build.workers import cores
-    from publisher.collect import collect
     from publisher.publish import publish
+    from publisher.runs import read_and_build
 
     figures = {}
     with bench_watch.moto_bucket("api") as endpoint:
@@ -199,8 +201,7 @@ def publish_figures(out: Path, snap, net, profile, row, cache) -> dict:
         for name, k in cases:
             if k is not None:
                 write_stakers(net.url, net.addresses["Staking"], changed_stakers(snap, k, 99))
-                snap = collect(profile).snapshot
-                build(snap, profile, out, cache=cache, workers=cores())
+                snap = read_and_build(profile, out, cache=cache, workers=cores()).collected.snapshot
             with Clock() as c:
                 result = publish(out, "api", endpoint_url=endpoint)
             r, plan = result.requests, result.plan
