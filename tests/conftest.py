@@ -1,4 +1,5 @@
-"""Shared fixtures: one seeded demo devnet per test session (per xdist worker), and its snapshot."""
+"""Shared fixtures: one seeded demo devnet per test session (per xdist worker), and its snapshot;
+one wound-down devnet likewise."""
 from __future__ import annotations
 
 import logging
@@ -16,6 +17,15 @@ from publisher.config import load_profile
 @pytest.fixture(scope="session")
 def demo():
     with running("demo") as net:
+        yield net
+
+
+@pytest.fixture(scope="session")
+def wound_devnet():
+    """One seeded wound-down devnet per test session (per xdist worker), some ten seconds to seed:
+    for the tests that only read it, or move it inside an evm snapshot and revert it (and put back
+    what they changed in its scenario). A test that leaves it moved seeds its own."""
+    with running("wound-down") as net:
         yield net
 
 

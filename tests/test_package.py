@@ -57,20 +57,32 @@ def installed(tmp_path_factory):
     """(bin dir, environment, working directory) of a fresh install of the wheel."""
     tmp = tmp_path_factory.mktemp("installed")
     dist = tmp / "dist"
-    # The wheel, built with the locked build backend from a copy of what the image's build sees
-    # (.dockerignore): nothing is written into the checkout, where parallel workers would collide.
-    src = tmp / "src"
-    for name in ("pyproject.toml", "README.md"):
-        src.mkdir(exist_ok=True)
-        shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "publisher", src / "publisher", ignore=shutil.ignore_patterns("__pycache__"))
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(dist), str(src)],
-         cwd=tmp, env=dict(os.environ))
-    wheel = next(dist.glob("ggp_publisher-*.whl"))
     venv = tmp / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp, env=dict(os.environ))
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    _run([*pip, "--require-hashes", "-r", str(ROOT / "requirements" / "runtime.txt")], cwd=tmp, env=dict(os.environ), timeout=540)
+    # A venv without a pip of its own (bootstrapping one takes seconds): the checkout's pip
+    # installs into it (--python), byte-compiling nothing ahead (the interpreter does on import).
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp, env=dict(os.environ))
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
+           "--disable-pip-version-check", "--no-compile"]
+    # The runtime set installs (mostly waiting on the package index) while the wheel builds.
+    runtime_args = [*pip, "--require-hashes", "-r", str(ROOT / "requirements" / "runtime.txt")]
+    runtime = subprocess.Popen(runtime_args, cwd=tmp, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # The wheel, built with the locked build backend from a copy of what the image's build sees
+        # (.dockerignore): nothing is written into the checkout, where parallel workers would collide.
+        src = tmp / "src"
+        for name in ("pyproject.toml", "README.md"):
+            src.mkdir(exist_ok=True)
+            shutil.copy2(ROOT / name, src / name)
+        shutil.copytree(ROOT / "publisher", src / "publisher", ignore=shutil.ignore_patterns("__pycache__"))
+        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(dist), str(src)],
+             cwd=tmp, env=dict(os.environ))
+        out, err = runtime.communicate(timeout=540)
+    finally:
+        if runtime.poll() is None:
+            runtime.kill()
+            runtime.wait()
+    assert runtime.returncode == 0, f"{runtime_args} failed:\n{out}\n{err}"
+    wheel = next(dist.glob("ggp_publisher-*.whl"))
     _run([*pip, "--no-deps", str(wheel)], cwd=tmp, env=dict(os.environ))
     # Nothing of the checkout reaches it: not its PYTHONPATH (where the devnet may be), nor its settings.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PUBLISHER_", "VIRTUAL_ENV"))}

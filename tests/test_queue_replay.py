@@ -20,7 +20,7 @@ import re
 from contextlib import contextmanager
 
 import pytest
-from ggp_devnet import devnet_profile, running, running_live
+from ggp_devnet import devnet_profile, running_live
 from ggp_devnet import operator as O
 from ggp_devnet.seed import Sender, cancel_request, claim_unstake, manual_mining, reclaim_expired
 from support.chain import checkpoint, header
@@ -173,9 +173,8 @@ def test_a_per_call_limit_of_3_with_closed_ids_at_the_front(demo, demo_profile, 
 
 
 @pytest.fixture(scope="module")
-def wound():
-    with running("wound-down") as net:
-        yield net, devnet_profile(load_profile("devnet"), net)
+def wound(wound_devnet):
+    return wound_devnet, devnet_profile(load_profile("devnet"), wound_devnet)  # the replay reverts what it mines
 
 
 def test_the_wound_down_scenario(wound, tmp_path):

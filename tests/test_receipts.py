@@ -190,12 +190,12 @@ def test_a_requester_with_only_closed_requests_keeps_its_file(demo, demo_profile
 
 
 @pytest.fixture(scope="module")
-def wound_down(tmp_path_factory):
-    with running("wound-down") as net:
-        profile = devnet_profile(load_profile("devnet"), net)
-        out = tmp_path_factory.mktemp("wound") / "out"
-        run = read_and_build(profile, out, cache=Cache(), workers=1)
-        yield net, profile, run.collected.snapshot, out
+def wound_down(wound_devnet, tmp_path_factory):
+    net = wound_devnet
+    profile = devnet_profile(load_profile("devnet"), net)
+    out = tmp_path_factory.mktemp("wound") / "out"
+    run = read_and_build(profile, out, cache=Cache(), workers=1)
+    return net, profile, run.collected.snapshot, out
 
 
 def test_the_wound_down_receipts_equal_the_chains_logs(wound_down):

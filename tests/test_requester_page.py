@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 import yaml
-from ggp_devnet import devnet_profile, running
+from ggp_devnet import devnet_profile
 from support.browser import Chromium
 
 from publisher.build.pipeline import build, context
@@ -78,12 +78,11 @@ def site(built):
 
 
 @pytest.fixture(scope="module")
-def wound_site(tmp_path_factory):
+def wound_site(wound_devnet, tmp_path_factory):
     """The wound-down chain (operations ended, ggAVAX deposits paused: funded requests past their
-    expiration are stuck), built and served once for the module: it is slow to seed."""
-    with running("wound-down") as net:
-        profile = devnet_profile(load_profile("devnet"), net)
-        snap = collect(profile).snapshot
+    expiration are stuck), built and served once for the module."""
+    profile = devnet_profile(load_profile("devnet"), wound_devnet)
+    snap = collect(profile).snapshot
     out = tmp_path_factory.mktemp("wound-pages") / "out"
     build(snap, profile, out)
     server, url = serve(out)

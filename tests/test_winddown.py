@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ggp_devnet import devnet_profile, running, running_live
+from ggp_devnet import devnet_profile, running_live
 from support.chain import eth_call
 
 from publisher.build import incremental
@@ -62,13 +62,13 @@ def net_client(net):
 
 
 @pytest.fixture(scope="module")
-def wound(tmp_path_factory):
-    with running("wound-down") as net:
-        profile = devnet_profile(load_profile("devnet"), net)
-        snap = collect(profile).snapshot
-        out = tmp_path_factory.mktemp("wound") / "out"
-        build(snap, profile, out)
-        yield net, profile, snap, out
+def wound(wound_devnet, tmp_path_factory):
+    net = wound_devnet
+    profile = devnet_profile(load_profile("devnet"), net)
+    snap = collect(profile).snapshot
+    out = tmp_path_factory.mktemp("wound") / "out"
+    build(snap, profile, out)
+    return net, profile, snap, out
 
 
 def test_the_wound_down_chain_publishes_every_endpoint_labelled(wound):

@@ -152,9 +152,8 @@ def check_wound_down(c: Chain) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def wound():
-    with running("wound-down") as net:
-        yield net
+def wound(wound_devnet):
+    return wound_devnet  # the session's: the test that moves it reverts it
 
 
 def test_wound_down_is_a_scenario_of_its_own():

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -127,6 +129,7 @@ class Live:
         self.pst_holders = [who for who, _ in sc.queue.pst_deposits] if sc.queue else []
         self.lateness: dict[int, int] = {}
         self.wound_down = False
+        self._manual = False  # inside _mining
         if self.wind_down_at is not None and self.wind_down_at <= now:
             keys = [registry_key("contract.paused", n) for n in WIND_DOWN_PAUSED]
             self.wound_down = all(self.op.calls([("Storage", abis.storage_getBool, (k,)) for k in keys]))
@@ -136,6 +139,20 @@ class Live:
     @property
     def now(self) -> int:
         return self.sender.clock
+
+    @contextmanager
+    def _mining(self) -> Iterator[None]:
+        """Manual mining for what's inside, unless an outer span already holds it (play_wind_down:
+        automine off once for the whole wind-down, not twice a day)."""
+        if self._manual:
+            yield
+            return
+        self._manual = True
+        try:
+            with manual_mining(self.client):
+                yield
+        finally:
+            self._manual = False
 
     def next_distribution_due(self) -> int:
         """When the running GGP cycle's distribution will be sent (its end plus this cycle's delay)."""
@@ -162,7 +179,7 @@ class Live:
         of the day, each at its exact time, then the day's business."""
         target = until if until is not None else self.now + DAY
         events: list[str] = []
-        with manual_mining(self.client):
+        with self._mining(), self.op.settings_held():
             events += self._wind_down_by(target)
             if self.wound_down:
                 events += self._depositor_run()
@@ -185,7 +202,7 @@ class Live:
         launches or syncs. What a forecast made before it assumes, so it can be held to it. After
         the end of operations no distribution falls due, and the depositor's daily run from the
         vault belongs to the day's business (step)."""
-        with manual_mining(self.client):
+        with self._mining(), self.op.settings_held():
             events = self._wind_down_by(until)
             events += self._due(until)
             self.sender.mine(max(until, self.now + 1))
@@ -252,7 +269,7 @@ class Live:
 
     def depositor_run(self) -> list[str]:
         """The depositor serves the line now, in a block of its own (tests, the scenario's end)."""
-        with manual_mining(self.client):
+        with self._mining():
             return self._depositor_run()
 
     def file_requests(self, count: int, when: int) -> list[str]:
@@ -261,7 +278,7 @@ class Live:
         held = self.op.calls([("TokenggAVAX", abis.balanceOf, (who,)) for who in self.depositors])
         holders = [(who, n) for who, n in zip(self.depositors, held, strict=True) if n]
         out = []
-        with manual_mining(self.client):
+        with self._mining():
             with self.sender.one_block(max(when, self.now + 1)):
                 for holder, balance in self.rng.sample(holders, min(count, len(holders))):
                     self.op.request_unstake(holder, balance * self.rng.randrange(50, 101) // 100,
@@ -272,7 +289,7 @@ class Live:
 
     def distribute_at(self, when: int) -> Distribution:
         """Run the GGP distribution at exactly ``when`` (tests: a chosen on-time or late moment)."""
-        with manual_mining(self.client):
+        with self._mining():
             self._distribute(when)
         return self.distributions[-1]
 
@@ -630,12 +647,13 @@ def play_wind_down(net: Devnet) -> Live:
     sc = net.scenario
     assert sc.wind_down is not None
     live = Live(net, seed=sc.wind_down.seed, wind_down_at=sc.wind_down.at)
-    live.step(until=sc.wind_down.at)  # to the end of operations: the wind-down, then that day's business
-    live.run(days=sc.wind_down.days, pace=0)
-    end = live.now
-    live.file_requests(2, end + 3600)
-    live.depositor_run()
-    live.file_requests(2, end + 2 * 3600)
+    with live._mining():  # nobody else acts meanwhile: automine off once for all of it
+        live.step(until=sc.wind_down.at)  # to the end of operations: the wind-down, then that day's business
+        live.run(days=sc.wind_down.days, pace=0)
+        end = live.now
+        live.file_requests(2, end + 3600)
+        live.depositor_run()
+        live.file_requests(2, end + 2 * 3600)
     live._refresh_standins()
     sc.now = live.now
     sc.stakers = live.op.stakers()

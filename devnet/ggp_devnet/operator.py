@@ -8,6 +8,8 @@ the same against the devnet contracts, each call mined at a timestamp the caller
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from publisher.chain import abis
@@ -87,6 +89,20 @@ class Operator:
         self.client = client
         self.a = addresses
         self.s = sender
+        self._held: dict[str, int] | None = None  # settings read while settings_held
+
+    @contextmanager
+    def settings_held(self) -> Iterator[None]:
+        """Inside, each ProtocolDAO setting is read once: the operator never changes one, so within
+        one of its steps (nobody else acting) a second read would answer the same."""
+        if self._held is not None:  # nested: the outer hold goes on
+            yield
+            return
+        self._held = {}
+        try:
+            yield
+        finally:
+            self._held = None
 
     # ---- reads (at the latest block) ----
 
@@ -105,7 +121,12 @@ class Operator:
 
     def setting(self, name: str) -> int:
         """A ProtocolDAO uint setting by name (e.g. "MinipoolCycleDuration")."""
-        return self.call("ProtocolDAO", Fn(f"get{name}()", "uint256"))
+        if self._held is not None and name in self._held:
+            return self._held[name]
+        value = self.call("ProtocolDAO", Fn(f"get{name}()", "uint256"))
+        if self._held is not None:
+            self._held[name] = value
+        return value
 
     def stakers(self) -> list[dict]:
         rows = self.call("Staking", abis.getStakers, 0, 0)
