@@ -614,10 +614,17 @@ def _problems(got: subprocess.CompletedProcess, directory: Path) -> list[str]:
     return lines[:-1]
 
 
+@pytest.fixture(scope="module")
+def hand_edit_bucket(moto) -> tuple[str, object]:
+    """One bucket for the hand-edit cases: each builds the same bytes from the same snapshot and
+    publishes them, so after the first case's upload the others' publish has nothing to upload."""
+    return _bucket(moto)
+
+
 @pytest.mark.parametrize("after", ["incremental", "full"])
 @pytest.mark.parametrize("how", ["in place", "renamed over"])
 def test_a_hand_edit_in_out_is_found_by_check_refused_by_publish_and_replaced_by_the_next_build(
-        demo, base, moto, tmp_path, how, after):
+        demo, base, moto, hand_edit_bucket, tmp_path, how, after):
     """Two builds (the second incremental, carrying hard links into the first tree, or --full),
     then /prices and a staker's file are edited in out/: check names both, publish refuses naming
     them and leaves the bucket as it was, and the next build puts the built bytes back."""
@@ -627,7 +634,7 @@ def test_a_hand_edit_in_out_is_found_by_check_refused_by_publish_and_replaced_by
         got = run_cli(["build", "--from-snapshot", snap, "--out", out, *more], {"SOURCE_DATE_EPOCH": EPOCH})
         assert got.returncode == 0, got.stderr
     built = _published(out)
-    bucket, s3 = _bucket(moto)
+    bucket, s3 = hand_edit_bucket
     publish = ["publish", "--dir", out, "--bucket", bucket, "--endpoint-url", moto]
     assert run_cli(publish, AWS).returncode == 0
     live = _objects(s3, bucket)
