@@ -15,7 +15,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from support.s3_fault_proxy import S3FaultProxy
+from support.s3_fault_proxy import S3FaultProxy, stored_objects
 
 from publisher.build.pipeline import build
 from publisher.chain.rpc import RpcClient
@@ -82,8 +82,10 @@ def bucket(moto):
 
 def objects(moto, bucket, only: tuple[str, ...] | None = None) -> dict[str, bytes]:
     s3 = boto3.client("s3", endpoint_url=moto, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
-    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket) for o in page.get("Contents", ())]
-    return {k: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys if only is None or k in only}
+    if only is not None:
+        keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket) for o in page.get("Contents", ())]
+        return {k: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys if k in only}
+    return stored_objects(s3, bucket)
 
 
 LIVE = ("status", "_manifest.json")

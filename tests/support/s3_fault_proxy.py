@@ -8,9 +8,12 @@ Every request is forwarded unchanged (moto does not check signatures) unless a r
     S3FaultProxy(moto_url, bad_key="AKIABAD")        requests signed with that key id answer 403
 
 ``puts`` lists the keys of the PUTs that went through, in order.
+
+``stored_objects(s3, bucket)`` reads what a bucket of the in-process moto server holds.
 """
 from __future__ import annotations
 
+import hashlib
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +23,30 @@ import requests
 
 ERROR = '<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>{message}</Message></Error>'
 HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+
+
+def stored_objects(s3, bucket: str) -> dict[str, bytes]:
+    """Every object of ``bucket`` (key -> bytes), as ``s3`` (a boto3 client of the moto server
+    the tests run in this process) would return them.
+
+    The keys, sizes and ETags come from the S3 API's listing; the bytes from moto's store, which
+    serves them, since fetching a few hundred objects one GET at a time costs seconds per look.
+    Each body is held to its listing (size, and MD5 where the ETag is one), so a store that
+    disagreed with what the API serves fails here instead of passing a comparison it should not."""
+    from moto.s3.models import s3_backends
+
+    listed = {o["Key"]: o for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+              for o in page.get("Contents", ())}
+    partition, account = s3_backends.bucket_accounts[bucket]
+    held = dict(s3_backends[account][partition].buckets[bucket].keys.items())
+    assert held.keys() == listed.keys(), sorted(held.keys() ^ listed.keys())[:10]
+    out = {}
+    for key, entry in listed.items():
+        body = held[key].value
+        etag = entry["ETag"].strip('"')
+        assert len(body) == entry["Size"] and ("-" in etag or hashlib.md5(body).hexdigest() == etag), key
+        out[key] = body
+    return out
 
 
 class S3FaultProxy:
