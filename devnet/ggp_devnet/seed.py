@@ -380,9 +380,11 @@ def _play_days(s: Sender, a: dict[str, str], sc: Scenario) -> None:
                 send(a["TokenggAVAX"], withdraw_for_staking.encode(ls_total), "ggAVAX out to minipools")
             if day >= 3:
                 send(a["TokenggAVAX"], deposit_from_staking.encode(0, daily_reward), "ggAVAX staking rewards")
-            if s.next_block_time() >= cycle_end:
-                send(a["TokenggAVAX"], sync_rewards.encode(), "ggAVAX sync")
-                cycle_end = (s.next_block_time() + GGAVAX_CYCLE) // GGAVAX_CYCLE * GGAVAX_CYCLE
+        # A due sync in a block of its own after the day's: the chain keeps a block past the
+        # stream's end that the sync has not restarted (readers must handle that state).
+        if s.clock + 2 >= cycle_end:
+            send(a["TokenggAVAX"], sync_rewards.encode(), "ggAVAX sync")
+            cycle_end = (s.clock + GGAVAX_CYCLE) // GGAVAX_CYCLE * GGAVAX_CYCLE
     s.check()
     s.at(sc.now - 60)
     if s.clock + 2 >= cycle_end:
