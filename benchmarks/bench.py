@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import http.client
+import json
 import logging
 import os
 import subprocess
@@ -116,7 +117,7 @@ def main() -> None:
         row("full build (render+validate+write)", f"{c.wall:.2f} s (cpu {c.cpu:.2f})",
             f"load {c.load}; {built.count:,} files, {built.bytes / 1e6:.1f} MB; {stages}")
         row("full build + snapshot", f"{c.wall + report['snapshot']['seconds']:.2f} s", f"target {TARGETS['full build + snapshot']}")
-        report["floor"] = floor = creation_floor(out, tmp)
+        report["floor"] = floor = creation_floor(out)
         row("file-creation floor (the same files, written plainly)", f"{floor['seconds']:.2f} s",
             f"load {floor['load']}; best of {len(floor['passes'])}: {', '.join(f'{x:.2f}' for x in floor['passes'])}; "
             f"full build {report['full_build']['seconds'] - floor['seconds']:+.2f} s beyond it")
@@ -163,28 +164,17 @@ def main() -> None:
     subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
-def creation_floor(out: Path, tmp: Path, passes: int = 3) -> dict:
-    """What creating the full build's files costs on this disk with nothing else done: the same
-    paths and bytes written by one process (folders made, each file opened, written, closed) into
-    a fresh folder beside ``out``, best of ``passes``; each pass's folder is removed after it."""
-    root = out.resolve()
-    files = {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-    seconds = []
-    for n in range(passes):
-        dest = tmp / f"floor-{n}"
-        t0 = time.perf_counter()
-        made: set[str] = set()
-        for name, data in files.items():
-            folder = os.path.dirname(name)
-            if folder not in made:
-                os.makedirs(dest / folder, exist_ok=True)
-                made.add(folder)
-            with open(dest / name, "wb") as fh:
-                fh.write(data)
-        seconds.append(time.perf_counter() - t0)
-        subprocess.run(["rm", "-rf", str(dest)], check=True)
+def creation_floor(out: Path, passes: int = 3) -> dict:
+    """What creating the full build's files costs on this disk with nothing else done: growth's
+    bare loop (bench_growth.disk_seconds: the same names, sizes and folders), best of ``passes``."""
+    import bench_growth
+
+    from publisher.build.tree import RECORD
+
+    files = json.loads((out / RECORD).read_bytes())["files"]
+    seconds = [bench_growth.disk_seconds(out) for _ in range(passes)]
     return {"seconds": min(seconds), "passes": seconds, "files": len(files),
-            "bytes": sum(map(len, files.values())), "load": load()}
+            "bytes": sum(entry[1] for entry in files.values()), "load": load()}
 
 
 def publish_figures(out: Path, snap, net, profile, row, cache) -> dict:
