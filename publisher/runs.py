@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .build import incremental, pipeline
 from .build.incremental import Cache
@@ -17,6 +18,9 @@ from .errors import PublisherError
 from .progress import Progress
 from .snapshot import Snapshot
 from .sources import history, queuelog
+
+if TYPE_CHECKING:
+    from .publish.s3 import S3Sink
 
 
 @dataclass(frozen=True)
@@ -82,9 +86,10 @@ def _new_head_not_older(got: Collected, out: Path) -> None:
 
 
 def read_build_publish(profile: Profile, out: str | Path, target: Target, *, cache: Cache, workers: int,
-                       history_from: Path | None = None) -> Run:
+                       history_from: Path | None = None, sink: S3Sink | None = None) -> Run:
     """A whole run at the head: nothing is published unless the build passed every guard, and
-    publish applies its own (the change bounds against the live data, /status last)."""
+    publish applies its own (the change bounds against the live data, /status last). ``sink``:
+    the caller's client for the target's bucket (see ``publish``)."""
     from .publish import publish
 
     # The change bounds are applied once, by publish, against the live data users see: the local
@@ -93,6 +98,7 @@ def read_build_publish(profile: Profile, out: str | Path, target: Target, *, cac
     run = read_and_build(profile, out, cache=cache, workers=workers, force=True, history_from=history_from)
     t0 = time.monotonic()
     run.published = publish(out, target.bucket, target.prefix, endpoint_url=target.endpoint_url,
-                            region=target.region, distribution_id=target.distribution_id, max_age=target.max_age)
+                            region=target.region, distribution_id=target.distribution_id, max_age=target.max_age,
+                            sink=sink, built=run.built.record)
     run.seconds["publish"] = time.monotonic() - t0
     return run

@@ -457,3 +457,16 @@ def test_the_estimate_form_answers_in_place_with_script_and_with_json_without(si
     browser.wait_for("location.pathname.endsWith('/withdrawals/estimate')")
     assert json.loads(browser.eval("document.body.innerText"))["result"] == answer
     browser.scripts(True)
+
+
+def test_a_page_line_is_the_canonical_json_of_the_places_it_draws():
+    # A line of 1 000 places with AVAX amounts that are not round; one requester far back, one in front.
+    line = [(k, round(k * 1.37 + 0.001 * (k % 7), 6)) for k in range(1, 1001)]
+    curve = tuple(R.canonical_value(p) for p in line)
+    for mine in ((), ({"position": 3, "id": 9, "cumulativeAvax": line[2][1], "expectedAvax": 1.5},),
+                 ({"position": 640, "id": 1, "cumulativeAvax": 5.0, "expectedAvax": 0.25},
+                  {"position": 997, "id": 2, "cumulativeAvax": line[996][1], "expectedAvax": 2.0})):
+        last = max((r["position"] for r in mine), default=0)
+        drawn = [line[k - 1] for k in RP.places_through(last)] if mine else []
+        assert RP.line_data(curve, mine) == R.canonical_value({"mine": mine, "curve": drawn})
+        assert len(drawn) <= RP.CHART_POINTS + 2 and (not drawn or (drawn[0][0], drawn[-1][0]) == (1, last))

@@ -12,16 +12,15 @@ of making the files before /status:
   live record's content key saves reading the file);
 - the tree being written keeps what it already holds with the right digest, unless it was edited
   since (``TreeWriter``);
-- the per-entity files are walked by ``workers`` forked processes, each taking every n-th, while
-  this process makes the aggregates; a worker returns only digests;
+- the per-entity files are walked by ``workers`` forked processes, each taking every n-th entity
+  of each endpoint, while this process makes the aggregates; a worker returns only digests;
 - ``cache`` (a ``Cache``, owned by the caller) is what a build leaves for the next one in the same
-  process: long lists' rows by their item, and what the invariants read of a carried aggregate by
-  the sha256 of its bytes. Nothing else outlives a build.
+  process: long lists' rows by their item, what the invariants read of a carried aggregate by the
+  sha256 of its bytes, and the trees' records. Nothing else outlives a build.
 """
 from __future__ import annotations
 
 import hashlib
-import itertools
 import pickle
 import time
 from collections.abc import Callable
@@ -34,13 +33,13 @@ from typing import Any
 from .. import __version__
 from ..config import Profile
 from ..endpoints.context import Context
-from ..endpoints.registry import Deferred, Each, Rows, file_for, resolve
+from ..endpoints.registry import Deferred, Each, Rows, file_for, load_all, resolve
 from ..endpoints.units import dumps
 from ..errors import PublisherError
 from ..snapshot import Snapshot
 from .pipeline import Built, Made, bodies
 from .pipeline import build as core_build
-from .tree import Entry, TreeWriter, holds, read_record, sha256
+from .tree import Entry, Record, Records, TreeWriter, holds, read_record, sha256
 from .validate import extract, extracts, strict_loads
 from .workers import Workers
 
@@ -60,6 +59,8 @@ class Cache:
         # watch carries /stakers build after build, and parsing it each time would cost more than
         # the rest of such a build.
         self.reads: dict[str, tuple[str, object]] = {}
+        # The two trees' records, parsed once (``tree.Records``).
+        self.records = Records()
 
 
 def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, cache: Cache, workers: int,
@@ -67,7 +68,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, cache: Cache
     """``pipeline.build``, carrying what is unchanged from the live tree (see the module)."""
     layer = _Layer(cache, workers)
     try:
-        built = core_build(snap, profile, out_dir, force=force, files=layer)
+        built = core_build(snap, profile, out_dir, force=force, files=layer, records=cache.records)
     finally:
         if cache.rows is not None:
             cache.rows.turn()
@@ -80,21 +81,25 @@ class _Layer:
         self.cache, self.workers = cache, workers
         self.reads: _Reads | None = None
 
-    def __call__(self, ctx: Context, live: Path | None, target: Path) -> Made:
+    def __call__(self, ctx: Context, live: Path | None, record: Record | None, target: Path) -> Made:
         t0 = time.monotonic()
-        record = read_record(live)
         run = run_key(ctx.snap, ctx.oracle_max_age)
         old = record.files if record else {}
         same_run = record is not None and record.run == run
         racy_from = record.racy_from if record else 0
-        held = read_record(target) if target.exists() else None
+        held = read_record(target, self.cache.records) if target.exists() else None
         made = Made(TreeWriter(target, held), run=run)
         made.reads = reads = self.reads = _Reads(self.cache.reads)
         made.stages["records"] = time.monotonic() - t0
 
         t = time.monotonic()
         keys = Keys()
-        keys.warm(ctx.snap.stakers, ctx.snap.minipools)  # once, here, for the workers and the aggregates alike
+        # The snapshot's long lists of records, digested once, here, for the workers and the
+        # aggregates alike.
+        snap = ctx.snap
+        keys.warm(snap.stakers, snap.minipools, snap.queue_receipts, snap.withdraw_queue.requests if snap.withdraw_queue else ())
+        if self.workers > 1:
+            _share_derived(ctx)
         carry = old if same_run and live is not None else {}
         job = partial(_entities, ctx, made.writer, live, racy_from, carry, keys, self.cache.rows)
         with Workers(self.workers, job) as pool:
@@ -141,10 +146,18 @@ class _Share:
 
 def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: int, carry: dict[str, Entry],
               keys: Keys, rows: Rows | None, share: int, n: int) -> _Share:
-    """Every n-th per-entity file from the ``share``-th: linked from the live tree while its key is
-    unchanged and the file is still the recorded one, else rendered, validated and written."""
+    """Every n-th file of each per-entity endpoint from the ``share``-th: linked from the live tree
+    while its key is unchanged and the file is still the recorded one, else rendered, validated
+    and written."""
     made, before = Made(writer), writer.written
-    for ep, path, value in itertools.islice(bodies(ctx, entities=True), share, None, n):
+    seen: dict[str, int] = {}
+    for ep, path, value in bodies(ctx, entities=True):
+        # The i-th file of every endpoint in the same share: one entity's files (a staker's
+        # /stakers and /rewards, a requester's JSON, page and calendar) read the same records,
+        # which a worker then keys once.
+        i = seen[ep.path] = seen.get(ep.path, -1) + 1
+        if i % n != share:
+            continue
         key = keys.of(value) if type(value) is Deferred else None
         was = carry.get(path)
         if key is not None and was is not None and was.inputs_key == key:
@@ -155,6 +168,16 @@ def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: in
                 continue
         made.put(ep, path, resolve(value, rows), key)
     return _Share(made.entries, made.problems, made.rendered, made.carried, writer.written - before)
+
+
+def _share_derived(ctx: Context) -> None:
+    """Each per-entity endpoint's first file described in this process, before the workers fork:
+    what a render function derives for all its files (the queue's schedule, the line through it)
+    it computes before its first one, into ``ctx.cached``, and the workers then share that instead
+    of each deriving it again beside the aggregates that need it too."""
+    for ep in load_all().values():
+        if ep.render is not None and not ep.is_function and not ep.final and "{" in ep.path:
+            next(iter(ep.render(ctx)), None)
 
 
 def _link(writer: TreeWriter, live: Path | None, racy_from: int, path: str, was: Entry) -> Entry | None:

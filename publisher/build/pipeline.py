@@ -38,7 +38,7 @@ from ..endpoints.registry import Endpoint, Row, file_for, load_all, resolve
 from ..endpoints.units import dumps, dumps_value
 from ..errors import PublisherError, every_cause
 from ..snapshot import Snapshot
-from .tree import RECORD_FORMAT, Entry, TreeFiles, TreeWriter, flip, read_file, read_record, sha256, trees
+from .tree import RECORD_FORMAT, Entry, Record, Records, TreeFiles, TreeWriter, flip, read_file, read_record, sha256, trees
 from .validate import compare_previous, extract, invariants, older_block, schema_problems
 
 JSON = "application/json"
@@ -56,18 +56,21 @@ class Built:
     written: int  # files written or linked into the tree
     seconds: float
     stages: dict[str, float] = field(default_factory=dict)
+    record: Record | None = None  # the tree's record, as written (what a publish right after may trust)
 
 
-Files = Callable[[Context, "Path | None", Path], "Made"]  # (context, live tree, tree being written) -> the files
+# (context, live tree, its record, tree being written) -> the files
+Files = Callable[[Context, "Path | None", "Record | None", Path], "Made"]
 
 
 def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool = False,
-          files: Files | None = None) -> Built:
+          files: Files | None = None, records: Records | None = None) -> Built:
     """Render, validate and write every file, check the whole, switch ``out_dir`` to the new tree.
 
     ``files`` makes the files before /status into the tree being written (default ``render_all``:
     every one; ``incremental.build`` passes its own). ``force``: skip the change bounds against the
-    live tree (schemas and invariants always hold)."""
+    live tree (schemas and invariants always hold). ``records``: the records a caller building
+    again and again keeps (``tree.Records``)."""
     t0 = time.monotonic()
     snapshot.check(snap)
     params.check_range(snap)
@@ -78,7 +81,8 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     live, target = trees(out)
     # The live run's files the guards compare with, and the feed carries on from: those still as
     # its build wrote them.
-    previous = TreeFiles(live, record=read_record(live)) if live is not None else None
+    live_record = read_record(live, records)
+    previous = TreeFiles(live, record=live_record) if live is not None else None
     ctx.previous = previous if previous is not None else {}
     if previous is not None and not force:
         # First, before anything is rendered: a block older than the live run's is refused as such.
@@ -92,7 +96,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     # visit them again and again while the build allocates.
     gc.freeze()
     try:
-        made = (files or render_all)(ctx, live, target)
+        made = (files or render_all)(ctx, live, live_record, target)
         t = time.monotonic()
         final = {}
         for ep, path, body in final_bodies(ctx, {p: (e.sha256, e.size) for p, e in made.entries.items()}):
@@ -109,7 +113,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
         for path, data in final.items():
             sha = sha256(data)
             made.entries[path] = Entry(sha, len(data), None, None, *made.writer.write(path, data, sha))
-        made.writer.finish(record(snap, made))
+        made.writer.finish(record(snap, made), records)
         flip(out, target)
         made.stages["guards+status+swap"] = time.monotonic() - t
     except BaseException:
@@ -119,13 +123,13 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
         gc.unfreeze()
     endpoints = sum(1 for e in load_all().values() if not e.is_function)
     return Built(out, target, len(made.entries), sum(e.size for e in made.entries.values()), endpoints,
-                 made.rendered, made.carried, made.writer.written, time.monotonic() - t0, made.stages)
+                 made.rendered, made.carried, made.writer.written, time.monotonic() - t0, made.stages,
+                 Record(made.entries, made.run, 0))
 
 
-def render_all(ctx: Context, live: Path | None, target: Path) -> Made:
+def render_all(ctx: Context, live: Path | None, record: Record | None, target: Path) -> Made:
     """Every file rendered, validated and written into a fresh tree."""
     made = Made(TreeWriter(target))
-    record = read_record(live)
     t = time.monotonic()
     for ep, path, value in bodies(ctx):
         was = record.files.get(path) if record else None

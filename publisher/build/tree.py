@@ -69,7 +69,28 @@ class Record:
     racy_from: int  # ns: a file recorded as modified at or after this is hashed to be verified
 
 
-def read_record(tree: Path | None) -> Record | None:
+class Records:
+    """The records this process wrote or read last, by the sha256 of their bytes. A watch reads
+    both trees' records every turn, tens of thousands of entries each, and parsing them would be
+    most of a quiet turn's build; their bytes are still read and hashed, so a record changed by
+    any means is parsed again."""
+
+    KEEP = 2  # one per tree
+
+    def __init__(self) -> None:
+        self.by_sha: dict[str, tuple[dict[str, Entry], str | None]] = {}
+
+    def get(self, sha: str) -> tuple[dict[str, Entry], str | None] | None:
+        return self.by_sha.get(sha)
+
+    def put(self, sha: str, files: dict[str, Entry], run: str | None) -> None:
+        self.by_sha.pop(sha, None)
+        self.by_sha[sha] = (files, run)
+        while len(self.by_sha) > self.KEEP:
+            del self.by_sha[next(iter(self.by_sha))]
+
+
+def read_record(tree: Path | None, known: Records | None = None) -> Record | None:
     if tree is None:
         return None
     try:
@@ -77,9 +98,13 @@ def read_record(tree: Path | None) -> Record | None:
         try:
             written = os.fstat(fd).st_mtime_ns
             with os.fdopen(os.dup(fd), "rb") as f:
-                doc = json.loads(f.read())
+                data = f.read()
         finally:
             os.close(fd)
+        hit = known.get(sha256(data)) if known is not None else None
+        if hit is not None:
+            return Record(hit[0], hit[1], written - RACY_NS)
+        doc = json.loads(data)
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("format") != RECORD_FORMAT or not isinstance(doc.get("files"), dict):
@@ -87,7 +112,10 @@ def read_record(tree: Path | None) -> Record | None:
     if not all(type(e) is list and len(e) == 6 for e in doc["files"].values()):
         return None
     make = Entry._make
-    return Record({path: make(e) for path, e in doc["files"].items()}, doc.get("run"), written - RACY_NS)
+    record = Record({path: make(e) for path, e in doc["files"].items()}, doc.get("run"), written - RACY_NS)
+    if known is not None:
+        known.put(sha256(data), record.files, record.run)
+    return record
 
 
 def read_file(name: str) -> bytes:
@@ -229,13 +257,17 @@ class TreeWriter:
         self.written += 1
         return entry.mtime_ns, entry.inode
 
-    def finish(self, record: dict) -> None:
+    def finish(self, record: dict, known: Records | None = None) -> None:
+        """Write the tree's record (``known`` remembers it, see ``Records``)."""
         if self.holds:  # what the tree held and no longer should, and anything else put there
             wanted = {file_for(path) for path in record["files"]}
             for name in list_files(self.root):
                 if name not in wanted:
                     os.unlink(f"{self.root}/{name}")
-        (self.tree / RECORD).write_bytes(json.dumps(record, separators=(",", ":"), sort_keys=True).encode())
+        data = json.dumps(record, separators=(",", ":"), sort_keys=True).encode()
+        (self.tree / RECORD).write_bytes(data)
+        if known is not None:
+            known.put(sha256(data), record["files"], record["run"])
 
 
 def flip(out: Path, tree: Path) -> None:

@@ -298,20 +298,25 @@ def endpoint(path: str, *, summary: str, schema: dict, **kwargs) -> Callable[[Re
     """Register a file endpoint rendered by the decorated function."""
 
     def register(render: Render) -> Render:
-        if path in REGISTRY:
-            raise ValueError(f"endpoint {path} declared twice")
-        REGISTRY[path] = Endpoint(path, summary, schema, render, **kwargs)
-        _candidates.cache_clear()
-        _literals.cache_clear()
+        _add(Endpoint(path, summary, schema, render, **kwargs))
         return render
 
     return register
 
 
 def function_endpoint(path: str, *, summary: str, schema: dict, **kwargs) -> None:
-    if path in REGISTRY:
-        raise ValueError(f"endpoint {path} declared twice")
-    REGISTRY[path] = Endpoint(path, summary, schema, None, **kwargs)
+    _add(Endpoint(path, summary, schema, None, **kwargs))
+
+
+_ordered = True  # whether REGISTRY is in load_all's order
+
+
+def _add(ep: Endpoint) -> None:
+    global _ordered
+    if ep.path in REGISTRY:
+        raise ValueError(f"endpoint {ep.path} declared twice")
+    REGISTRY[ep.path] = ep
+    _ordered = False
     _candidates.cache_clear()
     _literals.cache_clear()
 
@@ -366,10 +371,13 @@ def load_all() -> dict[str, Endpoint]:
     """Import every endpoint module (registration happens at import) and return the registry."""
     from . import catalogue  # noqa: F401
 
+    global _ordered
     # A fixed order whatever the import order: by path, so literal segments ("/rewards/grid") come
-    # before templates ("/rewards/{address}") and win in match(); final endpoints last.
-    if list(REGISTRY) != (ordered := sorted(REGISTRY, key=lambda p: (REGISTRY[p].final, p))):
-        items = {p: REGISTRY[p] for p in ordered}
+    # before templates ("/rewards/{address}") and win in match(); final endpoints last. Sorted once
+    # per registration, not per call: a build or publish asks tens of thousands of times.
+    if not _ordered:
+        items = {p: REGISTRY[p] for p in sorted(REGISTRY, key=lambda p: (REGISTRY[p].final, p))}
         REGISTRY.clear()
         REGISTRY.update(items)
+        _ordered = True
     return REGISTRY

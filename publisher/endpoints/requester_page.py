@@ -135,18 +135,27 @@ def queue_view(ctx: Context) -> dict | None:
     }
 
 
-def _curve(ctx: Context) -> tuple[tuple[int, float], ...]:
-    """The published line as (place, AVAX needed through it)."""
+def _curve(ctx: Context) -> tuple[bytes, ...]:
+    """The published line, each place (place, AVAX needed through it) as its canonical JSON:
+    encoded once for the thousands of pages that draw part of it."""
     body = ctx.cached(_queue_body)
-    return tuple((r["position"], r["cumulativeAvax"]) for r in (body or {}).get("schedule", {}).get("line", []))
+    return tuple(R.canonical_value((r["position"], r["cumulativeAvax"]))
+                 for r in (body or {}).get("schedule", {}).get("line", []))
 
 
-def curve_through(curve: tuple[tuple[int, float], ...], last: int) -> tuple[tuple[int, float], ...]:
-    """The line from its front through place ``last``, at most CHART_POINTS of it (the first and the
-    last place always): what is behind a requester never moves its chart."""
+def places_through(last: int) -> list[int]:
+    """The places of the line a chart through place ``last`` draws: from the front through
+    ``last``, at most CHART_POINTS of them, the first and the last always (what is behind a
+    requester never moves its chart)."""
     step = max(1, -(-last // CHART_POINTS))
-    places = sorted({1, *range(step, last + 1, step), last})  # the line's places are 1, 2, 3 … in order
-    return tuple(curve[k - 1] for k in places if k <= len(curve))
+    return sorted({1, *range(step, last + 1, step), last})  # the line's places are 1, 2, 3 … in order
+
+
+def line_data(curve: tuple[bytes, ...], mine: tuple[dict, ...]) -> bytes:
+    """``canonical_value({"mine": mine, "curve": [the places drawn through mine's last]})``,
+    joined from the line's encoded places (see ``_curve``)."""
+    drawn = [curve[k - 1] for k in places_through(max(r["position"] for r in mine)) if k <= len(curve)] if mine else []
+    return b'{"curve":[' + b",".join(drawn) + b'],"mine":' + R.canonical_value(mine) + b"}"
 
 
 def _line_rows(ctx: Context) -> dict[str, tuple[dict, ...]]:
@@ -177,18 +186,18 @@ def requester_page(ctx: Context):
     # What every page shows alike, declared as its canonical JSON: one string to key per page.
     shared = R.canonical_value({"site": site, "view": view})
     announced = _view_times(view)
+    curve = ctx.cached(_curve)
     json_ep = load_all()[JSON_PATH]
     assert json_ep.render is not None
     for path, value in json_ep.render(ctx):
         assert type(value) is Deferred and value.make is W.requester_body
         who = path.rsplit("/", 1)[1]
         mine = places.get(who, ())
-        # The line through the requester's last place in it, nothing behind.
-        curve = curve_through(ctx.cached(_curve), max(r["position"] for r in mine)) if mine else ()
         words = tuple((t, relative(t, now)) for t in sorted(announced | W.request_times(value.inputs[1])))
         # The page is made from its JSON body's own inputs (records the build keys once), not from
-        # the body: a body is a walk of hundreds of values to key, a record one digest.
-        line = R.canonical_value({"mine": mine, "curve": curve})
+        # the body: a body is a walk of hundreds of values to key, a record one digest. Its line
+        # runs through the requester's last place in it, nothing behind.
+        line = line_data(curve, mine)
         yield path + ".html", Deferred((shared, value.inputs, line, words), make_page)
 
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..build.tree import changes, read_record
+from ..build.tree import Record, changes, read_record
 from ..build.validate import bounded_paths, compare_previous, load_dir, network_profile, strict_loads, validate
 from ..endpoints.meta import STATUS_PATH
 from ..endpoints.registry import file_for
@@ -73,19 +73,25 @@ class Result:
 
 
 class Local:
-    """A built directory's files: URL path -> (sha256, size), and their bytes on demand."""
+    """A built directory's files: URL path -> (sha256, size), and their bytes on demand.
 
-    def __init__(self, directory: str | Path):
+    ``built``: the record of the tree as this process's build just wrote it, every file checked
+    as it was written or carried. It stands for the tree's record without the walk over the tree
+    that compares every file with it: that walk only names early a file edited since the build,
+    and such a file is refused anyway when it is to be uploaded (each is read and checked against
+    its digest), while one not uploaded is already live as built."""
+
+    def __init__(self, directory: str | Path, built: Record | None = None):
         self.root = Path(directory).resolve()  # one tree, even if a build flips out/ meanwhile
         self.cache: dict[str, bytes] = {}
         try:
             status = (self.root / "status.json").read_bytes()
         except OSError:
             raise PublisherError(f"{directory} is not a built directory (no status.json)") from None
-        record = read_record(self.root)
+        record = built or read_record(self.root)
         recorded = record.files.get("/status") if record else None
         if record and recorded and recorded.sha256 == sha256(status):
-            changed = changes(self.root, record)
+            changed = changes(self.root, record) if built is None else []
             if changed:
                 more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
                 raise PublisherError(f"refusing to publish {directory}: {'; '.join(changed[:3])}{more}; "
@@ -124,14 +130,21 @@ class Local:
 def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_url: str | None = None,
             region: str | None = None, distribution_id: str | None = None, dry_run: bool = False,
             force: bool = False, max_age: int | None = None, workers: int = 16, session=None,
-            verify: bool = False) -> Result:
+            verify: bool = False, sink: S3Sink | None = None, built: Record | None = None) -> Result:
+    """``sink``: the caller's client for ``bucket``, kept from run to run (``publisher watch``);
+    else one is made for this run. ``built``: the record of the tree ``directory`` points at, as
+    the caller's build just wrote it (see ``Local``)."""
     t0 = time.monotonic()
     prefix = normalize_prefix(prefix)
-    local = Local(directory)
+    local = Local(directory, built)
     profile = local.check(directory)
     status = local.status
 
-    sink = S3Sink(bucket, endpoint_url=endpoint_url, region=region, session=session, workers=workers)
+    if sink is None:
+        sink = S3Sink(bucket, endpoint_url=endpoint_url, region=region, session=session, workers=workers)
+    elif sink.bucket != bucket:
+        raise ValueError(f"a client for s3://{sink.bucket} cannot publish to s3://{bucket}")
+    counted = sink.requests.copy()
     target = sink.where(prefix)
     live_status, live_root_bytes = _map(sink.get, [object_key(prefix, "/status"), prefix + MANIFEST_KEY], workers)
     live_root = parse_root(live_root_bytes)
@@ -158,7 +171,7 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
             local.read(item.url)
         result.invalidation = _execute(plan, sink, local, distribution_id, workers)
     result.seconds = time.monotonic() - t0
-    result.requests = dict(sink.requests)
+    result.requests = dict(sink.requests - counted)
     return result
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from contextlib import contextmanager
+from typing import Any
 
 import boto3
 from botocore.config import Config
@@ -33,11 +34,10 @@ class S3Sink:
         region = region or session.region_name or "us-east-1"
         try:
             self.s3 = session.client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
-            # CloudFront is global; moto and other emulators serve it at the same endpoint.
-            self.cloudfront = session.client("cloudfront", endpoint_url=endpoint_url, region_name="us-east-1",
-                                             config=config)
         except (BotoCoreError, ValueError) as exc:
             raise PublisherError(f"s3://{bucket}: cannot create the client: {self._reason(exc)}") from None
+        self._session, self._config = session, config
+        self._cloudfront = None  # made when a run first invalidates: most runs do not
         # What a run costs: requests by HTTP method (retries included), "bytes sent" and "bytes received".
         self.requests: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -114,9 +114,14 @@ class S3Sink:
         """One invalidation request for all paths. A rerun with the same reference and paths is
         answered with the existing invalidation instead of creating (and paying for) another."""
         try:
-            resp = self.cloudfront.create_invalidation(DistributionId=distribution_id, InvalidationBatch={
+            if self._cloudfront is None:
+                # CloudFront is global; moto and other emulators serve it at the same endpoint.
+                self._cloudfront = self._session.client("cloudfront", endpoint_url=self.endpoint_url,
+                                                        region_name="us-east-1", config=self._config)
+            cloudfront: Any = self._cloudfront
+            resp = cloudfront.create_invalidation(DistributionId=distribution_id, InvalidationBatch={
                 "Paths": {"Quantity": len(paths), "Items": paths}, "CallerReference": reference})
-        except (BotoCoreError, ClientError) as exc:
+        except (BotoCoreError, ClientError, ValueError) as exc:
             raise PublisherError(f"CloudFront distribution {distribution_id}: invalidation failed: "
                                  f"{self._reason(exc)}") from None
         return resp["Invalidation"]["Id"]
