@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -175,8 +177,22 @@ def _watch(profile: Profile, out: str | Path, target: Target, *, poll: float, he
         last_publish = time.monotonic()
         echo(describe(run, why, head, last_publish - seen_at))
         del run
-        gc.collect()  # the oldest generation, now that the block is live (see _collecting_between_turns)
+        _collect()  # the oldest generation, now that the block is live (see _collecting_between_turns)
     return done
+
+
+def _collect() -> None:
+    """A full collection with Ctrl-C and SIGTERM held: it runs finalizers, and an interrupt
+    raised inside one would be printed and dropped. Held, it is raised right after, here."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        gc.collect()
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        gc.collect()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextmanager

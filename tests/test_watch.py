@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 
 import boto3
 import pytest
@@ -21,6 +22,7 @@ from ggp_devnet import devnet_profile, running
 from ggp_devnet.operator import set_paused, set_price, stake_ggp_for
 from support.chain import eth_call, head, header, send
 
+from publisher import watch as watch_module
 from publisher.chain import abis
 from publisher.chain.rpc import RpcClient
 from publisher.config import load_profile
@@ -225,3 +227,26 @@ def test_a_move_the_bounds_refuse_waits_for_a_person_then_the_watch_carries_on(m
     assert [line.split()[0] for line in lines] == ["block", "error", "error", "resumed", "block"], lines
     assert "refusing to publish" in lines[1] and "ggpInAvax moved 200.0%" in lines[1]
     assert read(moto, bucket, "status")["block"]["number"] >= state["live"]["block"]["number"] + 1
+
+
+def test_an_interrupt_during_the_collection_between_turns_is_raised_not_dropped():
+    # A finalizer the collection runs receives the interrupt (its handler raises, as the CLI's
+    # does): held during the collection, it is raised after it, in the watch's own code.
+    class Cycle:
+        pass
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    ran = []
+    before = signal.signal(signal.SIGINT, interrupt)
+    try:
+        cycle = Cycle()
+        cycle.me = cycle
+        weakref.finalize(cycle, lambda: (ran.append(True), os.kill(os.getpid(), signal.SIGINT), time.sleep(0.05)))
+        del cycle
+        with pytest.raises(KeyboardInterrupt):
+            watch_module._collect()
+        assert ran == [True]
+    finally:
+        signal.signal(signal.SIGINT, before)
