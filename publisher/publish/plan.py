@@ -84,20 +84,23 @@ def shard_of(key: str, wave: str) -> str:
 def items(files: dict[str, tuple[str, int]], prefix: str, max_age: int) -> list[Item]:
     """Every file of a validated build (URL path -> (sha256, size)), in upload order."""
     out = []
-    kinds: dict[str, tuple[str, str, str]] = {}  # endpoint path -> (content type, cache control, wave)
     for url, (digest, size) in files.items():
-        ep = match(url)
-        if ep is None:
-            raise ValueError(f"{url}: no endpoint declares this path")
-        kind = kinds.get(ep.path)
-        if kind is None:
-            wave = ("final" if ep.final else "docs" if ep.cache == "docs"
-                    else "entities" if "{" in ep.path else "aggregates")
-            kind = kinds[ep.path] = (ep.content_type, CACHE_POLICIES[ep.cache].format(max_age=max_age), wave)
-        key = object_key(prefix, url)
-        out.append(Item(key, url, digest, size, *kind, shard_of(key, kind[2])))
+        key, content_type, cache_control, wave, shard = _placement(url, prefix, max_age)
+        out.append(Item(key, url, digest, size, content_type, cache_control, wave, shard))
     order = {w: n for n, w in enumerate(WAVES)}
     return sorted(out, key=lambda i: (order[i.wave], i.key))
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _placement(url: str, prefix: str, max_age: int) -> tuple[str, str, str, str, str]:
+    """(object key, content type, cache control, wave, manifest shard) of a URL path, remembered:
+    ``publisher watch`` places the same tens of thousands of paths every publish."""
+    ep = match(url)
+    if ep is None:
+        raise ValueError(f"{url}: no endpoint declares this path")
+    wave = "final" if ep.final else "docs" if ep.cache == "docs" else "entities" if "{" in ep.path else "aggregates"
+    key = object_key(prefix, url)
+    return key, ep.content_type, CACHE_POLICIES[ep.cache].format(max_age=max_age), wave, shard_of(key, wave)
 
 
 def shards(all_items: list[Item]) -> dict[str, bytes]:
