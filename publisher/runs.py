@@ -3,6 +3,8 @@ publish. ``publisher build`` is the first two, ``publisher watch`` all three for
 changes the protocol."""
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,13 +64,28 @@ def read_and_build(profile: Profile, out: str | Path, block: int | None = None, 
     ``/withdrawals`` and the requester files ``out`` holds."""
     t0 = time.monotonic()
     prior = history.load_published(history_from or Path(out) / "prices" / "history.json")
-    queue_prior = queuelog.load_published(Path(out) / "withdrawals.json", Path(out) / "withdrawals")
-    got = collect(profile, block, progress, history_prior=prior, queue_prior=queue_prior)
+    got = collect(profile, block, progress, history_prior=prior, queue_prior=_queue_prior(Path(out), cache))
     if got.replaced is not None and not force:
         _new_head_not_older(got, Path(out))
     t1 = time.monotonic()
     built = build(got.snapshot, profile, out, cache=cache, workers=workers, force=force, full=full)
+    published = built.record.files.get("/withdrawals") if built.record else None
+    resumable = queuelog.from_snapshot(got.snapshot)
+    cache.queue = (published.sha256, resumable) if published and resumable else None
     return Run(got, built, seconds={"read": t1 - t0, "build": time.monotonic() - t1})
+
+
+def _queue_prior(out: Path, cache: Cache) -> queuelog.PriorActivity | None:
+    """Where the withdraw queue's log scan resumes: what the cache's last build published, while
+    ``out``'s /withdrawals is still the file it wrote (the same as reading it back, which a test
+    holds it to), else what ``out`` holds, read from its files."""
+    published = out / "withdrawals.json"
+    if cache.queue is not None:
+        sha, prior = cache.queue
+        with contextlib.suppress(OSError):
+            if hashlib.sha256(published.read_bytes()).hexdigest() == sha:
+                return prior
+    return queuelog.load_published(published, out / "withdrawals")
 
 
 def _new_head_not_older(got: Collected, out: Path) -> None:

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,6 +38,7 @@ from .chain.rpc import RpcClient
 from .config import Profile
 from .deadline import DeadlineExceeded, deadline, run_seconds
 from .errors import PublisherError, cause
+from .interrupts import Held
 from .runs import Run, Target, read_build_publish
 from .snapshot import BlockRef, Snapshot
 
@@ -182,17 +181,10 @@ def _watch(profile: Profile, out: str | Path, target: Target, *, poll: float, he
 
 
 def _collect() -> None:
-    """A full collection with Ctrl-C and SIGTERM held: it runs finalizers, and an interrupt
-    raised inside one would be printed and dropped. Held, it is raised right after, here."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+    """A full collection with Ctrl-C and SIGTERM held (``interrupts.Held``): it runs finalizers,
+    where an interrupt would be dropped."""
+    with Held():
         gc.collect()
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        gc.collect()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextmanager

@@ -32,7 +32,7 @@ from publisher.chain.rpc import RpcClient
 from publisher.collect import collect
 from publisher.config import load_profile
 from publisher.endpoints.withdrawals import receipt_record
-from publisher.runs import read_and_build
+from publisher.runs import _queue_prior, read_and_build
 from publisher.serve import Site
 from publisher.snapshot import Snapshot
 from publisher.sources import queuelog
@@ -244,11 +244,15 @@ def test_living_receipts_resume_and_equal_the_chain(living):
     queue = net.addresses["WithdrawQueue"]
     events: list[str] = []
     runs = [first]
-    for _ in range(4):
+    kept = Cache()  # the last two runs as a watch makes them: the second resumes from the first's cache
+    for i in range(4):
         live.run(days=6, pace=0, on_step=lambda _live, e: events.extend(e))
         prior = queuelog.load_published(out / "withdrawals.json")
         assert prior is not None and prior.resumable and prior.receipts == runs[-1].collected.snapshot.queue_receipts
-        run = read_and_build(profile, out, cache=Cache(), workers=1)
+        cache = kept if i >= 2 else Cache()
+        if i == 3:
+            assert kept.queue is not None and _queue_prior(out, kept) is kept.queue[1] and kept.queue[1] == prior
+        run = read_and_build(profile, out, cache=cache, workers=1)
         snap = run.collected.snapshot
         assert not [w for w in snap.warnings if "withdraw queue" in w], snap.warnings
         # Resumed equals from scratch, at the same block.

@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields
 from functools import cache, partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..config import Profile
@@ -42,6 +42,9 @@ from .pipeline import build as core_build
 from .tree import Entry, Record, Records, TreeWriter, holds, read_record, sha256
 from .validate import extract, extracts, strict_loads
 from .workers import Workers
+
+if TYPE_CHECKING:
+    from ..sources.queuelog import PriorActivity
 
 
 class Cache:
@@ -61,6 +64,10 @@ class Cache:
         self.reads: dict[str, tuple[str, object]] = {}
         # The two trees' records, parsed once (``tree.Records``).
         self.records = Records()
+        # The withdraw queue's activity and receipts as the last build published them, with the
+        # sha256 of the /withdrawals it wrote (``runs.read_and_build`` resumes the queue's log
+        # scan from it while the live file is that one, instead of parsing every requester file).
+        self.queue: tuple[str, PriorActivity] | None = None
 
 
 def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, cache: Cache, workers: int,

@@ -6,11 +6,11 @@ import gc
 import os
 import pickle
 import signal
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from ..errors import PublisherError
+from ..interrupts import Held
 
 
 def cores() -> int:
@@ -48,24 +48,15 @@ class Workers:
     def _fork(self, share: int) -> None:
         r, w = os.pipe()
         # A Ctrl-C landing inside fork() would be raised in the interpreter's fork hooks, which
-        # swallow it ("Exception ignored"), and the run would go on: it is noted instead, and raised
-        # again once the worker is on the list that __exit__ stops.
-        held: list[int] = []
-        hold = threading.current_thread() is threading.main_thread()  # where handlers can be set
-        previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum)) if hold else None
-        try:
+        # swallow it, and the run would go on: it is held, and raised again once the worker is on
+        # the list that __exit__ stops.
+        with Held() as held:
             pid = os.fork()
             if pid == 0:
-                if hold:
-                    signal.signal(signal.SIGINT, previous)
+                held.release()
                 self._work(share, r, w)
             self.children.append((pid, r))
             os.close(w)
-        finally:
-            if hold:
-                signal.signal(signal.SIGINT, previous)
-        if held:
-            signal.raise_signal(signal.SIGINT)
 
     def _work(self, share: int, r: int, w: int) -> NoReturn:
         """The worker: never returns into the caller's code."""

@@ -100,8 +100,16 @@ class Chromium:
         return res["result"].get("value")
 
     def wait_for(self, expression: str) -> None:
+        """Until ``expression`` is true. A page navigating meanwhile (a form submitted) drops the
+        evaluation's context: that counts as not yet."""
         deadline = time.monotonic() + self.timeout
-        while not self.eval(expression):
+        while True:
+            try:
+                if self.eval(expression):
+                    return
+            except RuntimeError as exc:
+                if "navigated or closed" not in str(exc) and "context" not in str(exc).lower():
+                    raise
             if time.monotonic() > deadline:
                 raise TimeoutError(expression)
             time.sleep(0.05)
