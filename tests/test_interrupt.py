@@ -63,7 +63,10 @@ def test_ctrl_c_during_a_devnet_build_stops_everything_and_leaves_nothing(moment
     env.pop("PUBLISHER_RPC_URL", None)
     proc = subprocess.Popen([sys.executable, "-m", "publisher.cli", "build", "--scenario", "demo", "--out", str(out), "--force"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own group, as a terminal's foreground job
+                            start_new_session=True,  # its own group, as a terminal's foreground job
+                            # and Ctrl-C at its default, as there: a suite run as a background job
+                            # (nohup, &) would otherwise pass on SIGINT ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         anvil: dict[int, str] = {}
         deadline = time.monotonic() + 240
