@@ -85,6 +85,7 @@ def main() -> None:
     from publisher.collect import collect
     from publisher.config import load_profile
     from publisher.runs import read_and_build
+    from publisher.watch import collect_between_turns, collecting_between_turns
 
     report: dict = {"scenario": args.scenario, "targets": TARGETS}
     rows: list[tuple[str, str, str]] = []
@@ -95,7 +96,8 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-"))
     out = tmp / "out"
-    with running(args.scenario) as net:
+    # The interpreter's collections as the watch has them: the oldest generation between turns only.
+    with running(args.scenario) as net, collecting_between_turns():
         row("devnet seeded", f"{net.seconds:.1f} s", f"load {load()}")
         ordinary_head(net)
         profile = devnet_profile(load_profile("devnet"), net)
@@ -140,9 +142,11 @@ def main() -> None:
                 # As `publisher watch` runs a turn: the history and the queue's log scan resume from out/.
                 with Clock() as c:
                     turn = read_and_build(profile, out, cache=cache, workers=cores())
-                snap, built = turn.collected.snapshot, turn.built
+                snap, built, seconds = turn.collected.snapshot, turn.built, turn.seconds
+                del turn
+                collect_between_turns()
                 if not warm:
-                    runs.append({"snapshot": turn.seconds["read"], "seconds": turn.seconds["build"], "cpu": c.cpu, "load": c.load,
+                    runs.append({"snapshot": seconds["read"], "seconds": seconds["build"], "cpu": c.cpu, "load": c.load,
                                  "rendered": built.rendered, "written": built.written, "stages": built.stages})
             wall = sorted(r["seconds"] for r in runs)
             snaps = sorted(r["snapshot"] for r in runs)

@@ -131,7 +131,7 @@ def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, hea
     """Follow the head until interrupted (or ``runs`` publishes). Returns the publishes made.
     Builds use ``workers`` processes and one ``Cache`` for the watch's life: each build reuses
     what the one before it made."""
-    with _collecting_between_turns():
+    with collecting_between_turns():
         return _watch(profile, out, target, poll=poll, heartbeat=heartbeat, workers=workers, runs=runs, echo=echo)
 
 
@@ -176,23 +176,24 @@ def _watch(profile: Profile, out: str | Path, target: Target, *, poll: float, he
         last_publish = time.monotonic()
         echo(describe(run, why, head, last_publish - seen_at))
         del run
-        _collect()  # the oldest generation, now that the block is live (see _collecting_between_turns)
+        collect_between_turns()  # now that the block is live
     return done
 
 
-def _collect() -> None:
-    """A full collection with Ctrl-C and SIGTERM held (``interrupts.Held``): it runs finalizers,
-    where an interrupt would be dropped."""
+def collect_between_turns() -> None:
+    """The oldest generation collected (see ``collecting_between_turns``), with Ctrl-C and
+    SIGTERM held (``interrupts.Held``): a collection runs finalizers, where an interrupt would be
+    dropped."""
     with Held():
         gc.collect()
 
 
 @contextmanager
-def _collecting_between_turns() -> Iterator[None]:
-    """The oldest generation collected by the watch itself, after each publish, never by the
-    interpreter in the middle of a turn: it holds the cache and the last snapshot, millions of
-    objects at scale, and one automatic pass over them adds most of a second to the block it
-    lands in. Young generations are collected as usual."""
+def collecting_between_turns() -> Iterator[None]:
+    """The oldest generation collected only by ``collect_between_turns``, after each publish,
+    never by the interpreter in the middle of a turn: it holds the build cache and the last
+    snapshot, millions of objects at scale, and one automatic pass over them adds most of a
+    second to the block it lands in. Young generations are collected as usual."""
     young, middle, oldest = gc.get_threshold()
     gc.set_threshold(young, middle, 1 << 30)
     try:

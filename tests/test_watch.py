@@ -248,7 +248,7 @@ def test_an_interrupt_during_the_collection_between_turns_is_raised_not_dropped(
         weakref.finalize(cycle, lambda: (ran.append(True), os.kill(os.getpid(), signal.SIGINT), time.sleep(0.05)))
         del cycle
         with pytest.raises(KeyboardInterrupt):
-            watch_module._collect()
+            watch_module.collect_between_turns()
         assert ran == [True]
     finally:
         gc.enable()
