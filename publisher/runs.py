@@ -4,7 +4,6 @@ changes the protocol."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING
 from .build import incremental, pipeline
 from .build.incremental import Cache
 from .build.pipeline import Built
+from .build.tree import read_file, sha256
 from .build.validate import older_block, strict_loads
 from .collect import Collected, collect
 from .config import Profile
@@ -83,7 +83,7 @@ def _queue_prior(out: Path, cache: Cache) -> queuelog.PriorActivity | None:
     if cache.queue is not None:
         sha, prior = cache.queue
         with contextlib.suppress(OSError):
-            if hashlib.sha256(published.read_bytes()).hexdigest() == sha:
+            if sha256(read_file(str(published))) == sha:
                 return prior
     return queuelog.load_published(published, out / "withdrawals")
 

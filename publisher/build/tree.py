@@ -101,7 +101,8 @@ def read_record(tree: Path | None, known: Records | None = None) -> Record | Non
                 data = f.read()
         finally:
             os.close(fd)
-        hit = known.get(sha256(data)) if known is not None else None
+        digest = sha256(data) if known is not None else ""
+        hit = known.get(digest) if known is not None else None
         if hit is not None:
             return Record(hit[0], hit[1], written - RACY_NS)
         doc = json.loads(data)
@@ -114,7 +115,7 @@ def read_record(tree: Path | None, known: Records | None = None) -> Record | Non
     make = Entry._make
     record = Record({path: make(e) for path, e in doc["files"].items()}, doc.get("run"), written - RACY_NS)
     if known is not None:
-        known.put(sha256(data), record.files, record.run)
+        known.put(digest, record.files, record.run)
     return record
 
 
