@@ -48,10 +48,14 @@ demo: setup
 	$(BIN)/publisher build --scenario $(SCENARIO) --out out --force
 	$(BIN)/publisher serve --dir out --port $(PORT)
 
+# One pytest worker more than there are cores: many tests spend seconds waiting on a node, a
+# retry's backoff or a subprocess, and the extra worker keeps the cores busy meanwhile.
+WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
+
 test: setup $(VENV)/.test
 	$(BIN)/ruff check publisher devnet tests benchmarks tools
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n auto -q
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -q
 
 # The pure tests alone: no anvil, node or Chromium (tests/conftest.py marks each test by what it
 # uses); they need only the Python test set, and finish in about a minute.

@@ -135,9 +135,29 @@ def _read1(resp: requests.Response) -> bytes:
         raise requests.ConnectionError(str(exc)) from None
 
 
+class _Session(requests.Session):
+    """The environment's settings for a host (proxies, no_proxy, CA bundle) read once: requests
+    reads them on every request, which costs about as much as a local RPC call itself, and a
+    run's environment does not change."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._settings: dict[tuple, dict] = {}
+
+    def merge_environment_settings(self, url, proxies, stream, verify, cert):
+        if proxies or not isinstance(verify, bool | None) or not isinstance(cert, str | None):
+            return super().merge_environment_settings(url, proxies, stream, verify, cert)
+        parts = urlsplit(url)  # they depend on the scheme and host only (no_proxy matches hosts)
+        key = (parts.scheme, parts.netloc, stream, verify, cert)
+        got = self._settings.get(key)
+        if got is None:
+            got = self._settings[key] = super().merge_environment_settings(url, proxies, stream, verify, cert)
+        return {**got, "proxies": dict(got["proxies"])}
+
+
 def session() -> requests.Session:
     """A session whose requests can be cut at their deadline from another thread (see attempt)."""
-    s = requests.Session()
+    s = _Session()
     adapter = _TrackedAdapter()
     s.mount("http://", adapter)
     s.mount("https://", adapter)

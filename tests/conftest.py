@@ -74,7 +74,8 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     """Mark each test with its kind from what it uses (tests/support/kinds.py): `pytest -m unit`
-    runs the tests that need no node, anvil or Chromium."""
+    runs the tests that need no node, anvil or Chromium. The ``slow`` ones go first, so that
+    parallel workers start them together instead of one of them trailing the run."""
     reader = kinds.Reader()
     for item in items:
         found = kinds.kinds(item, reader)
@@ -83,6 +84,7 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(kind)
         if not found:
             item.add_marker("unit")
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -247,6 +247,7 @@ def test_the_runtime_names_every_custom_error_of_the_artifacts():
     assert custom_errors.TARGET.read_text() == custom_errors.render(), "stale: run python -m ggp_devnet.custom_errors"
 
 
+@pytest.mark.slow
 def test_compiled_artifacts_match_the_solidity_sources(tmp_path):
     node = _compile_tools()
     # A copy with one contract changed must be reported stale: the check can fail.

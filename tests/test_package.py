@@ -19,6 +19,10 @@ from ggp_devnet.anvil import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# One worker for the module: the installed wheel (a module fixture of some twenty seconds) is then
+# built once, not once per worker that draws one of its tests (`make test` runs --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("installed wheel")
+
 
 def _locked(name: str) -> set[str]:
     text = (ROOT / "requirements" / name).read_text()
@@ -91,6 +95,7 @@ def installed(tmp_path_factory):
     return venv / "bin", env, work, wheel
 
 
+@pytest.mark.slow
 def test_wheel_carries_templates_and_profiles_and_no_devnet(installed):
     wheel = zipfile.ZipFile(installed[3])
     names = wheel.namelist()

@@ -3,6 +3,10 @@ secret URLs, nodes that refuse big requests; and the ABI codec the reader decode
 from __future__ import annotations
 
 import dataclasses
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import eth_abi
 import pytest
@@ -199,6 +203,51 @@ def test_the_wrong_chain_id_fails_with_a_clear_message(demo_profile):
         collect(profile)
     # Sources are named by kind: a URL could carry a key or an internal host.
     assert str(err.value) == "RPC serves chain id 43112, expected 1"
+
+
+# ---- the environment's proxy settings ----------------------------------------------------------
+
+
+class _ForwardProxy(BaseHTTPRequestHandler):
+    """A forward HTTP proxy that answers every JSON-RPC request itself, noting the URLs asked."""
+
+    seen: ClassVar[list[str]] = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.seen.append(self.path)
+        answers = [{"jsonrpc": "2.0", "id": item["id"], "result": "0xa868"} for item in body] if isinstance(body, list) else \
+            {"jsonrpc": "2.0", "id": body["id"], "result": "0xa868"}
+        out = json.dumps(answers).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_environment_s_proxy_and_no_proxy_are_honoured_request_after_request(monkeypatch):
+    # Read once per host, not per request (see transport._Session): the second request and the
+    # second host must still go where the environment says.
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ForwardProxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.server_port}")
+        monkeypatch.setenv("NO_PROXY", "direct.invalid")
+        _ForwardProxy.seen = []
+        proxied = fast_client(["http://node.invalid:8545/ext/bc/C/rpc"], max_attempts=1)
+        assert [proxied.request("eth_chainId") for _ in range(3)] == ["0xa868"] * 3
+        assert _ForwardProxy.seen == ["http://node.invalid:8545/ext/bc/C/rpc"] * 3
+        direct = fast_client(["http://direct.invalid:8545"], max_attempts=1, session=proxied.session)
+        with pytest.raises(RpcUnavailable):
+            direct.request("eth_chainId")  # not through the proxy: the name does not resolve
+        assert len(_ForwardProxy.seen) == 3
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 # ---- secrets in URLs ---------------------------------------------------------------------------

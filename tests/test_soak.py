@@ -16,6 +16,7 @@ def moving_devnet():
         yield net
 
 
+@pytest.mark.slow
 def test_short_soak_loses_nothing(moving_devnet, moto, tmp_path):
     report = soak(moving_devnet, moto, tmp_path, runs=len(SCHEDULE), schedule=SCHEDULE, echo=print)
     print(report.table())

@@ -58,6 +58,7 @@ def read(moto: str, bucket: str, key: str) -> dict:
     return json.loads(boto3.client("s3", endpoint_url=moto).get_object(Bucket=bucket, Key=key)["Body"].read())
 
 
+@pytest.mark.slow
 def test_watch_publishes_each_change_and_nothing_else(net, moto, bucket, tmp_path):
     client = RpcClient([net.url])
     profile = devnet_profile(load_profile("devnet"), net)
@@ -154,6 +155,7 @@ def test_watch_command_runs_until_sigterm(net, moto, bucket, tmp_path):
     assert read(moto, bucket, "status")["block"]["number"] == head(RpcClient([net.url]))[0]
 
 
+@pytest.mark.slow
 def test_watch_follows_the_living_devnet(moto, bucket, tmp_path):
     """Protocol days pass between looks (prices, ggAVAX syncs, minipools cycling, distributions):
     each is published, and after each the bucket holds exactly the tree the build left."""
@@ -195,6 +197,7 @@ def test_watch_follows_the_living_devnet(moto, bucket, tmp_path):
     assert moved >= 1  # at least one GGP distribution happened between looks, and was published
 
 
+@pytest.mark.slow
 def test_a_move_the_bounds_refuse_waits_for_a_person_then_the_watch_carries_on(moto, bucket, tmp_path):
     """GGP triples (beyond the 50 % bound; the price API agrees): the watch refuses it every
     turn, the live data stays; once a person publishes it with --force, the watch goes on."""

@@ -238,6 +238,7 @@ def test_a_wound_down_chain_goes_on_winding_down_live(wound):
 # ---- the live transition -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_live_operator_winds_the_protocol_down_and_runs_sixty_days_past_it():
     with running("demo") as net:
         client = RpcClient([net.url])

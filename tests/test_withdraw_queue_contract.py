@@ -561,6 +561,7 @@ def test_the_demo_queue_holds_every_state_at_now(demo, rpc):
     assert 40 <= len(q.requests) <= 80 and len({r.requester for r in q.open()}) == 25
 
 
+@pytest.mark.slow
 def test_the_scale_queue_holds_5000_open_requests_from_3000_requesters():
     with running("scale") as net:
         client = RpcClient([net.url])

@@ -125,7 +125,11 @@ class Anvil:
                                          preexec_fn=_stop_with_parent if tie else None, start_new_session=True)
         except OSError as exc:
             raise PublisherError(f"cannot start anvil ({cmd[0]}): {exc.strerror}; run `npm install` in the project root") from exc
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:  # a Ctrl-C while it starts: ``with`` calls no __exit__ for a failed __enter__
+            self.stop()
+            raise
         return self
 
     def _wait_ready(self, timeout: float = 20.0) -> None:
@@ -142,7 +146,6 @@ class Anvil:
             except requests.RequestException:
                 pass
             time.sleep(0.05)
-        self.stop()
         raise PublisherError(f"anvil did not answer on {self.url} within {timeout:.0f}s")
 
     def stop(self) -> None:
