@@ -37,7 +37,7 @@ from publisher.build.workers import cores
 from publisher.collect import collect
 from publisher.compute import rewards as R
 from publisher.config import load_profile
-from publisher.sources import history
+from publisher.sources import history_file
 
 WAD = 10**18
 YEAR = 365 * DAY
@@ -188,7 +188,7 @@ def main() -> None:
 
 def build_once(args, profile, out: Path, cache: Cache, sc: Scores) -> None:
     tb = time.perf_counter()
-    prior = history.load_published(out / "prices" / "history.json")
+    prior = history_file.load_published(out / "prices" / "history.json")
     snap = collect(profile, history_prior=prior).snapshot
     if not args.archive:
         snap = dataclasses.replace(snap, apy_base=None)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from click.core import ParameterSource
 
 from . import __version__
 from .config import NETWORKS
@@ -54,6 +55,9 @@ class _LazyChoice(click.Choice):
     choices = property(lambda self: tuple(self._load()), lambda self, _: None)  # type: ignore[assignment]
 
     def convert(self, value, param, ctx):
+        # A default is one of the choices: checking it would load the devnet for every build.
+        if ctx is not None and param is not None and ctx.get_parameter_source(param.name) is ParameterSource.DEFAULT:
+            return value
         if not self.choices:
             return value
         return super().convert(value, param, ctx)

@@ -16,7 +16,7 @@ from .config import Profile
 from .errors import PublisherError
 from .progress import Progress
 from .snapshot import Minipool, Snapshot
-from .sources import history, prices, queuelog, shareprice, validators
+from .sources import history, history_file, prices, queuelog, shareprice, validators
 from .sources.http import HttpCounters
 
 
@@ -30,12 +30,12 @@ class Collected:
 
 
 def collect(profile: Profile, block: int | None = None, progress: Progress | None = None, *,
-            history_prior: history.PriorHistory | None = None,
+            history_prior: history_file.PriorHistory | None = None,
             queue_prior: queuelog.PriorActivity | None = None) -> Collected:
     """The snapshot at ``block``: chain state, checked USD prices, validator records, price history,
     the withdraw queue's activity from its logs.
 
-    ``history_prior`` (e.g. ``history.load_published(out/prices/history.json)``) lets the history
+    ``history_prior`` (e.g. ``history_file.load_published(out/prices/history.json)``) lets the history
     read only the blocks after the previous run; ``queue_prior`` (``queuelog.load_published(
     out/withdrawals.json)``: its activity, and the receipts of the requester files beside it) does
     the same for the queue's logs.
@@ -59,7 +59,7 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
 
 
 def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile, block: int | None,
-             progress: Progress | None, history_prior: history.PriorHistory | None,
+             progress: Progress | None, history_prior: history_file.PriorHistory | None,
              queue_prior: queuelog.PriorActivity | None = None) -> Collected:
     early = _EarlyValidators(sources.glacier(profile, http), sources.pchain(profile, http))
     snap = Reader(client, profile, progress, on_minipools=early.start).read(block)
@@ -128,7 +128,7 @@ class _EarlyValidators:
         return self.outcome
 
 
-def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history.PriorHistory | None,
+def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history_file.PriorHistory | None,
              warnings: list[str], progress: Progress | None):
     """Daily prices and each day's ggAVAX share price, resumed from ``prior`` when it is this
     chain's. A fresh history reaches back ``history_days`` at most, and a failure keeps what the

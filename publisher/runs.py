@@ -14,15 +14,18 @@ from .build.incremental import Cache
 from .build.pipeline import Built
 from .build.tree import read_file, sha256
 from .build.validate import older_block, strict_loads
-from .collect import Collected, collect
 from .config import Profile
 from .errors import PublisherError
 from .progress import Progress
 from .snapshot import Snapshot
-from .sources import history, queuelog
+from .sources import history_file
 
+# The chain's modules (and their ABI libraries) are loaded by a run that reads it: a build from a
+# saved snapshot, like check, serve and publish, starts without them.
 if TYPE_CHECKING:
+    from .collect import Collected
     from .publish.s3 import S3Sink
+    from .sources.queuelog import PriorActivity
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,11 @@ def read_and_build(profile: Profile, out: str | Path, block: int | None = None, 
     history resumes from ``history_from`` (a published ``/prices/history``), else from the one
     ``out`` already holds; the withdraw queue's log scan (its activity and receipts) from the
     ``/withdrawals`` and the requester files ``out`` holds."""
+    from .collect import collect
+    from .sources import queuelog
+
     t0 = time.monotonic()
-    prior = history.load_published(history_from or Path(out) / "prices" / "history.json")
+    prior = history_file.load_published(history_from or Path(out) / "prices" / "history.json")
     got = collect(profile, block, progress, history_prior=prior, queue_prior=_queue_prior(Path(out), cache))
     if got.replaced is not None and not force:
         _new_head_not_older(got, Path(out))
@@ -75,7 +81,7 @@ def read_and_build(profile: Profile, out: str | Path, block: int | None = None, 
     return Run(got, built, seconds={"read": t1 - t0, "build": time.monotonic() - t1})
 
 
-def _queue_prior(out: Path, cache: Cache) -> queuelog.PriorActivity | None:
+def _queue_prior(out: Path, cache: Cache) -> PriorActivity | None:
     """Where the withdraw queue's log scan resumes: what the cache's last build published, while
     ``out``'s /withdrawals is still the file it wrote (the same as reading it back, which a test
     holds it to), else what ``out`` holds, read from its files."""
@@ -85,6 +91,8 @@ def _queue_prior(out: Path, cache: Cache) -> queuelog.PriorActivity | None:
         with contextlib.suppress(OSError):
             if sha256(read_file(str(published))) == sha:
                 return prior
+    from .sources import queuelog
+
     return queuelog.load_published(published, out / "withdrawals")
 
 

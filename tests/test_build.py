@@ -318,7 +318,7 @@ def test_apy_falls_back_to_the_recorded_share_price_history(demo_snapshot, demo_
 
 
 def test_build_publishes_the_share_price_of_every_day_and_the_vault_state(built, demo_snapshot):
-    from publisher.sources.history import VaultState, state_fields
+    from publisher.sources.history_file import VaultState, state_fields
 
     doc = body(built, "prices/history.json")
     assert [(int(p["ggavaxAssetsPerShareWei"]), p["ggavaxTime"], p["ggavaxBlock"], p["ggavaxSource"]) for p in doc["points"]] == \

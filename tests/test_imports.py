@@ -88,3 +88,31 @@ def test_no_import_circle_outside_the_endpoint_registry():
     assert "publisher.snapshot" in edges["publisher.compute.params"]  # and those for type checking only
     others = [sorted(c) for c in circles(edges) if not all(m.startswith(REGISTRY_CIRCLE) for m in c)]
     assert others == []
+
+
+# What a command loads: the chain's ABI libraries (eth_abi, eth_utils: a third of a second) and the
+# devnet only where a command reads a chain or starts one.
+_PROBE = """
+import sys
+from publisher.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+print(sorted(m for m in ("eth_abi", "eth_utils", "ggp_devnet", "publisher.chain.reader") if m in sys.modules))
+sys.exit(code)
+"""
+
+
+def test_commands_that_read_no_chain_load_none_of_its_libraries(built, demo_snapshot, tmp_path):
+    import subprocess
+    import sys
+
+    snap = tmp_path / "snap.json"
+    demo_snapshot.save(snap)
+    for args in (["check", built], ["build", "--from-snapshot", snap, "--out", tmp_path / "out"],
+                 ["publish", "--dir", built, "--bucket", "b", "--dry-run", "--endpoint-url", "http://127.0.0.1:9"]):
+        got = subprocess.run([sys.executable, "-c", _PROBE, *map(str, args)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120, env={"PATH": "/usr/bin:/bin", "SOURCE_DATE_EPOCH": "1800000000",
+                                               "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_MAX_ATTEMPTS": "1"})
+        assert got.stdout.strip().splitlines()[-1] == "[]", (args, got.stdout[-500:], got.stderr[-500:])

@@ -27,7 +27,7 @@ from publisher.collect import collect
 from publisher.compute.apy import YEAR, ggavax_apy
 from publisher.config import load_profile
 from publisher.runs import read_and_build
-from publisher.sources import history, shareprice
+from publisher.sources import history, history_file, shareprice
 
 WAD = 10**18
 DAY = 86_400
@@ -246,7 +246,7 @@ def test_later_runs_add_days_and_complete_the_running_one(twins, tmp_path):
         [{k: v for k, v in p.items() if k != "ggavaxSource"} for p in new]
 
     # The events the resumed run reads start after the previous run's block.
-    prior = history.load_published(saved)
+    prior = history_file.load_published(saved)
     client = RpcClient([pruned.url])
     resumed = history.build(client, oracle=pruned.addresses["Oracle"], feeds=[pruned.addresses["PriceFeed"]],
                             head=third.block.number, prior=prior)

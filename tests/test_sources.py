@@ -27,7 +27,7 @@ from publisher.compute.nodeid import node_id
 from publisher.config import load_profile
 from publisher.errors import PublisherError
 from publisher.snapshot import PricePoint
-from publisher.sources import history, prices
+from publisher.sources import history, history_file, prices
 from publisher.sources.validators import MAX_PAGES
 
 SET_ROUND = Fn("setRound(uint80,int256,uint256,uint256,uint80)")
@@ -325,7 +325,7 @@ def test_incremental_history_reads_only_new_blocks(demo, chain):
     assert len(full.points) == 75 and full.ranges[0][0] == 0 and full.ranges[-1][1] == chain["head"]
     for cursor in cursors(chain):
         prior, _ = build(demo.url, demo, cursor)
-        again, counters = build(demo.url, demo, chain["head"], prior=history.PriorHistory(prior.points, cursor))
+        again, counters = build(demo.url, demo, chain["head"], prior=history_file.PriorHistory(prior.points, cursor))
         assert again.points == full.points, cursor
         assert all(a > cursor for a, _ in again.ranges)
         assert sum(b - a + 1 for a, b in again.ranges) == chain["head"] - cursor  # every new block, once
@@ -344,12 +344,12 @@ def test_history_resumes_from_a_saved_snapshot(demo, chain, demo_snapshot):
     prior, _ = build(demo.url, demo, cursor)
     older = dataclasses.replace(demo_snapshot, price_history=prior.points,
                                 block=dataclasses.replace(demo_snapshot.block, number=cursor))
-    resumed, _ = build(demo.url, demo, chain["head"], prior=history.from_snapshot(older))
+    resumed, _ = build(demo.url, demo, chain["head"], prior=history_file.from_snapshot(older))
     assert resumed.points == events_only(demo_snapshot.price_history) and resumed.ranges[0][0] == cursor + 1
 
 
 def test_unusable_prior_history_is_rebuilt(demo, chain, demo_snapshot):
-    bad = history.PriorHistory(demo_snapshot.price_history[::-1], chain["head"])
+    bad = history_file.PriorHistory(demo_snapshot.price_history[::-1], chain["head"])
     got, _ = build(demo.url, demo, chain["head"], prior=bad)
     assert got.points == events_only(demo_snapshot.price_history) and got.ranges[0][0] == 0
     assert got.warnings and "rebuilding" in got.warnings[0]
@@ -357,16 +357,16 @@ def test_unusable_prior_history_is_rebuilt(demo, chain, demo_snapshot):
 
 def test_published_history_loader(tmp_path, demo_snapshot):
     path = tmp_path / "prices" / "history.json"
-    assert history.load_published(path) is None  # absent: a fresh build
+    assert history_file.load_published(path) is None  # absent: a fresh build
     points = demo_snapshot.price_history
     path.parent.mkdir()
-    path.write_text(json.dumps({"points": [{**history.exact_fields(p), "ggpInAvax": 0.03} for p in points],
+    path.write_text(json.dumps({"points": [{**history_file.exact_fields(p), "ggpInAvax": 0.03} for p in points],
                                 "meta": {"block": {"number": demo_snapshot.block.number}}}))
-    assert history.load_published(path) == history.PriorHistory(points, demo_snapshot.block.number)
+    assert history_file.load_published(path) == history_file.PriorHistory(points, demo_snapshot.block.number)
     path.write_text(json.dumps({"points": [{"date": "2026-01-01", "ggpInAvax": 0.03}]}))
-    assert history.load_published(path) is None  # no exact values: rebuild rather than guess
+    assert history_file.load_published(path) is None  # no exact values: rebuild rather than guess
     path.write_text("{not json")
-    assert history.load_published(path) is None
+    assert history_file.load_published(path) is None
 
 
 class RangeLimitedRpc:

@@ -146,7 +146,7 @@ def test_the_watch_and_the_history_go_on_through_the_wind_down(tmp_path):
     runs): the watch sees each such block, and each publish adds to the price history, never
     dropping or rewriting a day."""
     from publisher.build.validate import compare_accumulated
-    from publisher.sources import history
+    from publisher.sources import history_file
     from publisher.watch import Follower
 
     with running_live(seed=1) as (net, live):
@@ -166,7 +166,7 @@ def test_the_watch_and_the_history_go_on_through_the_wind_down(tmp_path):
             live.run(days=1, pace=0)
             _, why = follower.look()
             reasons.append(why)
-            snap = collect(profile, history_prior=history.load_published(out / "prices" / "history.json")).snapshot
+            snap = collect(profile, history_prior=history_file.load_published(out / "prices" / "history.json")).snapshot
             incremental.build(snap, profile, out, cache=cache, workers=1)
             follower.published(snap)
             after = load_dir(out)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 
 from ..compute.prices import dex_quote, dex_state
-from ..sources import history
+from ..sources import history_file
 from . import schema as S
 from .common import meta, oracle_staleness, usd
 from .context import Context
@@ -263,10 +263,10 @@ def price_history(ctx: Context):
     points = []
     for p in ctx.snap.price_history:
         ggp_avax, avax_usd = Fraction(p.ggp_in_avax, WAD), Fraction(p.avax_usd, 10**decimals)
-        # The exact fields let the next run resume from this file (sources/history.py).
+        # The exact fields let the next run resume from this file (sources/history_file.py).
         share = p.ggavax_assets_per_share
-        points.append({**history.exact_fields(p), "ggpInAvax": float(ggp_avax),
+        points.append({**history_file.exact_fields(p), "ggpInAvax": float(ggp_avax),
                        "ggpInUSD": float(ggp_avax * avax_usd), "avaxInUSD": float(avax_usd),
                        "ggavaxExchangeRate": None if share is None else tokens(share)})
-    state = history.state_fields(history.VaultState.of(ctx.snap)) if points else None
+    state = history_file.state_fields(history_file.VaultState.of(ctx.snap)) if points else None
     yield "/prices/history", {"points": points, "ggavaxState": state, "meta": meta(ctx)}

@@ -1,5 +1,6 @@
 """Off-chain and event-derived data added to the chain snapshot: USD and DEX prices (prices.py),
-validator records (validators.py), daily price history (history.py), over one HTTP helper (http.py).
+validator records (validators.py), daily price history (history.py; the exact fields of its
+published file, which a run resumes from, in history_file.py), over one HTTP helper (http.py).
 """
 from __future__ import annotations
 

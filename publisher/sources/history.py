@@ -11,19 +11,15 @@ The history is a fold over the logs in chain order, so a run can resume from a p
 its cursor block: the previous points hold the fold's state, and only logs after the cursor are
 read. Resuming and rebuilding from scratch give the same points.
 
-This module also owns the published file's exact fields (``exact_fields``, ``state_fields``,
-``load_published``): the points, each day's ggAVAX share price (sources/shareprice.py) and the
-vault's state at the cursor block, from which a later run extends the share prices.
+The published file's exact fields, which a run resumes from, are history_file.py's.
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 from eth_abi.exceptions import DecodingError
 
@@ -32,6 +28,7 @@ from ..chain.abi import Fn, event_topic
 from ..chain.rpc import RpcClient, RpcError
 from ..errors import PublisherError
 from ..snapshot import PricePoint, Snapshot
+from .history_file import PriorHistory, share_fields
 from .http import one_line
 
 log = logging.getLogger(__name__)
@@ -47,50 +44,6 @@ _TOO_MUCH = re.compile(r"too many|more than|too large|too wide|block range|excee
 # Chainlink proxies emit no events: their aggregators do, one per phase.
 _phase_id = Fn("phaseId()", "uint16")
 _phase_aggregators = Fn("phaseAggregators(uint16)", "address")
-
-
-WAD = 10**18
-
-
-@dataclass(frozen=True)
-class VaultState:
-    """The TokenggAVAX storage its share price is computed from, exact."""
-
-    total_released_assets: int
-    last_rewards_amt: int
-    last_sync: int
-    rewards_cycle_end: int
-    total_supply: int
-
-    def total_assets(self, now: int) -> int:
-        """totalAssets() in a block of time ``now``: the released assets plus the part of the last
-        rewards streamed since the sync (all of it from the cycle's end), rounded down."""
-        if now >= self.rewards_cycle_end:
-            return self.total_released_assets + self.last_rewards_amt
-        streamed = self.last_rewards_amt * (now - self.last_sync) // (self.rewards_cycle_end - self.last_sync)
-        return self.total_released_assets + streamed
-
-    def assets_per_share(self, now: int) -> int:
-        """convertToAssets(1e18) in a block of time ``now`` (1e18 while there are no shares)."""
-        supply = self.total_supply
-        return WAD if supply == 0 else WAD * self.total_assets(now) // supply
-
-    @classmethod
-    def of(cls, snap: Snapshot) -> VaultState:
-        v = snap.ggavax
-        return cls(v.total_released_assets, v.last_rewards_amt, v.last_sync, v.rewards_cycle_end, v.total_supply)
-
-
-@dataclass(frozen=True)
-class PriorHistory:
-    points: tuple[PricePoint, ...]
-    cursor: int  # last block the points reflect
-    # Where the points come from: a history is resumed only on the same chain, through the same
-    # cursor block (a different network, a reset devnet or a reorg means rebuilding).
-    network: str | None = None
-    chain_id: int | None = None
-    cursor_hash: str | None = None
-    vault: VaultState | None = None  # ggAVAX at the cursor block, when the history says
 
 
 @dataclass
@@ -348,78 +301,3 @@ def _decode(raw, sources, kind: str, a: int, b: int) -> list[_Log]:
             raise PublisherError(f"price history: eth_getLogs for blocks {a}..{b} returned a malformed log") from None
         out.append(_Log(block, index, kind, value, int.from_bytes(data, "big")))
     return out
-
-
-# -- previous history -------------------------------------------------------------------------------
-
-
-def share_fields(p: PricePoint) -> dict:
-    """A point's share-price fields, as ``replace`` takes them."""
-    return {"ggavax_assets_per_share": p.ggavax_assets_per_share, "ggavax_time": p.ggavax_time,
-            "ggavax_block": p.ggavax_block, "ggavax_source": p.ggavax_source}
-
-
-def exact_fields(p: PricePoint) -> dict:
-    """The exact values a published history point carries so a later run can resume from it."""
-    share = p.ggavax_assets_per_share
-    return {"date": p.date, "ggpInAvaxWei": str(p.ggp_in_avax), "avaxUsdAnswer": str(p.avax_usd),
-            "block": p.block, "timestamp": p.timestamp,
-            "ggavaxAssetsPerShareWei": None if share is None else str(share), "ggavaxTime": p.ggavax_time,
-            "ggavaxBlock": p.ggavax_block, "ggavaxSource": p.ggavax_source}
-
-
-def state_fields(v: VaultState) -> dict:
-    """The vault's state as the published history carries it (at its ``meta.block``)."""
-    return {"totalReleasedAssetsWei": str(v.total_released_assets), "lastRewardsAmtWei": str(v.last_rewards_amt),
-            "lastSync": v.last_sync, "rewardsCycleEnd": v.rewards_cycle_end, "totalSupplyWei": str(v.total_supply)}
-
-
-def from_snapshot(snap: Snapshot) -> PriorHistory | None:
-    if not snap.price_history:
-        return None
-    return PriorHistory(snap.price_history, snap.block.number, snap.network, snap.chain_id, snap.block.hash,
-                        VaultState.of(snap))
-
-
-def load_published(path: str | Path) -> PriorHistory | None:
-    """The history in a published ``prices/history.json``: ``{"points": [...], "ggavaxState": {...},
-    "meta": {"block": {"number": …}}}`` whose points carry ``exact_fields`` and whose state
-    ``state_fields`` (a file without the state, or without the share-price block of its points,
-    was written by an earlier version: it resumes all the same). None when the file is absent or
-    unusable, which costs only a full rebuild."""
-    try:
-        data = json.loads(Path(path).read_text())
-        points = tuple(
-            PricePoint(str(i["date"]), int(i["ggpInAvaxWei"]), int(i["avaxUsdAnswer"]), int(i["block"]), int(i["timestamp"]),
-                       _optional_int(i.get("ggavaxAssetsPerShareWei")), _optional_int(i.get("ggavaxTime")),
-                       _optional_int(i.get("ggavaxBlock")), _optional_str(i.get("ggavaxSource")))
-            for i in data["points"]
-        )
-        state = data.get("ggavaxState")
-        vault = None if state is None else VaultState(
-            int(state["totalReleasedAssetsWei"]), int(state["lastRewardsAmtWei"]), int(state["lastSync"]),
-            int(state["rewardsCycleEnd"]), int(state["totalSupplyWei"]))
-        meta = data.get("meta", {})
-        cursor, cursor_hash = meta.get("block", {}).get("number"), meta.get("block", {}).get("hash")
-        network, chain_id = meta.get("network"), meta.get("chainId")
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        log.warning("cannot resume price history from %s (%s): rebuilding it", path, type(exc).__name__)
-        return None
-    if not points:
-        return None
-    if not isinstance(cursor, int) or cursor < max(p.block for p in points):
-        log.warning("cannot resume price history from %s (no usable cursor): rebuilding it", path)
-        return None
-    return PriorHistory(points, cursor, network, chain_id, cursor_hash, vault)
-
-
-def _optional_int(value) -> int | None:
-    return None if value is None else int(value)
-
-
-def _optional_str(value) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError("expected a string")
-    return value

@@ -50,7 +50,8 @@ from ..chain.rpc import RpcClient, RpcError
 from ..errors import PublisherError
 from ..snapshot import BlockRef, PricePoint, Snapshot
 from . import history
-from .history import LogFilter, PriorHistory, VaultState
+from .history import LogFilter
+from .history_file import PriorHistory, VaultState
 
 log = logging.getLogger(__name__)
 
