@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import jsonschema
 import pytest
-import requests
 from ggp_devnet import devnet_profile, running_live
 from ggp_devnet.scenarios import DAY
+from support.jsonrpc import LimitedRpc
 from web3 import Web3
 
 from publisher.build.pipeline import build
@@ -124,50 +122,6 @@ def test_resuming_equals_reading_from_scratch(living, tmp_path):
         got = queuelog.activity_for(client, snap, start=0, span=2048, prior=foreign, warnings=warnings)
         assert got == snap.queue_activity
         assert len(warnings) == 1 and "previous withdraw queue activity ignored" in warnings[0]
-
-
-class LimitedRpc:
-    """A JSON-RPC proxy in front of anvil whose eth_getLogs refuses ranges wider than ``limit``
-    blocks, as providers do, or (``fail``) answers every eth_getLogs with a server error."""
-
-    def __init__(self, upstream: str, limit: int = 10**9, fail: bool = False):
-        self.upstream, self.limit, self.fail, self.refused = upstream, limit, fail, 0
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                out = [proxy.answer(i) for i in (req if isinstance(req, list) else [req])]
-                data = json.dumps(out if isinstance(req, list) else out[0]).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def answer(self, item):
-        if item["method"] == "eth_getLogs":
-            f = item["params"][0]
-            if self.fail:
-                return {"jsonrpc": "2.0", "id": item["id"], "error": {"code": -32000, "message": "internal error"}}
-            if int(f["toBlock"], 16) - int(f["fromBlock"], 16) + 1 > self.limit:
-                self.refused += 1
-                return {"jsonrpc": "2.0", "id": item["id"], "error": {"code": -32005, "message": f"query exceeds max block range {self.limit}"}}
-        return requests.post(self.upstream, json=item, timeout=10).json()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_a_node_refusing_wide_ranges_or_failing(living):

@@ -3,10 +3,6 @@ secret URLs, nodes that refuse big requests; and the ABI codec the reader decode
 from __future__ import annotations
 
 import dataclasses
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import eth_abi
 import pytest
@@ -17,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.chain import head
 from support.flaky_proxy import FlakyProxy
+from support.jsonrpc import JsonRpcServer
 
 from publisher.chain import abis, codec
 from publisher.chain.abi import Fn
@@ -208,46 +205,19 @@ def test_the_wrong_chain_id_fails_with_a_clear_message(demo_profile):
 # ---- the environment's proxy settings ----------------------------------------------------------
 
 
-class _ForwardProxy(BaseHTTPRequestHandler):
-    """A forward HTTP proxy that answers every JSON-RPC request itself, noting the URLs asked."""
-
-    seen: ClassVar[list[str]] = []
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.seen.append(self.path)
-        answers = [{"jsonrpc": "2.0", "id": item["id"], "result": "0xa868"} for item in body] if isinstance(body, list) else \
-            {"jsonrpc": "2.0", "id": body["id"], "result": "0xa868"}
-        out = json.dumps(answers).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args):
-        pass
-
-
 def test_the_environment_s_proxy_and_no_proxy_are_honoured_request_after_request(monkeypatch):
     # Read once per host, not per request (see transport._Session): the second request and the
     # second host must still go where the environment says.
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ForwardProxy)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.server_port}")
+    with JsonRpcServer(lambda item: {"jsonrpc": "2.0", "id": item["id"], "result": "0xa868"}) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
         monkeypatch.setenv("NO_PROXY", "direct.invalid")
-        _ForwardProxy.seen = []
         proxied = fast_client(["http://node.invalid:8545/ext/bc/C/rpc"], max_attempts=1)
         assert [proxied.request("eth_chainId") for _ in range(3)] == ["0xa868"] * 3
-        assert _ForwardProxy.seen == ["http://node.invalid:8545/ext/bc/C/rpc"] * 3
+        assert proxy.paths == ["http://node.invalid:8545/ext/bc/C/rpc"] * 3  # a forward proxy's request targets
         direct = fast_client(["http://direct.invalid:8545"], max_attempts=1, session=proxied.session)
         with pytest.raises(RpcUnavailable):
             direct.request("eth_chainId")  # not through the proxy: the name does not resolve
-        assert len(_ForwardProxy.seen) == 3
-    finally:
-        server.shutdown()
-        server.server_close()
+        assert len(proxy.paths) == 3
 
 
 # ---- secrets in URLs ---------------------------------------------------------------------------

@@ -10,14 +10,13 @@ import threading
 import time
 from datetime import UTC, datetime
 from fractions import Fraction
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import requests
 from ggp_devnet import devnet_profile, running
 from ggp_devnet.scenarios import LAUNCHED, STAKING, WAD
 from ggp_devnet.seed import DEPLOYER
 from ggp_devnet.standins import Fault, Standins, missing_node
+from support.jsonrpc import LimitedRpc
 
 from publisher.chain.abi import Fn
 from publisher.chain.rpc import RpcClient
@@ -369,48 +368,9 @@ def test_published_history_loader(tmp_path, demo_snapshot):
     assert history_file.load_published(path) is None
 
 
-class RangeLimitedRpc:
-    """A JSON-RPC proxy in front of anvil that refuses wide eth_getLogs ranges, as providers do."""
-
-    def __init__(self, upstream: str, limit: int):
-        self.upstream, self.limit, self.refused = upstream, limit, 0
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                items = req if isinstance(req, list) else [req]
-                out = [proxy.answer(i) for i in items]
-                data = json.dumps(out if isinstance(req, list) else out[0]).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def answer(self, item):
-        if item["method"] == "eth_getLogs":
-            f = item["params"][0]
-            if int(f["toBlock"], 16) - int(f["fromBlock"], 16) + 1 > self.limit:
-                self.refused += 1
-                return {"jsonrpc": "2.0", "id": item["id"], "error": {"code": -32005, "message": f"query exceeds max block range {self.limit}"}}
-        return requests.post(self.upstream, json=item, timeout=10).json()
-
-
 def test_history_halves_refused_ranges(demo, chain, demo_snapshot):
-    proxy = RangeLimitedRpc(demo.url, limit=20)
-    try:
+    with LimitedRpc(demo.url, limit=20) as proxy:
         got, _ = build(proxy.url, demo, chain["head"], span=100)
-    finally:
-        proxy.server.shutdown()
-        proxy.server.server_close()
     assert got.points == events_only(demo_snapshot.price_history)
     assert proxy.refused > 0 and all(b - a + 1 <= 20 for a, b in got.ranges)
     assert [a for a, _ in got.ranges[1:]] == [b + 1 for _, b in got.ranges[:-1]]  # contiguous, in order
@@ -427,7 +387,6 @@ def test_price_point_days_follow_event_time(demo_snapshot):
 
 
 def test_pooled_groups_keep_their_order_and_raise_the_first_failure_in_order():
-    import threading
     import time as clock
 
     from publisher.sources.validators import WORKERS, _pooled
