@@ -90,8 +90,9 @@ def test_no_import_circle_outside_the_endpoint_registry():
     assert others == []
 
 
-# What a command loads: the chain's ABI libraries (eth_abi, eth_utils: a third of a second) and the
-# devnet only where a command reads a chain or starts one.
+# What a command loads: the devnet only where a command starts one, the chain reader only where a
+# command reads a chain, and eth_abi and eth_utils (a third of a second to import) never: the
+# reader's own codec covers every type the protocol's views return.
 _PROBE = """
 import sys
 from publisher.cli import main
@@ -104,15 +105,26 @@ sys.exit(code)
 """
 
 
-def test_commands_that_read_no_chain_load_none_of_its_libraries(built, demo_snapshot, tmp_path):
+def _loaded(args, cwd) -> str:
+    """The last line _PROBE prints: which of those modules the command ``args`` loaded."""
     import subprocess
     import sys
 
+    got = subprocess.run([sys.executable, "-c", _PROBE, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                         timeout=120, env={"PATH": "/usr/bin:/bin", "SOURCE_DATE_EPOCH": "1800000000",
+                                           "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_MAX_ATTEMPTS": "1"})
+    lines = got.stdout.strip().splitlines()
+    assert lines, (args, got.stderr[-500:])
+    return lines[-1]
+
+
+def test_commands_that_read_no_chain_load_none_of_its_libraries(built, demo_snapshot, tmp_path):
     snap = tmp_path / "snap.json"
     demo_snapshot.save(snap)
     for args in (["check", built], ["build", "--from-snapshot", snap, "--out", tmp_path / "out"],
                  ["publish", "--dir", built, "--bucket", "b", "--dry-run", "--endpoint-url", "http://127.0.0.1:9"]):
-        got = subprocess.run([sys.executable, "-c", _PROBE, *map(str, args)], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=120, env={"PATH": "/usr/bin:/bin", "SOURCE_DATE_EPOCH": "1800000000",
-                                               "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_MAX_ATTEMPTS": "1"})
-        assert got.stdout.strip().splitlines()[-1] == "[]", (args, got.stdout[-500:], got.stderr[-500:])
+        assert _loaded(args, tmp_path) == "[]", args
+
+
+def test_a_build_from_a_node_loads_the_reader_and_no_abi_library(demo, tmp_path):
+    assert _loaded(["build", "--rpc-url", demo.url, "--out", tmp_path / "out"], tmp_path) == "['publisher.chain.reader']"

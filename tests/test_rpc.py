@@ -426,8 +426,18 @@ def test_codec_rejects_bad_values_like_eth_abi():
                           (["string"], (b"x",)), (["bytes"], ("x",)), (["uint256[]"], (5,))):
         with pytest.raises(eth_abi.exceptions.EncodingError):
             eth_abi.encode(types, values)
-        with pytest.raises(eth_abi.exceptions.EncodingError):
+        with pytest.raises(codec.EncodingError):
             codec.encode(types, values)
+
+
+def test_types_the_codec_leaves_out_go_to_eth_abi_with_the_codecs_errors():
+    encoded = eth_abi.encode(["uint256[2]", "fixed128x18"], [(1, 2), 0])
+    assert codec.decode(["uint256[2]", "fixed128x18"], encoded) == eth_abi.decode(["uint256[2]", "fixed128x18"], encoded)
+    assert codec.encode(["uint256[2]"], [(1, 2)]) == eth_abi.encode(["uint256[2]"], [(1, 2)])
+    with pytest.raises(codec.InsufficientDataBytes):
+        codec.decode(["uint256[2]"], encoded[:40])
+    with pytest.raises(codec.EncodingError):
+        codec.encode(["uint8[2]"], [(1, 256)])
 
 
 @settings(max_examples=300, deadline=None)
@@ -475,7 +485,7 @@ def test_aggregate3_results_are_never_accepted_where_eth_abi_rejects_them(result
     for blob in (bytes(encoded), bytes(encoded[:cut])):
         try:
             ours = decode_results(blob)
-        except eth_abi.exceptions.DecodingError:
+        except codec.DecodingError:
             continue  # stricter than eth_abi is fine
         assert ours == list(eth_abi.decode(["(bool,bytes)[]"], blob)[0])
 
@@ -494,7 +504,7 @@ def test_functions_of_one_word_encode_and_decode_like_eth_abi(tv, noise):
     for blob in (noise, encoded[:-1], noise[:32] + encoded[32:]):  # garbage, short, and bad padding
         try:
             ours = fn.decode(blob)
-        except eth_abi.exceptions.DecodingError:
+        except codec.DecodingError:
             continue
         assert ours == eth_abi.decode([typ], blob)[0]
 

@@ -8,10 +8,8 @@ from __future__ import annotations
 import functools
 import json
 
-from eth_abi import decode
-from eth_utils import keccak
-
 from .abi import Fn
+from .codec import decode, keccak
 
 STAKER_FIELDS = (
     ("stakerAddr", "address"), ("avaxAssigned", "uint256"), ("avaxStaked", "uint256"),

@@ -5,7 +5,8 @@ stakers, 40 000 per-staker views, 3 000 minipools) holds several hundred thousan
 made ABI work most of a snapshot's time. This module compiles each type string once into
 plain functions over ``bytes``. It covers ``uintN``, ``intN``, ``address``, ``bool``, ``bytesN``,
 ``bytes``, ``string``, tuples and dynamic arrays ``T[]``; any other type (fixed-size arrays,
-fixed-point numbers, arrays of empty tuples) raises ``Unsupported`` and callers fall back to eth_abi.
+fixed-point numbers, arrays of empty tuples) raises ``Unsupported``; ``decode`` and ``encode`` hand
+those to eth_abi.
 
 Most values are one 32-byte word. Their types compile to a ``word`` function of an already
 bounds-checked 32-byte slice, so a struct or an array checks its bounds once and then converts
@@ -21,21 +22,44 @@ from collections.abc import Callable
 from functools import cache, lru_cache, partial
 from typing import Any
 
-from eth_abi.exceptions import (
-    EncodingTypeError,
-    InsufficientDataBytes,
-    InvalidPointer,
-    NonEmptyPaddingBytes,
-    ValueOutOfBounds,
-)
-
 try:  # pycryptodome directly: half the cost of going through eth_hash, which wraps it
     from Crypto.Hash import keccak as _keccak_mod
 
-    def _keccak(data: bytes) -> bytes:
+    def keccak(data: bytes) -> bytes:
         return _keccak_mod.new(digest_bits=256, data=data).digest()
 except ImportError:  # pragma: no cover - eth_hash picks whatever backend is installed
-    from eth_hash.auto import keccak as _keccak  # type: ignore[assignment]
+    from eth_hash.auto import keccak  # type: ignore[assignment]
+
+
+# The errors, named and nested as eth_abi's are, but ours: importing eth_abi costs a third of a
+# second (it loads pydantic and a grammar), which a command that never meets an unusual type should
+# not pay. ``decode`` and ``encode`` raise these for eth_abi's too.
+class DecodingError(Exception):
+    """Data that is not a valid encoding of the types asked."""
+
+
+class InsufficientDataBytes(DecodingError):
+    pass
+
+
+class NonEmptyPaddingBytes(DecodingError):
+    pass
+
+
+class InvalidPointer(DecodingError):
+    pass
+
+
+class EncodingError(Exception):
+    """A value that cannot be encoded as the type asked."""
+
+
+class EncodingTypeError(EncodingError):
+    pass
+
+
+class ValueOutOfBounds(EncodingError):
+    pass
 
 
 def split_types(text: str) -> list[str]:
@@ -379,12 +403,39 @@ def tuple_of(types: tuple[str, ...] | list[str]) -> Node:
 
 
 def decode(types, data: bytes) -> tuple:
-    data = bytes(data)
-    return tuple_of(tuple(types)).decode(data, 0)
+    """``types`` decoded from ``data``; eth_abi decodes the types this module leaves out."""
+    try:
+        node = tuple_of(tuple(types))
+    except Unsupported:
+        import eth_abi
+        from eth_abi.exceptions import DecodingError as Theirs
+
+        try:
+            return eth_abi.decode(list(types), bytes(data))
+        except Theirs as exc:
+            raise _ours(exc, DecodingError) from None
+    return node.decode(bytes(data), 0)
 
 
 def encode(types, values) -> bytes:
-    return tuple_of(tuple(types)).encode(values)
+    """``values`` encoded as ``types``; eth_abi encodes the types this module leaves out."""
+    try:
+        node = tuple_of(tuple(types))
+    except Unsupported:
+        import eth_abi
+        from eth_abi.exceptions import EncodingError as Theirs
+
+        try:
+            return eth_abi.encode(list(types), list(values))
+        except Theirs as exc:
+            raise _ours(exc, EncodingError) from None
+    return node.encode(values)
+
+
+def _ours(exc: Exception, general: type[Exception]) -> Exception:
+    """eth_abi's error as this module's class of the same name (else ``general``)."""
+    named = {c.__name__: c for c in (InsufficientDataBytes, NonEmptyPaddingBytes, InvalidPointer, EncodingTypeError, ValueOutOfBounds)}
+    return named.get(type(exc).__name__, general)(str(exc))
 
 
 # EIP-55 without a loop over characters: a letter's ASCII case bit (0x20) flips where the hash's
@@ -401,6 +452,6 @@ def checksum(address: str) -> str:
     raw = text.encode("utf-8")
     if len(raw) != 40 or raw.translate(None, b"0123456789abcdef"):
         raise ValueError(f"not a 20-byte hex address: {address!r}")
-    nibbles = _keccak(raw).hex().encode("ascii")[:40]
+    nibbles = keccak(raw).hex().encode("ascii")[:40]
     flip = int.from_bytes(raw.translate(_LETTER_BIT), "big") & int.from_bytes(nibbles.translate(_HIGH_NIBBLE_BIT), "big")
     return "0x" + (int.from_bytes(raw, "big") ^ flip).to_bytes(40, "big").decode("ascii")

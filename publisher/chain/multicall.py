@@ -13,12 +13,10 @@ from functools import lru_cache, partial
 from queue import SimpleQueue
 from typing import NamedTuple
 
-from eth_abi import decode
-from eth_abi.exceptions import DecodingError, InsufficientDataBytes, InvalidPointer, NonEmptyPaddingBytes
-
 from ..errors import PublisherError
 from . import abis, codec
 from .abi import Fn
+from .codec import DecodingError, InsufficientDataBytes, InvalidPointer, NonEmptyPaddingBytes, decode
 from .rpc import RawParams, RpcClient, RpcError, RpcUnavailable
 
 # Avalanche's public nodes cap eth_call at 50M gas; stay under it with room for the wrapper.

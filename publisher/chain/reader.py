@@ -13,9 +13,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from eth_abi.exceptions import DecodingError
-from eth_utils import keccak, to_checksum_address
-
 from ..compute.prices import dex_problem
 from ..config import Profile
 from ..errors import PublisherError, every_cause
@@ -41,7 +38,7 @@ from ..snapshot import (
 )
 from . import abis
 from .abi import Fn
-from .codec import checksum
+from .codec import DecodingError, checksum, keccak
 from .multicall import Call, Calls, Multicall
 from .rpc import RpcClient, RpcError, RpcUnavailable
 
@@ -165,8 +162,8 @@ class Reader:
         dex_error = soft_problems.get("DEX pair")
         warnings: list[str] = []
         queue_note = soft_problems.get("WithdrawQueue") if p.withdraw_queue else f"no withdrawal queue is configured for {p.name}"
-        queue_at = to_checksum_address(p.withdraw_queue) if p.withdraw_queue and not queue_note else None
-        pst_at = to_checksum_address(p.pst_avax) if p.pst_avax and "pstAVAX" not in soft_problems else None
+        queue_at = checksum(p.withdraw_queue) if p.withdraw_queue and not queue_note else None
+        pst_at = checksum(p.pst_avax) if p.pst_avax and "pstAVAX" not in soft_problems else None
         if p.withdraw_queue and queue_note:
             # The profile names a queue: publishing noQueue (and no requester file) is news.
             warnings.append(f"/withdrawals is published as noQueue although the profile names a queue: {queue_note}")
@@ -175,7 +172,7 @@ class Reader:
         addresses, paused = self._registry(warnings)
         self._require_code({k: v for k, v in addresses.items() if k not in ("Multicall3", "Storage")})
         scalars = self._scalars(addresses, read_dex=p.dex_pair is not None and dex_error is None, queue=queue_at, pst=pst_at)
-        addresses["WAVAX"] = to_checksum_address(scalars["wavax"])  # ggAVAX's asset; the DEX pair's other side
+        addresses["WAVAX"] = checksum(scalars["wavax"])  # ggAVAX's asset; the DEX pair's other side
         # The counts the next round pages by, bounded and checked against each other before a call
         # is made or a list allocated for them (a node is untrusted input too).
         s = scalars
@@ -216,8 +213,8 @@ class Reader:
         feed = self._feed(s)
         dex, dex_error = self._dex(s, dex_error, addresses, warnings)
         wavax = self.profile.addresses.get("WAVAX")
-        if wavax and to_checksum_address(wavax) != to_checksum_address(s["wavax"]):
-            warnings.append(f"TokenggAVAX.asset() is {to_checksum_address(s['wavax'])}, profile says WAVAX {wavax}: using the chain's")
+        if wavax and checksum(wavax) != checksum(s["wavax"]):
+            warnings.append(f"TokenggAVAX.asset() is {checksum(s['wavax'])}, profile says WAVAX {wavax}: using the chain's")
         queue = _queue(queue_at, s, request_ids, requests_raw, sets, addresses["TokenggAVAX"], warnings) if queue_at else None
         pst = PstAvax(pst_at, s["pst_supply"], s["pst_shares"]) if pst_at else None
         return Snapshot(
@@ -231,7 +228,7 @@ class Reader:
             staker_count=s["staker_count"], total_ggp_stake=s["total_ggp_stake"], stakers=stakers,
             minipool_count=s["minipool_count"], total_avax_liquid_staker_amt=s["total_ls"],
             minipools=minipools, paused=paused, feed=feed, dex=dex, apy_base=apy_base,
-            dex_pair=to_checksum_address(p.dex_pair) if p.dex_pair else None, dex_error=dex_error,
+            dex_pair=checksum(p.dex_pair) if p.dex_pair else None, dex_error=dex_error,
             apy_window_days=p.apy_window_days,
             warnings=tuple(warnings),
             withdraw_queue=queue, withdraw_queue_note=queue_note, pst_avax=pst,
@@ -242,7 +239,7 @@ class Reader:
         if not feed:
             return None
         rid, answer, started, updated, answered = s["feed_round"]
-        return FeedRound(to_checksum_address(feed), rid, answer, started, updated, answered, s["feed_decimals"])
+        return FeedRound(checksum(feed), rid, answer, started, updated, answered, s["feed_decimals"])
 
     def _dex(self, s: dict, dex_error: str | None, addresses: dict[str, str],
              warnings: list[str]) -> tuple[DexReserves | None, str | None]:
@@ -255,7 +252,7 @@ class Reader:
                 dex_error = f"DEX pair {pair}: getReserves(), token0() or token1() reverted or gave no valid answer"
             else:
                 r0, r1, ts = s["dex_reserves"]
-                dex = DexReserves(to_checksum_address(pair), to_checksum_address(s["dex_token0"]), to_checksum_address(s["dex_token1"]), r0, r1, ts)
+                dex = DexReserves(checksum(pair), checksum(s["dex_token0"]), checksum(s["dex_token1"]), r0, r1, ts)
         problem = dex_error or (dex_problem(dex, addresses["TokenGGP"], addresses["WAVAX"]) if dex else None)
         if problem:
             warnings.append(f"/prices/tj has no quote: {problem}")
@@ -279,7 +276,7 @@ class Reader:
             if not isinstance(code, str):
                 raise PublisherError(f"{self.client.describe()} answered eth_getCode for {name} with a malformed value")
             if code in ("0x", "0x0", ""):
-                problems[name] = (f"no contract code for {name} at {to_checksum_address(wanted[name])} "
+                problems[name] = (f"no contract code for {name} at {checksum(wanted[name])} "
                                   f"at block {self.head.number} (wrong network or address?)")
         hard = [problems[n] for n in names if n in problems and n in contracts]
         if hard:
@@ -310,14 +307,14 @@ class Reader:
         for name, addr in zip(names, out[: len(names)], strict=True):
             if int(addr, 16) == 0:
                 raise PublisherError(f"Storage {storage} has no address for contract {name!r}")
-            addresses[name] = to_checksum_address(addr)
+            addresses[name] = checksum(addr)
             expected = self.profile.addresses.get(name)
-            if expected and to_checksum_address(expected) != addresses[name]:
+            if expected and checksum(expected) != addresses[name]:
                 msg = f"registry address of {name} is {addresses[name]}, profile says {expected}: using the registry"
                 warnings.append(msg)
                 log.warning(msg)
-        addresses["Storage"] = to_checksum_address(storage)
-        addresses["Multicall3"] = to_checksum_address(self.profile.multicall)
+        addresses["Storage"] = checksum(storage)
+        addresses["Multicall3"] = checksum(self.profile.multicall)
         paused = {name: bool(flag) for name, flag in zip(abis.PAUSABLE, out[len(names):], strict=True)}
         return dict(addresses), paused
 
@@ -524,8 +521,8 @@ def _queue(address: str, s: dict, ids: list[int], raw: list, sets: tuple[list[in
             continue  # claimed, cancelled or reclaimed: the record is deleted
         open_.append(UnstakeRequest(i, checksum(requester), shares, expected, requested, claimable, expires, allocated, bool(done)))
     label = f"WithdrawQueue {address}"
-    if to_checksum_address(s["wq_vault"]) != vault:
-        warnings.append(f"{label} serves ggAVAX {to_checksum_address(s['wq_vault'])}, the registry's is {vault}")
+    if checksum(s["wq_vault"]) != vault:
+        warnings.append(f"{label} serves ggAVAX {checksum(s['wq_vault'])}, the registry's is {vault}")
     return WithdrawQueue(
         address=address, next_request_id=s["wq_next"], total_allocated_funds=s["wq_allocated"],
         unstake_delay=s["wq_unstake_delay"], max_expiration_delay=s["wq_max_expiration"],

@@ -21,10 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from eth_abi.exceptions import DecodingError
-
 from ..chain import abis
 from ..chain.abi import Fn, event_topic
+from ..chain.codec import DecodingError
 from ..chain.rpc import RpcClient, RpcError
 from ..errors import PublisherError
 from ..snapshot import PricePoint, Snapshot

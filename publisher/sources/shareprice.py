@@ -41,10 +41,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from eth_abi.exceptions import DecodingError
-
 from ..chain import abis
 from ..chain.abi import event_topic
+from ..chain.codec import DecodingError
 from ..chain.reader import WAD, at_hash, find_blocks_at, headers
 from ..chain.rpc import RpcClient, RpcError
 from ..errors import PublisherError
