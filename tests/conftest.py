@@ -5,13 +5,25 @@ from __future__ import annotations
 import logging
 
 import pytest
-from ggp_devnet import devnet_profile, running
+from ggp_devnet import devnet_profile, images, running
 from moto.server import ThreadedMotoServer
 from support import kinds
 
 from publisher.chain.rpc import RpcClient
 from publisher.collect import collect
 from publisher.config import load_profile
+
+
+@pytest.fixture(scope="session", autouse=True)
+def devnet_images(tmp_path_factory, worker_id):
+    """Each devnet chain seeded once per test run, not once per worker and test: every devnet
+    started meanwhile (subprocesses too) starts from the run's image of it (ggp_devnet/images.py).
+    The workers of a run share the directory; a test of the seeding itself asks ``fresh=True``."""
+    base = tmp_path_factory.getbasetemp()
+    where = (base if worker_id == "master" else base.parent) / "devnet-images"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(images.ENV, str(where))
+        yield where
 
 
 @pytest.fixture(scope="session")

@@ -142,7 +142,9 @@ def test_history_window_spans_45_days_of_prices_and_reward_cycles(demo, rpc):
 
 
 def test_two_demo_devnets_produce_the_same_chain(demo, rpc):
-    with running("demo") as other:
+    """A fresh seeding against the session's demo (started from the run's image of it, see
+    tests/conftest.py): the same chain, so the image is too."""
+    with running("demo", fresh=True) as other:
         theirs = RpcClient([other.url])
         top = header(theirs)
         ours = header(rpc, int(top["number"], 16))
@@ -152,14 +154,22 @@ def test_two_demo_devnets_produce_the_same_chain(demo, rpc):
         assert top["stateRoot"] == ours["stateRoot"]
         middle = hex(int(top["number"], 16) // 2)
         assert header(theirs, middle)["mixHash"] == header(rpc, middle)["mixHash"]
+        # The state at a past block and every log, as the publisher's history reads them.
+        a = demo.addresses
+        assert eth_call(theirs, a["Oracle"], abis.getGGPPriceInAVAX, block=middle) == eth_call(rpc, a["Oracle"], abis.getGGPPriceInAVAX, block=middle)
+        every = [{"fromBlock": "0x0", "toBlock": top["number"]}]
+        assert theirs.request("eth_getLogs", every) == rpc.request("eth_getLogs", every)
 
 
 def test_automine_is_back_on_after_seeding(demo, rpc):
     a = demo.addresses
     price, stamp = eth_call(rpc, a["Oracle"], abis.getGGPPriceInAVAX)
+    head = header(rpc)
     with checkpoint(rpc):
         receipt = send(rpc, a["Oracle"], Fn("setGGPPriceInAVAX(uint256,uint256)").encode(price + 1, stamp))
         assert eth_call(rpc, a["Oracle"], abis.getGGPPriceInAVAX, block=receipt["blockNumber"]) == (price + 1, stamp)
+        # The node's clock runs on from the seeded head (a node started from an image too).
+        assert 0 <= int(header(rpc)["timestamp"], 16) - int(head["timestamp"], 16) < 600
     assert eth_call(rpc, a["Oracle"], abis.getGGPPriceInAVAX) == (price, stamp)
 
 
@@ -189,7 +199,7 @@ def test_sizes_resize_scale_in_proportion_and_a_size_is_one_chain():
 def test_a_sized_devnet_holds_the_size_asked_and_is_deterministic():
     heads = []
     for _ in range(2):
-        with running("scale", stakers=240, minipools=70) as net:
+        with running("scale", stakers=240, minipools=70, fresh=True) as net:
             rpc = RpcClient([net.url])
             a = net.addresses
             assert eth_call(rpc, a["Staking"], abis.getStakerCount) == len(net.scenario.stakers) == 240
@@ -286,7 +296,7 @@ def test_port_in_use_is_a_one_line_actionable_error():
             Anvil(port).start()
         text = _one_line(err.value)
         assert f"port {port}" in text and "in use" in text and "--port" in text
-        with pytest.raises(PublisherError), running("demo", port):
+        with pytest.raises(PublisherError), running("demo", port, fresh=True):
             pass
 
 

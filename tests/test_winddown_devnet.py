@@ -186,7 +186,7 @@ def test_seeded_wound_down_is_sixty_days_past_the_end_of_operations(wound):
 
 
 def test_wound_down_seeds_the_same_chain_every_time(wound):
-    with running("wound-down") as other:
+    with running("wound-down", fresh=True) as other:
         theirs, ours = header(RpcClient([other.url])), header(RpcClient([wound.url]))
         assert (theirs["number"], theirs["hash"]) == (ours["number"], ours["hash"])
         assert other.scenario.now == wound.scenario.now

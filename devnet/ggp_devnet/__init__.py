@@ -8,14 +8,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from publisher.chain.rpc import RpcClient
 from publisher.config import Profile, load_profile
 
+from . import images
 from .anvil import CHAIN_ID, GENESIS_TIME, Anvil
 from .net import Devnet
-from .scenarios import build
+from .scenarios import build, resolve
 from .standins import NETWORK, Standins
 
 if TYPE_CHECKING:
@@ -36,7 +38,7 @@ def devnet_profile(profile: Profile, net: Devnet) -> Profile:
 @contextmanager
 def running(scenario: str = "demo", port: int | None = None, *, as_network: str | None = None,
             stakers: int | None = None, minipools: int | None = None, keep_states: int | None = None,
-            ggp_quote: str = "oracle") -> Iterator[Devnet]:
+            ggp_quote: str = "oracle", fresh: bool = False) -> Iterator[Devnet]:
     """Start anvil, deploy, seed ``scenario`` (resized to ``stakers``/``minipools`` when given, see
     scenarios.resolve), start the stand-ins; stop everything on exit.
 
@@ -47,7 +49,34 @@ def running(scenario: str = "demo", port: int | None = None, *, as_network: str 
     for GGP, the Oracle's price or the market's (standins.Standins.ggp_quote).
 
     A wound-down scenario (``scenario.wind_down``) is seeded up to the end of its operations, then
-    played through its wind-down by the live operator (live.play_wind_down)."""
+    played through its wind-down by the live operator (live.play_wind_down).
+
+    With ``GGP_DEVNET_IMAGES`` set (images.py), the node starts from the chain seeded once there;
+    ``fresh`` seeds it all the same (as for a pruned node, or a chain too large for an image)."""
+    name, _, shape = resolve(scenario, stakers, minipools)
+    where = None if fresh or keep_states is not None or shape.stakers > images.MOST_STAKERS else images.directory()
+    if where is None:
+        with _seeded(scenario, port, as_network, stakers, minipools, keep_states, ggp_quote) as net:
+            yield net
+        return
+    t0 = time.monotonic()
+
+    def seed(state: Path) -> images.Image:
+        with _seeded(scenario, None, as_network, stakers, minipools, None, ggp_quote, dump_to=state) as net:
+            assert net.standins is not None
+            return images.Image(state, net.scenario, net.addresses, net.chain_id, net.standins.network)
+
+    image = images.kept(where, f"{name}-{as_network or 'devnet'}", seed)
+    with Anvil(port, chain_id=image.chain_id, load_from=image.state) as node, \
+            Standins(image.scenario, network=image.network, ggp_quote=ggp_quote) as standins:
+        images.wake(RpcClient([node.url], max_attempts=2))
+        yield Devnet(node.url, image.chain_id, image.scenario, image.addresses, time.monotonic() - t0,
+                     standins.services, standins, as_network or "devnet")
+
+
+@contextmanager
+def _seeded(scenario: str, port: int | None, as_network: str | None, stakers: int | None, minipools: int | None,
+            keep_states: int | None, ggp_quote: str, dump_to: Path | None = None) -> Iterator[Devnet]:
     from .seed import deploy, seed
 
     t0 = time.monotonic()
@@ -57,7 +86,8 @@ def running(scenario: str = "demo", port: int | None = None, *, as_network: str 
         profile = load_profile(as_network)
     chain_id = profile.chain_id if profile else CHAIN_ID
     network = profile.validator_network if profile else NETWORK
-    with Anvil(port, chain_id=chain_id, keep_states=keep_states) as node, Standins(sc, network=network, ggp_quote=ggp_quote) as standins:
+    with Anvil(port, chain_id=chain_id, keep_states=keep_states, dump_to=dump_to) as node, \
+            Standins(sc, network=network, ggp_quote=ggp_quote) as standins:
         client = RpcClient([node.url], max_attempts=2)
         if profile:
             from . import rehearsal

@@ -90,13 +90,17 @@ class Anvil:
     """``with Anvil() as node: node.url`` — a fresh, deterministic chain for the block's lifetime."""
 
     def __init__(self, port: int | None = None, *, chain_id: int = CHAIN_ID, genesis_time: int = GENESIS_TIME,
-                 keep_states: int | None = None):
+                 keep_states: int | None = None, dump_to: Path | None = None, load_from: Path | None = None):
         self.port = port or free_port()
         self.chain_id = chain_id
         self.genesis_time = genesis_time
         # A node without archive state: only the last ``keep_states`` blocks' states are kept
         # (headers and logs of every block still are), as on a pruned node.
         self.keep_states = keep_states
+        # The whole chain (blocks, receipts, every block's state) written to ``dump_to`` as the
+        # node stops, or read from ``load_from`` as it starts (images.py).
+        self.dump_to = dump_to
+        self.load_from = load_from
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -116,6 +120,10 @@ class Anvil:
         ]
         if self.keep_states is not None:
             cmd += ["--prune-history", str(self.keep_states)]
+        if self.dump_to is not None:
+            cmd += ["--preserve-historical-states", "--dump-state", str(self.dump_to)]
+        if self.load_from is not None:
+            cmd += ["--load-state", str(self.load_from)]
         try:
             # Only from the main thread: the death signal follows the starting thread, not the process.
             tie = _PRCTL is not None and threading.current_thread() is threading.main_thread()
@@ -152,7 +160,7 @@ class Anvil:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(5)
+                self.proc.wait(120 if self.dump_to else 5)  # writing the chain out takes a while
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
