@@ -621,13 +621,15 @@ def hand_edit_bucket(moto) -> tuple[str, object]:
     return _bucket(moto)
 
 
-@pytest.mark.parametrize("after", ["incremental", "full"])
-@pytest.mark.parametrize("how", ["in place", "renamed over"])
+# Each way of editing after each kind of second build, one file each way per case.
+@pytest.mark.parametrize(("after", "prices_how", "staker_how"), [("incremental", "in place", "renamed over"),
+                                                                 ("full", "renamed over", "in place")])
 def test_a_hand_edit_in_out_is_found_by_check_refused_by_publish_and_replaced_by_the_next_build(
-        demo, base, moto, hand_edit_bucket, tmp_path, how, after):
+        demo, base, moto, hand_edit_bucket, tmp_path, after, prices_how, staker_how):
     """Two builds (the second incremental, carrying hard links into the first tree, or --full),
-    then /prices and a staker's file are edited in out/: check names both, publish refuses naming
-    them and leaves the bucket as it was, and the next build puts the built bytes back."""
+    then /prices and a staker's file are edited in out/ (one in place, the other written anew and
+    renamed over it): check names both, publish refuses naming them and leaves the bucket as it
+    was, and the next build puts the built bytes back."""
     snap = _snapshot(demo, base.parent)
     out = tmp_path / "out"
     for more in ([], ["--full"] if after == "full" else []):
@@ -641,8 +643,8 @@ def test_a_hand_edit_in_out_is_found_by_check_refused_by_publish_and_replaced_by
 
     staker = sorted((out / "stakers").glob("0x*.json"))[0]
     staker_url = f"/stakers/{staker.stem}"
-    for f in (out / "prices.json", staker):
-        _edit(f, how)
+    _edit(out / "prices.json", prices_how)
+    _edit(staker, staker_how)
     edited = tree(out)
     assert _published(out) != built
     got = run_cli(["check", out])
