@@ -8,7 +8,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from . import snapshot, sources
+from . import snapshot
 from .chain.reader import DAY, Reader, Reorged, find_block_at, verify_canonical
 from .chain.rpc import Counters, RpcClient
 from .compute.prices import stale_oracle
@@ -16,7 +16,7 @@ from .config import Profile
 from .errors import PublisherError
 from .progress import Progress
 from .snapshot import Minipool, Snapshot
-from .sources import history, history_file, prices, queuelog, shareprice, validators
+from .sources import clients, history, history_file, prices, queuelog, shareprice, validators
 from .sources.http import HttpCounters
 
 
@@ -61,7 +61,7 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
 def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile, block: int | None,
              progress: Progress | None, history_prior: history_file.PriorHistory | None,
              queue_prior: queuelog.PriorActivity | None = None) -> Collected:
-    early = _EarlyValidators(sources.glacier(profile, http), sources.pchain(profile, http))
+    early = _EarlyValidators(clients.glacier(profile, http), clients.pchain(profile, http))
     snap = Reader(client, profile, progress, on_minipools=early.start).read(block)
     # The chain's own invariants first: nothing may derive from values that break them (a zero
     # oracle price would otherwise reach the price cross-check's division).
@@ -76,7 +76,7 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
         warnings.append("no AVAX/USD feed configured: USD prices and price history unavailable")
     else:
         prices.validate_feed(snap.feed, snap.block, profile.feed_max_age)
-        api = sources.price_api(profile, http)
+        api = clients.price_api(profile, http)
         if api is not None:
             bounds = {"avax": profile.price_divergence_pct, "ggp": profile.ggp_divergence_pct}
             price_check = prices.cross_check(api, snap, bounds, warnings, ggp_stale=stale is not None)

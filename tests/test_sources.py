@@ -272,10 +272,10 @@ def test_small_divergence_passes_the_cross_check(profile, services):
 def test_a_stale_ggp_price_may_drift_from_the_market_and_says_so(profile, services, demo_snapshot):
     """A stale Oracle price is published labelled, so its drift from the market is a warning; the
     same drift on a fresh price, and any AVAX/USD drift, still stops the run."""
-    from publisher import sources
+    from publisher.sources import clients
     from publisher.sources.http import HttpCounters
 
-    api = sources.price_api(profile, HttpCounters())
+    api = clients.price_api(profile, HttpCounters())
     halved = dataclasses.replace(demo_snapshot, oracle=dataclasses.replace(demo_snapshot.oracle, price=demo_snapshot.oracle.price // 2))
     warnings: list[str] = []
     check = prices.cross_check(api, halved, {"avax": 5, "ggp": 25}, warnings, ggp_stale=True)

@@ -178,17 +178,17 @@ def test_watch_follows_the_living_devnet(moto, bucket, tmp_path):
     with running_live(seed=3) as (net, live):
         profile = devnet_profile(load_profile("devnet"), net)
         distributions = len(live.distributions)
-        # Six looks span 20 protocol days: prices every day, a ggAVAX sync, minipools ending and
+        # Four looks span 18 protocol days: prices every day, a ggAVAX sync, minipools ending and
         # cycling, and the GGP cycle's distribution (due some 16 days after the seeded head).
-        runs = 6
+        runs = 4
 
         def on_line(line: str) -> None:
             lines.append(line)
             assert line.startswith("block"), line
             local = {object_key("", url): hashlib.md5(body).hexdigest() for url, body in load_dir(out).items()}
             assert bucket_etags() == local
-            if len(lines) < runs:  # four protocol days before the next look (none after the last)
-                for _ in range(4):
+            if len(lines) < runs:  # six protocol days before the next look (none after the last)
+                for _ in range(6):
                     live.step()
 
         watch(profile, out, Target(bucket, endpoint_url=moto), poll=0.1, heartbeat=3600, workers=2, runs=runs, echo=on_line)
