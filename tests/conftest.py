@@ -15,12 +15,12 @@ from publisher.config import load_profile
 
 
 @pytest.fixture(scope="session", autouse=True)
-def devnet_images(tmp_path_factory, worker_id):
+def devnet_images(tmp_path_factory, request):
     """Each devnet chain seeded once per test run, not once per worker and test: every devnet
     started meanwhile (subprocesses too) starts from the run's image of it (ggp_devnet/images.py).
     The workers of a run share the directory; a test of the seeding itself asks ``fresh=True``."""
-    base = tmp_path_factory.getbasetemp()
-    where = (base if worker_id == "master" else base.parent) / "devnet-images"
+    base = tmp_path_factory.getbasetemp()  # an xdist worker's lies in its run's
+    where = (base.parent if hasattr(request.config, "workerinput") else base) / "devnet-images"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(images.ENV, str(where))
         yield where
