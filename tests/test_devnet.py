@@ -161,6 +161,26 @@ def test_two_demo_devnets_produce_the_same_chain(demo, rpc):
         assert theirs.request("eth_getLogs", every) == rpc.request("eth_getLogs", every)
 
 
+def test_an_image_is_described_only_once_its_chain_is_written(tmp_path):
+    """A seeding whose node wrote no file (cut off while writing it) leaves no image behind: the
+    next caller seeds again instead of starting a node from half a chain."""
+    from ggp_devnet import images
+
+    calls = []
+
+    def seed(state: Path) -> images.Image:
+        calls.append(state)
+        if len(calls) > 1:
+            state.write_text("{}")
+        return images.Image(state, scenarios.build("demo"), {}, CHAIN_ID, "local")
+
+    with pytest.raises(PublisherError, match="did not write the seeded chain"):
+        images.kept(tmp_path, "demo-devnet", seed)
+    assert not (tmp_path / "demo-devnet.pickle").exists()
+    assert images.kept(tmp_path, "demo-devnet", seed).state == calls[1] and len(calls) == 2
+    assert images.kept(tmp_path, "demo-devnet", seed).chain_id == CHAIN_ID and len(calls) == 2  # kept: not seeded again
+
+
 def test_automine_is_back_on_after_seeding(demo, rpc):
     a = demo.addresses
     price, stamp = eth_call(rpc, a["Oracle"], abis.getGGPPriceInAVAX)

@@ -164,6 +164,8 @@ class Anvil:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+                if self.dump_to is not None:  # cut off while writing: no chain rather than half of one
+                    self.dump_to.unlink(missing_ok=True)
         if self.proc and self.proc.stderr:
             self.proc.stderr.close()
         self.proc = None
