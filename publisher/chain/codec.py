@@ -407,13 +407,7 @@ def decode(types, data: bytes) -> tuple:
     try:
         node = tuple_of(tuple(types))
     except Unsupported:
-        import eth_abi
-        from eth_abi.exceptions import DecodingError as Theirs
-
-        try:
-            return eth_abi.decode(list(types), bytes(data))
-        except Theirs as exc:
-            raise _ours(exc, DecodingError) from None
+        return _eth_abi("decode", types, bytes(data))
     return node.decode(bytes(data), 0)
 
 
@@ -422,20 +416,22 @@ def encode(types, values) -> bytes:
     try:
         node = tuple_of(tuple(types))
     except Unsupported:
-        import eth_abi
-        from eth_abi.exceptions import EncodingError as Theirs
-
-        try:
-            return eth_abi.encode(list(types), list(values))
-        except Theirs as exc:
-            raise _ours(exc, EncodingError) from None
+        return _eth_abi("encode", types, list(values))
     return node.encode(values)
 
 
-def _ours(exc: Exception, general: type[Exception]) -> Exception:
-    """eth_abi's error as this module's class of the same name (else ``general``)."""
-    named = {c.__name__: c for c in (InsufficientDataBytes, NonEmptyPaddingBytes, InvalidPointer, EncodingTypeError, ValueOutOfBounds)}
-    return named.get(type(exc).__name__, general)(str(exc))
+def _eth_abi(how: str, types, arg):
+    """eth_abi's ``decode`` or ``encode``, imported only now, its errors raised as this module's
+    class of the same name (else the general one)."""
+    import eth_abi
+    from eth_abi import exceptions
+
+    general = DecodingError if how == "decode" else EncodingError
+    try:
+        return getattr(eth_abi, how)(list(types), arg)
+    except (exceptions.DecodingError, exceptions.EncodingError) as exc:
+        named = {c.__name__: c for c in (InsufficientDataBytes, NonEmptyPaddingBytes, InvalidPointer, EncodingTypeError, ValueOutOfBounds)}
+        raise named.get(type(exc).__name__, general)(str(exc)) from None
 
 
 # EIP-55 without a loop over characters: a letter's ASCII case bit (0x20) flips where the hash's
