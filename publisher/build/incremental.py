@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import cache, partial
 from operator import attrgetter
@@ -64,6 +64,9 @@ class Cache:
         self.reads: dict[str, tuple[str, object]] = {}
         # The two trees' records, parsed once (``tree.Records``).
         self.records = Records()
+        # The snapshot's long lists of records as the last build digested them (``Keys.warm``): a
+        # build one block later finds most of them the same and takes their digests.
+        self.digests: Digested = ()
         # The withdraw queue's activity and receipts as the last build published them, with the
         # sha256 of the /withdrawals it wrote (``runs.read_and_build`` resumes the queue's log
         # scan from it while the live file is that one, instead of parsing every requester file).
@@ -104,7 +107,8 @@ class _Layer:
         # The snapshot's long lists of records, digested once, here, for the workers and the
         # aggregates alike.
         snap = ctx.snap
-        keys.warm(snap.stakers, snap.minipools, snap.queue_receipts, snap.withdraw_queue.requests if snap.withdraw_queue else ())
+        self.cache.digests = keys.warm((snap.stakers, snap.minipools, snap.queue_receipts,
+                                        snap.withdraw_queue.requests if snap.withdraw_queue else ()), self.cache.digests)
         if self.workers > 1:
             _share_derived(ctx)
         carry = old if same_run and live is not None else {}
@@ -230,6 +234,10 @@ def run_key(snap: Snapshot, oracle_max_age: int) -> str:
 
 
 _SCALARS = frozenset((str, int, float, bool, type(None), bytes))
+_EXACT = _SCALARS - {float}  # equal values of one of these types pickle alike
+
+# A build's long lists of records and their digests, in order (``Keys.warm``).
+Digested = tuple[tuple[Sequence, list[bytes]], ...]
 
 
 class Keys:
@@ -240,6 +248,7 @@ class Keys:
     def __init__(self) -> None:
         self.memo: dict[int, tuple[object, bytes]] = {}
         self.getters: dict[type, Callable[[Any], tuple]] = {}
+        self.exact: dict[tuple[type, ...], bool] = {}  # field types -> all exact scalars (``_same``)
 
     def of(self, value: Deferred) -> str:
         make = value.make
@@ -247,9 +256,50 @@ class Keys:
         self._describe(parts, value.inputs)
         return hashlib.blake2b(b"".join(parts), digest_size=16).hexdigest()
 
-    def warm(self, *values) -> None:
-        """Digest these values' records now (before the workers fork, so they share the memo)."""
-        self._describe([], values)
+    def warm(self, lists: tuple[Sequence, ...], last: Digested = ()) -> Digested:
+        """Digest the records of these long lists now (before the workers fork, so they share the
+        memo); returned with their digests, for the next build's ``last``. A record that is the one
+        at its place in ``last`` (the same object, as the queue's receipts resumed from the last run
+        are) or an equal one of exact scalars only (a staker read again, unchanged) takes its digest
+        from there: the same class and values pickle to the same bytes."""
+        out = []
+        for k, records in enumerate(lists):
+            before, digests = last[k] if k < len(last) else ((), [])
+            mine = []
+            for i, x in enumerate(records):
+                kind = type(x)
+                if not hasattr(kind, "__dataclass_fields__"):
+                    raise TypeError(f"cannot warm a list of {kind.__qualname__}: its items are frozen dataclasses")
+                if i < len(before) and self._same(x, before[i]):
+                    self.memo[id(x)] = (x, digests[i])
+                    mine.append(digests[i])
+                else:
+                    hit = self.memo.get(id(x))
+                    mine.append(hit[1] if hit is not None else self._record(x, kind))
+            out.append((records, mine))
+        return tuple(out)
+
+    def _same(self, x, y) -> bool:
+        """Whether the records ``x`` and ``y`` digest alike without digesting either: the same
+        object, or of one class with equal field values of the same exact scalar types (a value
+        that is a float, a container or a record is left to the digest: 0.0 equals -0.0 and 1
+        equals True, and their pickles differ)."""
+        if x is y:
+            return True
+        kind = type(x)
+        if type(y) is not kind:
+            return False
+        get = self._values(kind)
+        a, b = get(x), get(y)
+        if a != b:
+            return False
+        types = tuple(map(type, a))
+        if types != tuple(map(type, b)):
+            return False
+        exact = self.exact.get(types)
+        if exact is None:
+            exact = self.exact[types] = all(t in _EXACT for t in types)
+        return exact
 
     def _describe(self, parts: list[bytes], x) -> None:
         kind = type(x)

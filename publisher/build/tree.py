@@ -79,6 +79,9 @@ class Records:
 
     def __init__(self) -> None:
         self.by_sha: dict[str, tuple[dict[str, Entry], str | None]] = {}
+        # The last record written, each file's member of it as encoded (``encode_record``): a
+        # build one block later writes tens of thousands of the same entries again.
+        self.members: dict[tuple[str, Entry], str] = {}
 
     def get(self, sha: str) -> tuple[dict[str, Entry], str | None] | None:
         return self.by_sha.get(sha)
@@ -265,10 +268,29 @@ class TreeWriter:
             for name in list_files(self.root):
                 if name not in wanted:
                     os.unlink(f"{self.root}/{name}")
-        data = json.dumps(record, separators=(",", ":"), sort_keys=True).encode()
+        data = encode_record(record, known)
         (self.tree / RECORD).write_bytes(data)
         if known is not None:
             known.put(sha256(data), record["files"], record["run"])
+
+
+def encode_record(record: dict, known: Records | None = None) -> bytes:
+    """``json.dumps(record, separators=(",", ":"), sort_keys=True)``, its files' members taken
+    from the last record ``known`` encoded where an entry is the same."""
+    last = known.members if known is not None else {}
+    members: dict[tuple[str, Entry], str] = {}
+    files = record["files"]
+    for path in sorted(files):
+        key = (path, files[path])
+        text = last.get(key)
+        members[key] = text if text is not None else f"{json.dumps(path)}:{json.dumps(key[1], separators=(',', ':'))}"
+    if known is not None:
+        known.members = members
+    out = []
+    for name in sorted(record):
+        value = "{" + ",".join(members.values()) + "}" if name == "files" else json.dumps(record[name], separators=(",", ":"), sort_keys=True)
+        out.append(f"{json.dumps(name)}:{value}")
+    return ("{" + ",".join(out) + "}").encode()
 
 
 def flip(out: Path, tree: Path) -> None:

@@ -24,10 +24,9 @@ import time
 from . import withdrawals as W
 from .announcements import WINDOW_END
 from .context import Context
-from .registry import Deferred, endpoint, load_all
+from .registry import Deferred, endpoint
 
 ICS = "text/calendar; charset=utf-8"
-JSON_PATH = "/withdrawals/{address}"
 CALENDAR_PATH = "/withdrawals/{address}.ics"
 # The name UIDs and the feed's tag: URIs are minted under (the protocol's domain).
 DOMAIN = "gogopool.com"
@@ -62,11 +61,9 @@ def uid(network: str, kind: str, request: int | None = None, requester: str | No
                 "file: it changes only when its dates or words do.",
 )
 def requester_calendar(ctx: Context):
-    json_ep = load_all()[JSON_PATH]
-    assert json_ep.render is not None
     s = ctx.snap
     window = next(((a.date, a.time, a.meaning, a.source) for a in ctx.announcements if a.key == WINDOW_END), None)
-    for path, value in json_ep.render(ctx):
+    for path, value in W.requester_files(ctx):
         if type(value) is not Deferred or value.make is not W.requester_body:
             raise TypeError(f"{path}: the calendar is made from requester_body's inputs, not from {value!r}")
         if window is None and not value.inputs[1]:

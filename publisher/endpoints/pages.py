@@ -47,9 +47,10 @@ OWN_CLOCK_SECONDS = 86_400
 
 @functools.cache
 def _env() -> jinja2.Environment:
-    # Page templates ship inside the package, so an installed publisher renders them anywhere.
+    # Page templates ship inside the package, so an installed publisher renders them anywhere. They
+    # do not change while a process runs: no check of the template's file at every page rendered.
     env = jinja2.Environment(loader=jinja2.PackageLoader("publisher", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True, auto_reload=False)
     env.filters["code"] = code_spans
     env.filters["path"] = path_code
     env.filters["num"] = svg.number

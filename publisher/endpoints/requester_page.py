@@ -32,6 +32,7 @@ from .registry import Deferred, endpoint, function_endpoint, load_all, resolve
 
 JSON_PATH = "/withdrawals/{address}"
 PAGE_PATH = "/withdrawals/{address}.html"
+TEMPLATE = "requester.html.j2"
 LOOKUP_PATH = "/withdrawals/lookup"
 ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 CHART_POINTS = 120  # most places of the line drawn (every one of the requester's is)
@@ -154,7 +155,14 @@ def places_through(last: int) -> list[int]:
 def line_data(curve: tuple[bytes, ...], mine: tuple[dict, ...]) -> bytes:
     """``canonical_value({"mine": mine, "curve": [the places drawn through mine's last]})``,
     joined from the line's encoded places (see ``_curve``)."""
-    drawn = [curve[k - 1] for k in places_through(max(r["position"] for r in mine)) if k <= len(curve)] if mine else []
+    drawn: list[bytes] = []
+    if mine:  # the places of places_through(last) that the line has, taken as slices of it
+        last = max(r["position"] for r in mine)
+        step = max(1, -(-last // CHART_POINTS))
+        drawn = [*curve[:1]] if step > 1 else []
+        drawn += curve[step - 1:last:step]
+        if last % step and last <= len(curve):
+            drawn.append(curve[last - 1])
     return b'{"curve":[' + b",".join(drawn) + b'],"mine":' + R.canonical_value(mine) + b"}"
 
 
@@ -187,9 +195,10 @@ def requester_page(ctx: Context):
     shared = R.canonical_value({"site": site, "view": view})
     announced = _view_times(view)
     curve = ctx.cached(_curve)
-    json_ep = load_all()[JSON_PATH]
-    assert json_ep.render is not None
-    for path, value in json_ep.render(ctx):
+    # Compiled here, where a build first describes this endpoint before its workers fork, so that
+    # each worker making a page does not compile it again.
+    _env().get_template(TEMPLATE)
+    for path, value in W.requester_files(ctx):
         assert type(value) is Deferred and value.make is W.requester_body
         who = path.rsplit("/", 1)[1]
         mine = places.get(who, ())
@@ -212,7 +221,7 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes, words: tuple) -> s
                   svg.Series("you are here", tuple((r["position"], r["cumulativeAvax"]) for r in mine))]
         chart = svg.line_chart("chart-line", "The withdrawal line through your place: AVAX needed up to each place", series,
                                x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True)
-    return _env().get_template("requester.html.j2").render(
+    return _env().get_template(TEMPLATE).render(
         **common["site"], root="../", b=body, q=view, mine=mine, chart=chart,
         rel=lambda ts: rel.get(ts, ""), human=human, iso=iso, lookup_action="lookup", lookup_pages="")
 

@@ -515,6 +515,12 @@ def requester(ctx: Context):
         yield f"/withdrawals/{who.lower()}", Deferred((who, items, tuple(receipts.get(who, ()))), requester_body)
 
 
+def requester_files(ctx: Context) -> list[tuple[str, Deferred]]:
+    """The requester files of this build, (path, Deferred), derived once for the page and the
+    calendar made from their inputs (a build describes them before its workers fork)."""
+    return ctx.rendered(REQUESTER_PATH, requester)
+
+
 def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, int | None], ...],
                    receipts: tuple[Receipt, ...] = ()) -> dict:
     rows = [_request_record(r, place, window_end) for r, place, window_end in items]

@@ -1,0 +1,37 @@
+"""The tree's record as written: the same bytes as the plain canonical encoding, however many
+records the process encoded before."""
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from publisher.build.tree import Entry, Records, encode_record
+
+PATHS = st.text(alphabet="/abcdefxyz0123456789.{}é\"\\", min_size=1, max_size=12)
+DIGESTS = st.one_of(st.none(), st.text(alphabet="0123456789abcdef", min_size=1, max_size=8))
+ENTRIES = st.builds(Entry, DIGESTS.map(lambda d: d or "0"), st.integers(0, 10**12), DIGESTS, DIGESTS,
+                    st.integers(0, 2**63), st.integers(0, 2**40))
+RECORDS = st.fixed_dictionaries({
+    "format": st.just("ggp-publisher-build/3"), "run": DIGESTS, "network": st.sampled_from(["devnet", "mainnet"]),
+    "chainId": st.integers(1, 10**6), "block": st.fixed_dictionaries({"number": st.integers(0, 10**9), "hash": DIGESTS}),
+    "files": st.dictionaries(PATHS, ENTRIES, max_size=20),
+})
+
+
+def plain(record: dict) -> bytes:
+    return json.dumps(record, separators=(",", ":"), sort_keys=True).encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(RECORDS, RECORDS, st.data())
+def test_a_record_encodes_as_its_canonical_json_after_any_other(first, second, data):
+    known = Records()
+    assert encode_record(first, known) == plain(first)
+    # The second record shares some of the first's entries, changes others and adds its own.
+    kept = data.draw(st.lists(st.sampled_from(sorted(first["files"])), unique=True) if first["files"] else st.just([]))
+    second["files"].update({p: first["files"][p] for p in kept})
+    assert encode_record(second, known) == plain(second)
+    assert encode_record(second) == plain(second)
+    assert known.members.keys() == set(second["files"].items())
