@@ -39,7 +39,7 @@ from ..errors import PublisherError
 from ..snapshot import Snapshot
 from .pipeline import Built, Made, bodies
 from .pipeline import build as core_build
-from .tree import Entry, Record, Records, TreeWriter, holds, read_record, sha256
+from .tree import Entry, Record, Records, TreeWriter, read_record, sha256
 from .validate import extract, extracts, strict_loads
 from .workers import Workers
 
@@ -192,13 +192,16 @@ def _share_derived(ctx: Context) -> None:
 
 
 def _link(writer: TreeWriter, live: Path | None, racy_from: int, path: str, was: Entry) -> Entry | None:
-    """Link the live tree's file, recorded as ``was``; None if it is gone or no longer the file
-    its record describes (edited since the build that wrote it): it is then made again."""
-    if live is None or not holds(f"{live}/{file_for(path)}", was, racy_from):
+    """The live tree's file, recorded as ``was``, in the tree being written (kept there or linked
+    from the live tree); None if it is gone from both or no longer the file its record describes
+    (edited since the build that wrote it): it is then made again."""
+    if live is None:
         return None
     try:
-        stat = writer.link(path, live, was)
+        stat = writer.link(path, live, was, racy_from)
     except FileNotFoundError:
+        return None
+    if stat is None:
         return None
     # The tree may have kept a copy of its own with that sha256: its entry is that file's.
     return was if stat == (was.mtime_ns, was.inode) else was._replace(mtime_ns=stat[0], inode=stat[1])

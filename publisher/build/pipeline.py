@@ -234,11 +234,20 @@ def encode(path: str, body) -> bytes:
 
 def _dumps(path: str, value, document: bool = True) -> bytes:
     try:
-        if not document and type(value) is list and value and all(type(r) is Row for r in value):
-            return b"[" + b",".join(_row_json(r) for r in value) + b"]"  # compact JSON: the same bytes
-        return dumps(value) if document else dumps_value(value)
+        return dumps(value) if document else _value_json(value)
     except ValueError as exc:  # NaN or Infinity
         raise PublisherError(f"{path}: {exc}") from None
+
+
+def _value_json(value) -> bytes:
+    """``dumps_value(value)``, each list of rows in it (at any depth of objects) joined from the
+    rows' own JSON, which a row keeps from build to build while its item is unchanged."""
+    kind = type(value)
+    if kind is list and value and all(type(r) is Row for r in value):
+        return b"[" + b",".join(_row_json(r) for r in value) + b"]"  # compact JSON: the same bytes
+    if kind is dict and all(type(k) is str for k in value):  # members in sorted order, as the encoder puts them
+        return b"{" + b",".join(dumps_value(k) + b":" + _value_json(v) for k, v in sorted(value.items())) + b"}"
+    return dumps_value(value)
 
 
 def _row_json(row: Row) -> bytes:

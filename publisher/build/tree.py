@@ -251,13 +251,18 @@ class TreeWriter:
         self.written += 1
         return st.st_mtime_ns, st.st_ino
 
-    def link(self, path: str, source: Path, entry: Entry) -> tuple[int, int]:
-        """Hard-link ``path`` from the tree ``source`` (the live one), whose record's ``entry``
-        the caller has checked the file against."""
+    def link(self, path: str, source: Path, entry: Entry, racy_from: int) -> tuple[int, int] | None:
+        """Hard-link ``path`` from the tree ``source`` (the live one), whose record has ``entry``
+        for it (``racy_from``: that record's), unless this tree already holds the file. The source's
+        file is linked only while it is still the one recorded (``holds``; an edit by hand is not
+        carried): None when it is not. A file both trees share is looked at once."""
         kept = self._kept(path, entry.sha256)
         if kept is not None:
             return kept
-        os.link(f"{source}/{file_for(path)}", self._target(path))
+        name = f"{source}/{file_for(path)}"
+        if not holds(name, entry, racy_from):
+            return None
+        os.link(name, self._target(path))
         self.written += 1
         return entry.mtime_ns, entry.inode
 
