@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from ..snapshot import Receipt
+from . import withdrawals as W
 from .calendar import DOMAIN, amount, when_utc
 from .context import Context
-from .registry import Deferred, endpoint, load_all, resolve
+from .registry import Deferred, endpoint
 from .units import tokens
 
 ATOM = "application/atom+xml"
@@ -187,12 +188,10 @@ def _closing_words(r: Receipt, where: str) -> tuple[str, str]:
 
 def _queue_state(ctx: Context) -> dict | None:
     """This build's /withdrawals ``address``, ``parameters`` and ``pauses`` (None without a queue)."""
-    ep = load_all()["/withdrawals"]
-    assert ep.render is not None
-    body = next((resolve(b) for p, b in ep.render(ctx) if p == "/withdrawals"), None)
-    if body is None or body.get("status") != "ok":
+    s, q = ctx.snap, ctx.snap.withdraw_queue
+    if q is None:
         return None
-    return {"address": body["address"], "parameters": body["parameters"], "pauses": body["pauses"]}
+    return {"address": q.address, "parameters": W.parameters_record(q), "pauses": W.pauses_record(W.queue_pauses(s))}
 
 
 def previous_state(data: bytes | None, network: str, chain_id: int) -> dict | None:

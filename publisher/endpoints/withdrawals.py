@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from ..compute import queue as Q
 from ..compute.nodeid import node_id
-from ..snapshot import PstAvax, QueueActivity, QueueStep, Receipt, UnstakeRequest, WithdrawQueue
+from ..snapshot import PstAvax, QueueActivity, QueueStep, Receipt, Snapshot, UnstakeRequest, WithdrawQueue
 from . import schema as S
 from .announcements import ANNOUNCEMENTS_SCHEMA, WINDOW_END, announcement_records
 from .common import meta
@@ -306,11 +306,31 @@ def withdrawals(ctx: Context):
                sched.shortfall, sched.last_funding_time, s.ggavax.liquid_avax, sched.stale_entries,
                sched.front_known, sched.reverted_calls, sched.assumptions,
                sum(1 for p in sched.places.values() if p.fundable_now), len(sched.returns))
-    pauses = (q.paused, Q.deposits_paused(s), bool(s.paused.get("MinipoolManager")))
-    yield "/withdrawals", Deferred((ctx.cached(receipts_inputs), q, s.block.timestamp, s.pst_avax, outlook, pauses, depositor_inputs(ctx), announced,
+    yield "/withdrawals", Deferred((ctx.cached(receipts_inputs), q, s.block.timestamp, s.pst_avax, outlook, queue_pauses(s), depositor_inputs(ctx), announced,
                                     Each(_return_row, sched.returns),
                                     Each(_restake_row, sched.restakes), Each(_line_row, tuple(line))),
                                    withdrawals_with_receipts, meta=meta(ctx))
+
+
+def queue_pauses(s: Snapshot) -> tuple[bool | None, bool, bool]:
+    """What is paused that the way out goes through: the queue's requests, ggAVAX deposits (which
+    a funding and a reclaim call), the MinipoolManager (which hands AVAX back at a minipool's end)."""
+    assert s.withdraw_queue is not None
+    return s.withdraw_queue.paused, Q.deposits_paused(s), bool(s.paused.get("MinipoolManager"))
+
+
+def pauses_record(pauses: tuple[bool | None, bool, bool]) -> dict:
+    """/withdrawals' ``pauses`` (``queue_pauses``)."""
+    queue_paused, deposits_paused, mm_paused = pauses
+    return {"queueRequests": queue_paused, "ggavaxDeposits": deposits_paused, "minipoolManager": mm_paused}
+
+
+def parameters_record(q: WithdrawQueue) -> dict:
+    """/withdrawals' ``parameters``."""
+    return {"paused": q.paused, "unstakeDelay": q.unstake_delay, "maxExpirationDelay": q.max_expiration_delay,
+            "minExpirationDelay": Q.MIN_EXPIRATION_DELAY, "nextRequestId": q.next_request_id,
+            "maxRequestsPerDeposit": q.max_requests_per_deposit,
+            "minOnBehalfShares": None if q.min_on_behalf is None else tokens(q.min_on_behalf)}
 
 
 def receipts_inputs(ctx: Context) -> tuple:
@@ -350,7 +370,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
                      depositor: tuple, announced: list, returns: list, restakes: list, line: list) -> dict:
     (liquidity, returns_avax, unscheduled, covered, shortfall, last_funding_time, vault_wavax, stale, front_known,
      reverted, assumptions, fundable_now, return_count) = outlook
-    queue_paused, deposits_paused, mm_paused = pauses
+    _, deposits_paused, mm_paused = pauses
     pending = [r for r in q.requests if not r.fulfilled]
     funded = [r for r in q.requests if r.fulfilled]
     by_status: dict[Q.RequestStatus, list[UnstakeRequest]] = {}
@@ -360,18 +380,14 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
     expired = [r for r in q.requests if now >= r.expiration_time]
     demand = sum(r.expected_assets for r in pending)
     return {
-        "status": "ok", "reason": None, "address": q.address,
-        "parameters": {"paused": q.paused, "unstakeDelay": q.unstake_delay, "maxExpirationDelay": q.max_expiration_delay,
-                       "minExpirationDelay": Q.MIN_EXPIRATION_DELAY, "nextRequestId": q.next_request_id,
-                       "maxRequestsPerDeposit": q.max_requests_per_deposit,
-                       "minOnBehalfShares": None if q.min_on_behalf is None else tokens(q.min_on_behalf)},
+        "status": "ok", "reason": None, "address": q.address, "parameters": parameters_record(q),
         "pending": {**_sums(pending), "expiredCount": sum(1 for r in pending if now >= r.expiration_time)},
         "funded": {"count": len(funded), "avax": tokens(q.total_allocated_funds),
                    "claimableCount": len(claimable), "claimableAvax": tokens(sum(r.allocated_funds for r in claimable)),
                    "reclaimableCount": len(reclaimable), "reclaimableAvax": tokens(sum(r.allocated_funds for r in reclaimable)),
                    "stuckCount": len(stuck), "stuckAvax": tokens(sum(r.allocated_funds for r in stuck)),
                    "stuckReason": Q.DEPOSITS_PAUSED if stuck else None},
-        "pauses": {"queueRequests": queue_paused, "ggavaxDeposits": deposits_paused, "minipoolManager": mm_paused},
+        "pauses": pauses_record(pauses),
         "expired": {**_sums(expired), "fundedCount": sum(1 for r in expired if r.fulfilled)},
         "requesters": len({r.requester for r in q.requests}),
         "sharesHeld": tokens(q.shares_held),
