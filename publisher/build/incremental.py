@@ -100,6 +100,7 @@ class _Layer:
         held = read_record(target, self.cache.records) if target.exists() else None
         made = Made(TreeWriter(target, held), run=run)
         made.reads = reads = self.reads = _Reads(self.cache.reads)
+        ctx.rows = self.cache.rows
         made.stages["records"] = time.monotonic() - t0
 
         t = time.monotonic()

@@ -9,6 +9,7 @@ from ..snapshot import Snapshot
 
 if TYPE_CHECKING:
     from ..config import Announcement
+    from .registry import Rows
 
 
 class Context:
@@ -31,6 +32,9 @@ class Context:
         # build: what an endpoint carries from run to run and no snapshot holds comes from there (the
         # queue feed's parameter changes, which the contract announces with no event).
         self.previous: Mapping[str, bytes] = {}
+        # The build's memo of long lists' rows (``registry.Rows``, the caller's build cache), set by
+        # the build: a body made again to be shown (the page's line) reuses the rows made for it.
+        self.rows: Rows | None = None
         self._memo: dict[Callable, Any] = {}
         self._rendered: dict[str, list[tuple[str, Any]]] = {}
 

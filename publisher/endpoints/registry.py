@@ -137,8 +137,14 @@ class Rows:
     def __init__(self) -> None:
         self.last: dict[Callable, dict[Any, Row]] = {}
         self.made: dict[Callable, dict[Any, Row]] = {}
+        # This build's lists by row function and items (held, so the id is theirs): a body made
+        # twice in a build from the one Deferred (a page reads the file it shows) makes them once.
+        self.lists: dict[tuple[Callable, int], tuple[tuple, list]] = {}
 
     def make(self, row: Callable[[Any], dict], items: tuple) -> list:
+        hit = self.lists.get((row, id(items)))
+        if hit is not None and hit[0] is items:
+            return list(hit[1])
         last, made = self.last.get(row, {}), self.made.setdefault(row, {})
         out = []
         for item in items:
@@ -147,12 +153,13 @@ class Rows:
                 r = Row(row(item))
             made[item] = r
             out.append(r)
-        return out
+        self.lists[row, id(items)] = (items, out)
+        return list(out)
 
     def turn(self) -> None:
         """The end of a build: the rows it made replace the last ones of the same row function."""
         self.last.update(self.made)
-        self.made = {}
+        self.made, self.lists = {}, {}
 
 
 def resolve(value: Any, rows: Rows | None = None) -> Any:

@@ -112,7 +112,7 @@ def _queue_body(ctx: Context) -> dict | None:
     """/withdrawals as the build publishes it, whole (the page draws the line)."""
     ep = load_all()["/withdrawals"]
     assert ep.render is not None
-    return next((resolve(b) for p, b in ctx.rendered("/withdrawals", ep.render) if p == "/withdrawals"), None)
+    return next((resolve(b, ctx.rows) for p, b in ctx.rendered("/withdrawals", ep.render) if p == "/withdrawals"), None)
 
 
 def queue_view(ctx: Context) -> dict | None:
