@@ -99,7 +99,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
         made = (files or render_all)(ctx, live, live_record, target)
         t = time.monotonic()
         final = {}
-        for ep, path, body in final_bodies(ctx, {p: (e.sha256, e.size) for p, e in made.entries.items()}):
+        for ep, path, body in final_bodies(ctx, made.entries):
             made.problems += schema_problems(ep, path, body)
             final[path] = encode(path, body)
             made.reads[path] = extract(path, body)
@@ -219,7 +219,7 @@ def bodies(ctx: Context, entities: bool | None = None) -> Iterator[tuple[Endpoin
             yield ep, path, value
 
 
-def final_bodies(ctx: Context, files: Mapping[str, tuple[str, int]]) -> Iterator[tuple[Endpoint, str, object]]:
+def final_bodies(ctx: Context, files: Mapping[str, tuple]) -> Iterator[tuple[Endpoint, str, object]]:
     """The files that describe all the others (/status), from their digests."""
     for ep in load_all().values():
         if ep.final:

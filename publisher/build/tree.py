@@ -24,6 +24,7 @@ import os
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 from typing import NamedTuple
 
@@ -79,9 +80,9 @@ class Records:
 
     def __init__(self) -> None:
         self.by_sha: dict[str, tuple[dict[str, Entry], str | None]] = {}
-        # The last record written, each file's member of it as encoded (``encode_record``): a
-        # build one block later writes tens of thousands of the same entries again.
-        self.members: dict[tuple[str, Entry], str] = {}
+        # The last record written: each file's entry and its member as encoded (``encode_record``).
+        # A build one block later writes tens of thousands of the same entries again.
+        self.members: dict[str, tuple[Entry, str]] = {}
 
     def get(self, sha: str) -> tuple[dict[str, Entry], str | None] | None:
         return self.by_sha.get(sha)
@@ -280,22 +281,32 @@ class TreeWriter:
 
 
 def encode_record(record: dict, known: Records | None = None) -> bytes:
-    """``json.dumps(record, separators=(",", ":"), sort_keys=True)``, its files' members taken
-    from the last record ``known`` encoded where an entry is the same."""
+    """``json.dumps(record, separators=(",", ":"), sort_keys=True)``, each file's member taken
+    from the last record ``known`` encoded where its entry is the same."""
     last = known.members if known is not None else {}
-    members: dict[tuple[str, Entry], str] = {}
+    members: dict[str, tuple[Entry, str]] = {}
     files = record["files"]
     for path in sorted(files):
-        key = (path, files[path])
-        text = last.get(key)
-        members[key] = text if text is not None else f"{json.dumps(path)}:{json.dumps(key[1], separators=(',', ':'))}"
+        entry = files[path]
+        hit = last.get(path)
+        members[path] = hit if hit is not None and hit[0] == entry else (entry, _member(path, entry))
     if known is not None:
         known.members = members
     out = []
     for name in sorted(record):
-        value = "{" + ",".join(members.values()) + "}" if name == "files" else json.dumps(record[name], separators=(",", ":"), sort_keys=True)
+        value = ("{" + ",".join(text for _, text in members.values()) + "}" if name == "files"
+                 else json.dumps(record[name], separators=(",", ":"), sort_keys=True))
         out.append(f"{json.dumps(name)}:{value}")
     return ("{" + ",".join(out) + "}").encode()
+
+
+def _member(path: str, e: Entry) -> str:
+    """``"path":[...]`` as json.dumps writes it (strings escaped by its own function)."""
+    text = [_quote(path), ":[", _quote(e.sha256), ",", str(e.size)]
+    for key in (e.inputs_key, e.content_key):
+        text += (",", "null" if key is None else _quote(key))
+    text += (",", str(e.mtime_ns), ",", str(e.inode), "]")
+    return "".join(text)
 
 
 def flip(out: Path, tree: Path) -> None:

@@ -106,19 +106,17 @@ def not_found(ctx: Context):
         "meta": S.META,
     }),
 )
-def status(ctx: Context, files: Mapping[str, tuple[str, int]]):
-    """``files``: every other file of the run, URL path -> (sha256, size). The build calls this
-    last, with the digests of what it wrote, so /status reads no shared state."""
+def status(ctx: Context, files: Mapping[str, tuple]):
+    """``files``: every other file of the run, URL path -> (sha256, size, …) (a record's entries).
+    The build calls this last, with the digests of what it wrote, so /status reads no shared state."""
     s = ctx.snap
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(f"{path} {files[path][0]}\n".encode())
+    digest = hashlib.sha256("".join([f"{path} {files[path][0]}\n" for path in sorted(files)]).encode())
     yield "/status", {
         "network": s.network, "chainId": s.chain_id,
         "block": {"number": s.block.number, "hash": s.block.hash, "timestamp": s.block.timestamp},
         "generatedAt": ctx.generated_at, "version": ctx.version, "cadenceSeconds": ctx.cadence_seconds,
         "nextUpdateBy": ctx.generated_at + ctx.cadence_seconds,
-        "files": {"count": len(files), "bytes": sum(size for _, size in files.values()), "sha256": digest.hexdigest()},
+        "files": {"count": len(files), "bytes": sum(f[1] for f in files.values()), "sha256": digest.hexdigest()},
         "warnings": list(s.warnings), "meta": meta(ctx),
         "announcements": announcement_records(ctx.announcements, s.block.timestamp),
     }
