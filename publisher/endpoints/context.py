@@ -44,8 +44,9 @@ class Context:
         return self._memo[fn]
 
     def rendered(self, path: str, render: Callable[[Context], Iterable[tuple[str, Any]]]) -> list[tuple[str, Any]]:
-        """An aggregate endpoint's (path, body) of this build, rendered once: the build writes the
-        very bodies the pages show, so none is made, or keyed, twice."""
+        """An endpoint's (path, body) of this build, rendered once: an aggregate, whose very bodies
+        the build writes and the pages show, or per-entity files others are made from (a requester's
+        page and calendar from its JSON file's inputs), so none is derived, made or keyed twice."""
         out = self._rendered.get(path)
         if out is None:
             out = self._rendered[path] = list(render(self))

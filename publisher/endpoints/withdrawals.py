@@ -511,6 +511,16 @@ def _restake_row(r: Q.Restake) -> dict:
     params=(REQUESTER_PARAM,),
 )
 def requester(ctx: Context):
+    yield from requester_files(ctx)
+
+
+def requester_files(ctx: Context) -> list[tuple[str, Deferred]]:
+    """The requester files of this build, (path, Deferred), derived once for the files themselves
+    and the page and calendar made from their inputs (a build derives them before its workers fork)."""
+    return ctx.rendered(REQUESTER_PATH, _requester_files)
+
+
+def _requester_files(ctx: Context):
     q = ctx.snap.withdraw_queue
     if q is None:
         return
@@ -529,12 +539,6 @@ def requester(ctx: Context):
         # A file depends on its requests, what the build derived for them and its receipts, nothing else.
         items = tuple((r, sched.places[r.id], window_end) for r in mine.get(who, ()))
         yield f"/withdrawals/{who.lower()}", Deferred((who, items, tuple(receipts.get(who, ()))), requester_body)
-
-
-def requester_files(ctx: Context) -> list[tuple[str, Deferred]]:
-    """The requester files of this build, (path, Deferred), derived once for the page and the
-    calendar made from their inputs (a build describes them before its workers fork)."""
-    return ctx.rendered(REQUESTER_PATH, requester)
 
 
 def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, int | None], ...],
