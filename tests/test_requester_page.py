@@ -9,12 +9,14 @@ node, answering every lookup as serve does.
 """
 from __future__ import annotations
 
+import http.server
 import json
 import re
 import shutil
 import subprocess
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -129,8 +131,10 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
     """The page of ``address`` shows what its JSON and /withdrawals say; the requests shown."""
     body = requests.get(f"{url}/withdrawals/{address}").json()
     listing = requests.get(url + "/withdrawals").json()
-    now = listing["meta"]["block"]["timestamp"]
+    now = requests.get(url + "/status").json()["block"]["timestamp"]
     page.goto(f"{url}/withdrawals/{address}.html")
+    page.wait_for("document.documentElement.dataset.countedFrom")  # the script counted the relative times
+    assert page.eval("+document.documentElement.dataset.countedFrom") == now
     assert page.eval("document.getElementById('requester').textContent") == body["requester"]
     shown = page.eval(SHOWN_JS)
     assert [s["id"] for s in shown] == [r["id"] for r in body["requests"]]
@@ -145,7 +149,7 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
         for key in ("requestTime", "claimableTime", "expirationTime"):
             (t,) = s["times"][key]
             assert t["ts"] == r[key] and t["iso"] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r[key])), where
-            assert t["text"] == human(r[key]) and t["rel"] == f"({RP.relative(r[key], now)})", where
+            assert t["text"] == human(r[key]) and t["rel"] == f"({relative(r[key], now)})", where
         assert s["values"]["shares"]["value"] == r["shares"] and number(s["values"]["shares"]["text"]) == pytest.approx(r["shares"], abs=5e-5)
         assert s["values"]["expectedAvax"]["value"] == r["expectedAvax"]
         assert number(s["values"]["expectedAvax"]["text"]) == pytest.approx(r["expectedAvax"], abs=5e-5)
@@ -260,23 +264,58 @@ def test_a_page_shows_the_receipts_of_its_body(demo_snapshot, demo_profile, buil
     shared = R.canonical_value({"site": {"title": "t", "version": "v", "network": "n", "chain_id": 1},
                                 "view": ctx.cached(RP.queue_view)})
     no_line = R.canonical_value({"mine": (), "curve": ()})
-    words = ((1_700_000_000, "2 days ago"), (1_700_086_400, "1 day ago"))
-    html = RP.make_page(shared, (who, (), (claimed,)), no_line, words)
+    html = RP.make_page(shared, (who, (), (claimed,)), no_line)
     history = html.split('id="receipts"')[1].split("</ol>")[0]
     assert 'data-field="outcome">claimed<' in history and 'data-step="funded"' not in history
     requested = history.split('data-step="requested"')[1].split("</li>")[0]
-    assert human(1_700_000_000) in requested and "(2 days ago)" in requested and "block 12" in requested
+    assert human(1_700_000_000) in requested and "block 12" in requested
     assert "; 12.2500 ggAVAX; to pay 12.5000 AVAX" in requested and "Wei" not in requested
-    assert "block 13" in history.split('data-step="claimed"')[1] and "(2 days ago)" in history
-    assert 'id="receipts"' not in RP.make_page(shared, (who, (), ()), no_line, ())
+    assert "block 13" in history.split('data-step="claimed"')[1]
+    # Past steps are dates alone: the script counts only the open requests' and announced times.
+    assert 'class="rel"' not in history
+    assert 'id="receipts"' not in RP.make_page(shared, (who, (), ()), no_line)
 
 
-def test_relative_times_are_rounded_down_words():
+def relative(ts: int, now: int) -> str:
+    """The words the page's script writes for ``ts`` counted from ``now``: rounded down, an hour at
+    the finest, days from two days on."""
+    d = ts - now
+    s = abs(d)
+    if s < 3600:
+        return "now" if d == 0 else "in under an hour" if d > 0 else "under an hour ago"
+    n, unit = (s // 3600, "hour") if s < 2 * 86_400 else (s // 86_400, "day")
+    words = f"{n} {unit}{'' if n == 1 else 's'}"
+    return f"in {words}" if d > 0 else f"{words} ago"
+
+
+def test_the_script_counts_relative_times_from_status(site, page, demo_requesters, tmp_path):
+    """The page's script writes each relative time from the block /status names, rounded down to
+    the hour or the day; the page's own bytes hold none (time passing never rewrites a page)."""
+    address = demo_requesters[0]
+    html = requests.get(f"{site}/withdrawals/{address}.html").text
+    assert re.findall(r'<span class="rel" data-ts="\d+"></span>', html)  # empty until the script runs
     now = 1_800_000_000
     cases = {now: "now", now + 30: "in under an hour", now - 3599: "under an hour ago", now + 3600: "in 1 hour",
              now - 7199: "1 hour ago", now + 47 * 3600 + 3599: "in 47 hours", now + 2 * 86_400: "in 2 days",
              now - 3 * 86_400 - 86_399: "3 days ago", now + 289 * 86_400 + 5: "in 289 days"}
-    assert {ts: RP.relative(ts, now) for ts in cases} == cases
+    assert {ts: relative(ts, now) for ts in cases} == cases
+    # The page as published, with spans for the cases, beside a /status of that block.
+    spans = "".join(f'<span class="rel" data-ts="{ts}"></span>' for ts in cases)
+    (tmp_path / "withdrawals").mkdir()
+    (tmp_path / "withdrawals" / "page.html").write_text(html.replace("<main", f'<p id="cases">{spans}</p><main', 1))
+    (tmp_path / "status").write_text(json.dumps({"block": {"number": 1, "timestamp": now}}))
+    page.goto((tmp_path / "withdrawals" / "page.html").as_uri())
+    assert page.eval("document.documentElement.dataset.countedFrom") is None  # file:// has no /status to fetch
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(http.server.SimpleHTTPRequestHandler, directory=tmp_path))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/withdrawals/page.html")
+        page.wait_for("document.documentElement.dataset.countedFrom")
+        shown = page.eval("[...document.querySelectorAll('#cases span.rel')].map(s => [+s.dataset.ts, s.textContent])")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert dict(shown) == {ts: f"({w})" for ts, w in cases.items()}
 
 
 def test_the_registry_routes_a_page_beside_its_json():

@@ -131,29 +131,36 @@ class _Layer:
                 if sha is not None and path in extracts():
                     reads.exact[path] = sha
             for share in pool.results():
-                for path, entry in share.entries.items():
-                    if path in made.entries:
-                        raise PublisherError(f"two responses for {path}")
-                    made.entries[path] = entry
-                    reads[path] = None
-                made.problems += share.problems
-                made.rendered += share.rendered
-                made.carried += share.carried
-                if pool.forked:  # the files a worker wrote count in this process's writer
-                    made.writer.written += share.written
+                share.merge(made, carry, forked=pool.forked)
         made.stages["render+validate+write"] = time.monotonic() - t
         return made
 
 
 @dataclass
 class _Share:
-    """One worker's part of the per-entity files."""
+    """One worker's part of the per-entity files: most are carried with their entry as recorded,
+    and are sent back by path alone (unpickling tens of thousands of entries cost more than the
+    rest of a build's merge)."""
 
-    entries: dict[str, Entry]
+    kept: list[str]  # carried, their entry the live record's own
+    entries: dict[str, Entry]  # the others
     problems: list[str]
     rendered: int
     carried: int
     written: int
+
+    def merge(self, made: Made, carry: dict[str, Entry], *, forked: bool) -> None:
+        entries, reads = made.entries, made.reads
+        for path, entry in (*((p, carry[p]) for p in self.kept), *self.entries.items()):
+            if path in entries:
+                raise PublisherError(f"two responses for {path}")
+            entries[path] = entry
+            reads[path] = None
+        made.problems += self.problems
+        made.rendered += self.rendered
+        made.carried += self.carried
+        if forked:  # the files a worker wrote count in this process's writer
+            made.writer.written += self.written
 
 
 def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: int, carry: dict[str, Entry],
@@ -162,6 +169,7 @@ def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: in
     while its key is unchanged and the file is still the recorded one, else rendered, validated
     and written."""
     made, before = Made(writer), writer.written
+    kept: list[str] = []
     seen: dict[str, int] = {}
     for ep, path, value in bodies(ctx, entities=True):
         # The i-th file of every endpoint in the same share: one entity's files (a staker's
@@ -175,11 +183,14 @@ def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: in
         if key is not None and was is not None and was.inputs_key == key:
             entry = _link(writer, live, racy_from, path, was)
             if entry is not None:
-                made.entries[path] = entry
+                if entry is was:
+                    kept.append(path)
+                else:
+                    made.entries[path] = entry
                 made.carried += 1
                 continue
         made.put(ep, path, resolve(value, rows), key)
-    return _Share(made.entries, made.problems, made.rendered, made.carried, writer.written - before)
+    return _Share(kept, made.entries, made.problems, made.rendered, made.carried, writer.written - before)
 
 
 def _share_derived(ctx: Context) -> None:

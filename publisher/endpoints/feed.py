@@ -138,8 +138,19 @@ def receipt_entries(network: str, receipts: tuple[Receipt, ...], newest: int | N
     """An entry for each funding and each closing (claim, cancel, reclaim) on record; with
     ``newest``, only the entries that sort first in the feed (tens of thousands of receipts, a
     hundred entries shown: only those are written out)."""
+    cutoff = None
+    if newest is not None:
+        # The newest-th latest time of any step: no step older than it can be shown, so only the
+        # steps at or after it are named and sorted (ties at the cutoff sort by id, below).
+        times = [t for r in receipts for t in (r.funded.time if r.funded is not None else None,
+                                               r.closed_at.time if r.closed is not None and r.closed_at is not None else None)
+                 if t is not None]
+        cutoff = heapq.nlargest(newest, times)[-1] if len(times) > newest else None
     steps = []  # (sort key as the feed sorts, receipt, what happened)
     for r in receipts:
+        if cutoff is not None and not ((r.funded is not None and r.funded.time >= cutoff)
+                                       or (r.closed_at is not None and r.closed_at.time >= cutoff)):
+            continue
         base = f"{TAG}withdrawals/{network}/request/{r.id}/"
         if r.funded is not None:
             steps.append(((-r.funded.time, base + "funded"), r, "funded"))

@@ -7,10 +7,10 @@ place) and the parts of /withdrawals it shows (the line, the estimates' assumpti
 the announced window). Whatever a later version adds to the requester body (``receipts``, closed
 requests) reaches the page the same way; the template shows a list of ``receipts`` when present.
 
-Like the JSON beside it, a page carries no run stamp: its relative times ("in 3 days") are counted
-at the build block's time and passed to the maker as words, so a page is made again only when its
-content or one of those words changes, and a page carried from an earlier run still holds at the
-latest block (/status names it).
+Like the JSON beside it, a page carries no run stamp, and nothing in it moves with time alone: its
+relative times ("in 3 days") are written by the page's script, counted from the block /status names
+(the latest build's), so a page is made again only when its content changes, and a page carried
+from an earlier run still holds at the latest block. Without script the UTC dates say the same.
 
 The lookup (``/withdrawals/lookup?address=``) is answered by `publisher serve` and by the CDN's
 viewer-request function (templates/aws-stack.yaml): a redirect to the page, or 400 for a malformed
@@ -87,21 +87,10 @@ function_endpoint(
 # ---- the page -----------------------------------------------------------------------------------
 
 
-def relative(ts: int, now: int) -> str:
-    """``ts`` from ``now`` in words, rounded down, an hour at the finest: "in 3 days", "5 hours ago",
-    "in under an hour". Coarse on purpose: a page is made again when one of its words changes."""
-    d = ts - now
-    s = abs(d)
-    if s < 3600:
-        return "now" if d == 0 else "in under an hour" if d > 0 else "under an hour ago"
-    n, unit = (s // 3600, "hour") if s < 2 * 86_400 else (s // 86_400, "day")
-    words = f"{n} {unit}{'' if n == 1 else 's'}"
-    return f"in {words}" if d > 0 else f"{words} ago"
-
-
 def _view_times(view: dict) -> set[int]:
     """The announced times every page counts from the block (the depositor's calls and the
-    receipts' steps are past events, shown as dates alone)."""
+    receipts' steps are past events, shown as dates alone; the open requests' times are
+    ``W.request_times``)."""
     out = {a["time"] for a in view["announcements"]}
     if view["window"]["closesAt"] is not None:
         out.add(view["window"]["closesAt"])
@@ -189,11 +178,9 @@ def requester_page(ctx: Context):
     if view is None:
         return
     site = {k: v for k, v in _site(ctx).items() if k != "description"}
-    now = ctx.snap.block.timestamp
     places = ctx.cached(_line_rows)
     # What every page shows alike, declared as its canonical JSON: one string to key per page.
     shared = R.canonical_value({"site": site, "view": view})
-    announced = _view_times(view)
     curve = ctx.cached(_curve)
     # Compiled here, where a build first describes this endpoint before its workers fork, so that
     # each worker making a page does not compile it again.
@@ -202,19 +189,19 @@ def requester_page(ctx: Context):
         assert type(value) is Deferred and value.make is W.requester_body
         who = path.rsplit("/", 1)[1]
         mine = places.get(who, ())
-        words = tuple((t, relative(t, now)) for t in sorted(announced | W.request_times(value.inputs[1])))
         # The page is made from its JSON body's own inputs (records the build keys once), not from
         # the body: a body is a walk of hundreds of values to key, a record one digest. Its line
         # runs through the requester's last place in it, nothing behind.
         line = line_data(curve, mine)
-        yield path + ".html", Deferred((shared, value.inputs, line, words), make_page)
+        yield path + ".html", Deferred((shared, value.inputs, line), make_page)
 
 
-def make_page(shared: bytes, body_inputs: tuple, line: bytes, words: tuple) -> str:
+def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
     """The page of one requester: ``requester_body(*body_inputs)`` in words, with what every page
     shows (``shared``: the site and ``queue_view``) and its place in the line (``line``)."""
-    common, placed, rel = json.loads(shared), json.loads(line), dict(words)
+    common, placed = json.loads(shared), json.loads(line)
     body, view, mine = W.requester_body(*body_inputs), common["view"], placed["mine"]
+    counted = _view_times(view) | W.request_times(body_inputs[1])  # the times the script counts from the block
     chart = None
     if mine:
         series = [svg.Series("AVAX the line needs through each place", tuple(map(tuple, placed["curve"]))),
@@ -223,7 +210,7 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes, words: tuple) -> s
                                x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True)
     return _env().get_template(TEMPLATE).render(
         **common["site"], root="../", b=body, q=view, mine=mine, chart=chart,
-        rel=lambda ts: rel.get(ts, ""), human=human, iso=iso, lookup_action="lookup", lookup_pages="")
+        rel=counted.__contains__, human=human, iso=iso, lookup_action="lookup", lookup_pages="")
 
 
 def human(ts: int) -> str:
