@@ -7,6 +7,7 @@ import dataclasses
 from support import factory
 
 from publisher.build.incremental import Keys
+from publisher.endpoints.registry import Deferred
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,3 +49,43 @@ def test_a_longer_or_shorter_list_is_compared_where_both_have_a_record():
     for now in (stakers[:2], (*stakers, factory.staker(9)), ()):
         assert Keys().warm((now,), first)[0][1] == digests(now)
     assert Keys().warm((stakers, stakers), first)[1][1] == digests(stakers)  # a list the last build had not
+
+
+@dataclasses.dataclass(frozen=True)
+class Holder:
+    name: str
+    items: tuple
+
+
+def make_points_of(*inputs) -> tuple:
+    return inputs
+
+
+def test_long_runs_of_records_key_by_their_values_in_every_shape():
+    """A long tuple of records no file keyed yet is digested whole, and a record holding a long
+    tuple of digested records (the queue holding its requests) takes their digests: each key still
+    changes with any value, and only with one."""
+    n = 200
+    points = tuple(Point(i, float(i), "t") for i in range(n))
+    moved = (*points[:150], Point(150, 150.5, "t"), *points[151:])
+    assert Keys().of(Deferred((points,), make_points_of)) == Keys().of(Deferred((tuple(points),), make_points_of))
+    assert Keys().of(Deferred((points,), make_points_of)) != Keys().of(Deferred((moved,), make_points_of))
+    # A run of one class but one item: the record's own digest, not the run's.
+    mixed = (*points[:-1], Holder("x", ()))
+    assert Keys().of(Deferred((mixed,), make_points_of)) != Keys().of(Deferred((points,), make_points_of))
+    # Whole or record by record, the same values never key alike with other values.
+    fresh = Keys()
+    one_by_one = [fresh.of(Deferred((p,), make_points_of)) for p in points]  # each record in the memo now
+    assert fresh.of(Deferred((points,), make_points_of)) != Keys().of(Deferred((moved,), make_points_of))
+    assert len(set(one_by_one)) == n
+    # The holder: its long tuple of records known to the build is their digests.
+    warm = Keys()
+    warm.warm((points,))
+    other = Keys()
+    other.warm((moved,))
+    assert warm.of(Deferred((Holder("q", points),), make_points_of)) != other.of(Deferred((Holder("q", moved),), make_points_of))
+    # Read again, equal: the same key (the build warms the very records the holder holds).
+    read_again = tuple(dataclasses.replace(p) for p in points)
+    again = Keys()
+    again.warm((read_again,))
+    assert warm.of(Deferred((Holder("q", points),), make_points_of)) == again.of(Deferred((Holder("q", read_again),), make_points_of))

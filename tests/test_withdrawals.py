@@ -217,3 +217,29 @@ def test_funded_requests_cannot_be_cancelled_while_deposits_are_paused(demo_snap
     open_ = Q.schedule(demo_snapshot).places
     paused = Q.schedule(dataclasses.replace(demo_snapshot, paused={**demo_snapshot.paused, "TokenggAVAX": True})).places
     assert all(open_[r.id].can_cancel and not paused[r.id].can_cancel for r in early)
+
+
+def test_the_dashboard_queue_chart_samples_the_schedule_daily(demo_snapshot, demo_profile):
+    """The chart's available AVAX: now, each UTC midnight of the next 30 days and the end, each the
+    liquidity plus the returns and less the restaked rewards the schedule expects by then, plus the
+    reward stream released by then."""
+    from publisher.build.pipeline import context
+    from publisher.compute import queue as Q
+    from publisher.endpoints.pages import QUEUE_CHART_DAYS, queue_series
+
+    ctx = context(demo_snapshot, demo_profile)
+    available, demand = queue_series(ctx)
+    now = demo_snapshot.block.timestamp
+    end = now + QUEUE_CHART_DAYS * 86_400
+    xs = [x for x, _ in available.points]
+    assert xs[0] == now and xs[-1] == end and all(x % 86_400 == 0 for x in xs[1:-1])
+    assert len(xs) == QUEUE_CHART_DAYS + 2 - (now % 86_400 == 0) and xs == sorted(set(xs))
+    sched, vault = Q.schedule(demo_snapshot), Q.books(demo_snapshot)
+    assert sched.returns and any(r.time <= end for r in sched.returns), "nothing returns in the chart's month"
+    for x, y in available.points:
+        back = sum(r.avax for r in sched.returns if max(r.time, now + 1) <= x)
+        kept = sum(k.reward for k in sched.restakes if k.time <= x)
+        expected = sched.liquidity + back - kept + vault.total_assets(x) - vault.total_assets(now)
+        assert y == expected / WAD, x
+    assert demand.points == ((now, sum(r.expected_assets for r in Q.line(demo_snapshot)) / WAD),
+                             (end, sum(r.expected_assets for r in Q.line(demo_snapshot)) / WAD))

@@ -251,6 +251,13 @@ def run_key(snap: Snapshot, oracle_max_age: int) -> str:
 _SCALARS = frozenset((str, int, float, bool, type(None), bytes))
 _EXACT = _SCALARS - {float}  # equal values of one of these types pickle alike
 
+class _Digests(bytes):
+    """Records' digests joined, in a record's pickle in their place: a class of this module, so no
+    value read from a chain pickles alike."""
+
+
+_BULK = 64  # a sequence this long of records no file has keyed is digested whole (``Keys._bulk``)
+
 # A build's long lists of records and their digests, in order (``Keys.warm``).
 Digested = tuple[tuple[Sequence, list[bytes]], ...]
 
@@ -320,13 +327,7 @@ class Keys:
         kind = type(x)
         if kind is tuple or kind is list:
             parts.append(b"(" if kind is tuple else b"[")
-            memo = self.memo
-            for item in x:  # tens of thousands of records per build: the memo first
-                hit = memo.get(id(item))
-                if hit is None:
-                    self._describe(parts, item)
-                else:
-                    parts.append(hit[1])
+            self._items(parts, x)
             parts.append(b")")
         elif kind is bytes:  # a document declared as its bytes (a page's figures): length-prefixed, as is
             parts.append(b"b%d:" % len(x) + x)
@@ -348,16 +349,55 @@ class Keys:
             raise TypeError(f"cannot key an input of type {kind.__qualname__}: an input is a scalar, a tuple, list "
                             f"or dict of inputs, a frozen dataclass or an Each")
 
+    def _items(self, parts: list[bytes], x: Sequence) -> None:
+        if len(x) >= _BULK and self._bulk(parts, x):
+            return
+        memo = self.memo
+        for item in x:  # tens of thousands of records per build: the memo first
+            hit = memo.get(id(item))
+            if hit is None:
+                self._describe(parts, item)
+            else:
+                parts.append(hit[1])
+
+    def _bulk(self, parts: list[bytes], x: Sequence) -> bool:
+        """A long run of records of one class that no file has keyed yet this build (what a build
+        derives, as the queue's schedule: thousands of records made anew each block) digested as
+        one pickle, not one by one; False (nothing appended) for any other sequence."""
+        kind = type(x[0])
+        if not hasattr(kind, "__dataclass_fields__") or not kind.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            return False
+        memo = self.memo
+        for item in x:
+            if type(item) is not kind or id(item) in memo:
+                return False
+        get = self._values(kind)
+        data = pickle.dumps((kind.__module__, kind.__qualname__, [get(item) for item in x]), 5)
+        parts.append(b"*" + hashlib.blake2b(data, digest_size=16).digest())
+        return True
+
     def _record(self, x, kind: type) -> bytes:
         """The digest of a frozen dataclass, memoized for the build."""
         if not kind.__dataclass_params__.frozen:  # type: ignore[attr-defined]
             raise TypeError(f"cannot key an input of {kind.__qualname__}: a dataclass input is frozen")
         # Its class and field values, pickled: pickle's bytes determine the value they load as, so
-        # two different records never share them.
-        data = pickle.dumps((kind.__module__, kind.__qualname__, self._values(kind)(x)), 5)
+        # two different records never share them. A long tuple of records the build digested
+        # already (the queue's requests in the queue's record) is their digests, not their pickles.
+        values = self._values(kind)(x)
+        if any(type(v) is tuple and len(v) >= _BULK for v in values):
+            values = tuple(self._digested(v) if type(v) is tuple and len(v) >= _BULK else v for v in values)
+        data = pickle.dumps((kind.__module__, kind.__qualname__, values), 5)
         digest = hashlib.blake2b(data, digest_size=16).digest()
         self.memo[id(x)] = (x, digest)
         return digest
+
+    def _digested(self, items: tuple) -> tuple | _Digests:
+        """``items`` as their digests joined, when each is a record of the memo; else as they are."""
+        memo = self.memo
+        hits = [memo.get(id(item)) for item in items]
+        if None in hits:
+            return items
+        return _Digests(b"".join(hit[1] for hit in hits))  # type: ignore[index]
 
     def _values(self, kind: type) -> Callable[[Any], tuple]:
         """The values of a dataclass's fields, in order (not any other attribute it holds)."""

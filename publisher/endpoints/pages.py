@@ -221,8 +221,10 @@ def trailing_apy(share: list[tuple[int, float]], window_days: int = APY_WINDOW_D
 
 def queue_series(ctx: Context, days: int = QUEUE_CHART_DAYS) -> list[svg.Series]:
     """The queue's pending demand against the AVAX it can use over the next ``days``: liquidity now,
-    then each expected minipool return (less the rewards restaked pools keep) and the reward stream
-    as a step, as the schedule counts them."""
+    then at each UTC midnight and at the end, after the minipool returns expected by then (less the
+    rewards restaked pools keep) and the reward stream released by then, as the schedule counts
+    them. A point a day: at scale a month holds thousands of returns and restakes, which drawn one
+    by one made most of the dashboard's bytes."""
     s = ctx.snap
     if s.withdraw_queue is None:
         return []
@@ -233,21 +235,18 @@ def queue_series(ctx: Context, days: int = QUEUE_CHART_DAYS) -> list[svg.Series]
         steps[max(r.time, now + 1)] = steps.get(max(r.time, now + 1), 0) + r.avax
     for k in sched.restakes:
         steps[k.time] = steps.get(k.time, 0) - k.reward
-    available = sched.liquidity
     vault = Q.books(s)  # the stream's release, as the schedule counts it
     released = vault.total_assets(now)
-    points = [(now, available)]
-    for t in sorted(steps):
-        if t > end:
-            break
-        points.append((t, available))  # the step: flat until the event
-        stream = vault.total_assets(t)
-        available += steps[t] + stream - released
-        released = stream
-        points.append((t, available))
-    points.append((end, available + vault.total_assets(end) - released))
+    events = iter(sorted(t for t in steps if t <= end))
+    moved, t = 0, next(events, None)
+    points = []
+    for x in (now, *range(now - now % 86_400 + 86_400, end, 86_400), end):
+        while t is not None and t <= x:
+            moved += steps[t]
+            t = next(events, None)
+        points.append((x, sched.liquidity + moved + vault.total_assets(x) - released))
     demand = sum(r.expected_assets for r in Q.line(s))
-    return [svg.Series("AVAX the queue can use", tuple((t, v / R.WAD) for t, v in points)),
+    return [svg.Series("AVAX the queue can use", tuple((x, v / R.WAD) for x, v in points)),
             svg.Series("pending demand", ((now, demand / R.WAD), (end, demand / R.WAD)))]
 
 
@@ -332,6 +331,22 @@ def dashboard_page(shown: bytes, *, stamp: dict) -> str:
     return _env().get_template("index.html.j2").render(**_dashboard(json.loads(shown), stamp))
 
 
+# A chart's markup by the repr of what it draws (repr tells 0.0 from -0.0 and 1 from 1.0, as the
+# drawing does): the dashboard is made again at every block that moves one of its figures, and most
+# of its charts (the daily price history) move once a day. A few builds' charts are kept.
+_CHARTS: dict[str, markupsafe.Markup] = {}
+
+
+def _drawn(chart, *args, **kwargs) -> markupsafe.Markup:
+    key = repr((chart.__name__, args, sorted(kwargs.items())))
+    drawn = _CHARTS.get(key)
+    if drawn is None:
+        if len(_CHARTS) >= 32:
+            _CHARTS.clear()
+        drawn = _CHARTS[key] = chart(*args, **kwargs)
+    return drawn
+
+
 def _dashboard(shown: dict, block: dict) -> dict:
     hs = _history_series(shown["history"])
     apr = [svg.Series(f"{int(avax):,} AVAX", tuple((x, y) for x, y in pts)) for avax, pts in shown["apr"]]
@@ -339,26 +354,26 @@ def _dashboard(shown: dict, block: dict) -> dict:
     history_src, grid_src = "prices/history", "rewards/grid"
     # GGP and AVAX in USD get a chart each: on one scale (about 0.7 and 25) the GGP line would be flat.
     charts = [
-        (svg.line_chart("chart-ggp-avax", "GGP price in AVAX, daily", [hs["ggp_avax"]], x_label="date (UTC)",
+        (_drawn(svg.line_chart, "chart-ggp-avax", "GGP price in AVAX, daily", [hs["ggp_avax"]], x_label="date (UTC)",
                         y_label="AVAX per GGP", dates=True), history_src),
-        (svg.line_chart("chart-ggp-usd", "GGP in USD, daily", [hs["ggp_usd"]], x_label="date (UTC)",
+        (_drawn(svg.line_chart, "chart-ggp-usd", "GGP in USD, daily", [hs["ggp_usd"]], x_label="date (UTC)",
                         y_label="USD per GGP", dates=True), history_src),
-        (svg.line_chart("chart-avax-usd", "AVAX in USD, daily", [hs["avax_usd"]], x_label="date (UTC)",
+        (_drawn(svg.line_chart, "chart-avax-usd", "AVAX in USD, daily", [hs["avax_usd"]], x_label="date (UTC)",
                         y_label="USD per AVAX", dates=True), history_src),
-        (svg.line_chart("chart-share", "ggAVAX share price", [hs["share"]], x_label="date (UTC)",
+        (_drawn(svg.line_chart, "chart-share", "ggAVAX share price", [hs["share"]], x_label="date (UTC)",
                         y_label="AVAX per ggAVAX", dates=True), history_src),
-        (svg.line_chart("chart-apy", f"ggAVAX APY after fees, trailing {APY_WINDOW_DAYS} days", [hs["apy"]],
+        (_drawn(svg.line_chart, "chart-apy", f"ggAVAX APY after fees, trailing {APY_WINDOW_DAYS} days", [hs["apy"]],
                         x_label="date (UTC)", y_label="APY, %", dates=True), history_src),
-        (svg.line_chart("chart-apr", "Node-operator APR by collateralization", apr,
+        (_drawn(svg.line_chart, "chart-apr", "Node-operator APR by collateralization", apr,
                         x_label="collateralization, % (GGP value / AVAX matched)", y_label="APR, %", y_zero=True),
          grid_src),
-        (svg.bar_chart("chart-minipools", "Minipools by status", [(n, counts[n]) for n in STATUS_LABELS],
+        (_drawn(svg.bar_chart, "chart-minipools", "Minipools by status", [(n, counts[n]) for n in STATUS_LABELS],
                        value_label="minipools", label_header="status"), "minipools"),
     ]
     queue, prices, params, ggavax = shown["queue"], shown["prices"], shown["params"], shown["ggavax"]
     if queue and queue["status"] == "ok":
         series = [svg.Series(name, tuple((t, v) for t, v in points)) for name, points in shown["queue_series"]]
-        charts.insert(5, (svg.line_chart("chart-queue", f"Withdrawal queue: pending demand and AVAX available, next {QUEUE_CHART_DAYS} days",
+        charts.insert(5, (_drawn(svg.line_chart, "chart-queue", f"Withdrawal queue: pending demand and AVAX available, next {QUEUE_CHART_DAYS} days",
                                          series, x_label="date (UTC)", y_label="AVAX", dates=True, y_zero=True),
                           "withdrawals"))
     return {
