@@ -130,6 +130,12 @@ class RecordingClient(RpcClient):
         super().__post_init__()
         self.sent: list[bytes] = []
 
+    def sibling(self) -> RecordingClient:
+        other = super().sibling()
+        assert isinstance(other, RecordingClient)
+        other.sent = self.sent  # the requests sent beside this client's are the read's too
+        return other
+
     def _post(self, payload: bytes, what: str):
         self.sent.append(payload)
         return super()._post(payload, what)

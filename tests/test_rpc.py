@@ -191,7 +191,9 @@ def test_an_unreachable_node_fails_fast_without_splitting_calls(demo):
     with pytest.raises(RpcUnavailable) as err:
         Multicall(client, MULTICALL3, "latest", chunk_gas=1_000_000).run(calls)
     assert err.value.unreachable
-    assert client.counters.http_requests == 3, "no halving retries against a node that is not there"
+    # The first request and the one sent beside it, each tried 3 times (the second may still be
+    # trying when the first gives up): no halving retries against a node that is not there.
+    assert 3 <= client.counters.http_requests <= 6
 
 
 def test_the_wrong_chain_id_fails_with_a_clear_message(demo_profile):

@@ -1,6 +1,7 @@
 """Multicall3 ``aggregate3`` at a pinned block: chunked by estimated gas and calldata size,
-several chunks per JSON-RPC batch, chunks halved and retried when a node refuses them as too
-heavy, and every failed sub-call reported by contract, function and arguments."""
+several chunks per JSON-RPC batch, two batches in flight when there are several (the node works on
+one while this process reads the other's answer), chunks halved and retried when a node refuses
+them as too heavy, and every failed sub-call reported by contract, function and arguments."""
 from __future__ import annotations
 
 import binascii
@@ -189,54 +190,52 @@ class Multicall:
         return elements, chunks
 
     def _execute(self, chunks: list[list[int]], elements: list[bytes], meanwhile: Callable[[], None] | None = None) -> None:
-        # Several requests: decode each answer on a thread while the node works on the next one.
-        decoder = _Decoder(self._take) if len(chunks) > self.batch_size else None
-        if meanwhile is not None and decoder is None:
-            meanwhile()
-        try:
-            self._send(chunks, elements, decoder, meanwhile)
-        finally:
-            if decoder is not None:
-                decoder.close()
-        if decoder is not None:
-            decoder.finish()
-
-    def _send(self, chunks: list[list[int]], elements: list[bytes], decoder: _Decoder | None,
-              meanwhile: Callable[[], None] | None) -> None:
-        queue = list(chunks)
-        received: list[tuple[list[int], str]] = []  # answers not yet handed to the decoder
-        prepared: dict[tuple[int, ...], list] = {}  # requests the decoder built ahead, by their chunks
-        while queue:
-            if decoder is not None:
-                decoder.check()
-            group, queue = queue[: self.batch_size], queue[self.batch_size :]
-            requests = prepared.pop(_key(group), None) or [self._request(chunk, elements) for chunk in group]
-            if decoder is not None:
-                self._hand_over(decoder, meanwhile, received, queue[: self.batch_size], elements, prepared)
-                meanwhile = None
-            try:
-                answers = self.client.batch(requests, raise_errors=False)
-            except RpcUnavailable as exc:
-                queue = self._lighter(exc, group) + queue
-                continue
-            queue = self._receive(group, answers, decoder, received) + queue
-        if decoder is not None:
-            for item in received:
-                decoder.put(*item)
-
-    def _hand_over(self, decoder: _Decoder, meanwhile: Callable[[], None] | None, received: list[tuple[list[int], str]],
-                   upcoming: list[list[int]], elements: list[bytes], prepared: dict) -> None:
-        """Give the decoder its work as a request leaves: threads running Python take turns, and the
-        next request reaches the node sooner when it is built alone."""
+        if len(chunks) <= self.batch_size:  # one request
+            if meanwhile is not None:
+                meanwhile()
+            queue = list(chunks)
+            while queue:
+                group, queue = queue[: self.batch_size], queue[self.batch_size :]
+                queue = self._exchange(group, elements, self.client, None) + queue
+            return
+        # Several requests: two lanes, each answer decoded on a thread of its own.
+        decoder = _Decoder(self._take)
         if meanwhile is not None:
             decoder.call(meanwhile)
-        for item in received:
-            decoder.put(*item)
-        received.clear()
-        # The next request is built on the decoder's thread while the node works on this one
-        # (unless a split changes what comes next: then it is built here).
-        if upcoming:
-            decoder.call(partial(self._prepare, upcoming, elements, prepared))
+        try:
+            self._lanes(chunks, elements, decoder)
+        finally:
+            decoder.close()
+        decoder.finish()
+
+    def _lanes(self, chunks: list[list[int]], elements: list[bytes], decoder: _Decoder) -> None:
+        """The chunks' requests from two lanes, this thread and one beside it, each sending its
+        next request as soon as it has its answer: the node always has a request waiting while
+        this process receives and parses the other's answer."""
+        work = _Work(chunks)
+        beside = _Beside(partial(self._lane, work, elements, decoder), self.client)
+        try:
+            self._lane(work, elements, decoder, self.client)
+            beside.join()
+            self._lane(work, elements, decoder, self.client)  # what the lane beside sent back to do again
+        finally:
+            work.stop()
+            beside.close()
+
+    def _lane(self, work: _Work, elements: list[bytes], decoder: _Decoder, client: RpcClient) -> None:
+        while (group := work.take(self.batch_size)) is not None:
+            decoder.check()
+            work.put_back(self._exchange(group, elements, client, decoder))
+
+    def _exchange(self, group: list[list[int]], elements: list[bytes], client: RpcClient,
+                  decoder: _Decoder | None) -> list[list[int]]:
+        """One request for ``group``'s chunks and its answers taken; the chunks to send again."""
+        requests = [self._request(chunk, elements) for chunk in group]
+        try:
+            answers = client.batch(requests, raise_errors=False)
+        except RpcUnavailable as exc:
+            return self._lighter(exc, group)
+        return self._receive(group, answers, decoder)
 
     def _lighter(self, exc: RpcUnavailable, group: list[list[int]]) -> list[list[int]]:
         """The chunks of a request too big or too slow for this node, to send again: fewer chunks
@@ -251,9 +250,8 @@ class Multicall:
             return [group[0][:half], group[0][half:]]
         raise exc
 
-    def _receive(self, group: list[list[int]], answers: list, decoder: _Decoder | None,
-                 received: list[tuple[list[int], str]]) -> list[list[int]]:
-        """Take each chunk's answer, or keep it for the decoder; the halves of the chunks too heavy
+    def _receive(self, group: list[list[int]], answers: list, decoder: _Decoder | None) -> list[list[int]]:
+        """Take each chunk's answer, or hand it to the decoder; the halves of the chunks too heavy
         for the node, to send again first."""
         again: list[list[int]] = []
         for chunk, answer in zip(group, answers, strict=True):
@@ -266,13 +264,10 @@ class Multicall:
             if decoder is None:
                 self._take(chunk, answer)
             else:
-                received.append((chunk, answer))
+                decoder.put(chunk, answer)
             if self.on_chunk:
                 self.on_chunk(len(chunk))
         return again
-
-    def _prepare(self, group: list[list[int]], elements: list[bytes], prepared: dict) -> None:
-        prepared[_key(group)] = [self._request(chunk, elements) for chunk in group]
 
     def _take(self, chunk: list[int], answer) -> None:
         """Decode one chunk's answer into the run's values, reverts and undecodable results."""
@@ -326,8 +321,54 @@ class Multicall:
         return ("eth_call", RawParams(text))
 
 
-def _key(group: list[list[int]]) -> tuple[int, ...]:
-    return tuple(map(id, group))  # the chunks themselves: alive, and replaced when split
+class _Work:
+    """The chunks still to send, taken a request's worth at a time by either lane (``_lanes``)."""
+
+    def __init__(self, chunks: list[list[int]]):
+        self.queue, self.lock, self.stopped = list(chunks), threading.Lock(), False
+
+    def take(self, n: int) -> list[list[int]] | None:
+        with self.lock:
+            if self.stopped or not self.queue:
+                return None
+            group, self.queue[:n] = self.queue[:n], []
+            return group
+
+    def put_back(self, chunks: list[list[int]]) -> None:
+        if chunks:
+            with self.lock:
+                self.queue[:0] = chunks
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+
+
+class _Beside:
+    """The lane beside the caller's: a daemon thread running ``lane(client)`` with a client of the
+    same node on a connection of its own. ``join`` waits for it in the caller's thread (where a
+    run's deadline can interrupt the wait) and raises its failure there; ``close`` adds its
+    client's counters to the owner's."""
+
+    def __init__(self, lane: Callable[[RpcClient], None], owner: RpcClient):
+        self.owner, self.client = owner, owner.sibling()
+        self.failure: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(lane,), name="multicall-lane", daemon=True)
+        self.thread.start()
+
+    def _run(self, lane: Callable[[RpcClient], None]) -> None:
+        try:
+            lane(self.client)
+        except BaseException as exc:  # raised in the caller's thread
+            self.failure = exc
+
+    def join(self) -> None:
+        self.thread.join()
+        if self.failure is not None:
+            raise self.failure
+
+    def close(self) -> None:
+        self.owner.counters.add(self.client.counters)
 
 
 class _Decoder:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import requests
@@ -76,6 +76,10 @@ class Counters:
     bytes_received: int = 0
     retries: int = 0
 
+    def add(self, other: Counters) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
 
 @dataclass
 class RpcClient:
@@ -107,6 +111,11 @@ class RpcClient:
         """How messages name the node: by kind (and position among fallbacks), never by URL, so
         that no message, log or published warning carries a host or a key."""
         return "RPC" if len(self.urls) == 1 else f"RPC ({len(self.urls)} URLs)"
+
+    def sibling(self) -> RpcClient:
+        """A client to the same node with a connection and counters of its own: for a request sent
+        from another thread beside this client's (the caller adds its counters to these after)."""
+        return replace(self, session=new_session(), counters=Counters())
 
     # -- public API -------------------------------------------------------------------------
 
