@@ -204,14 +204,18 @@ def older_block(old_status: bytes, network: str, chain_id: int, number: int) -> 
 
 class _Parsed(Mapping):
     """Files' bodies by URL path, each parsed when a bound first reads it: an unreadable one raises
-    ValueError there, a missing one KeyError."""
+    ValueError there, a missing one KeyError. ``parsed``: bodies by their bytes, shared by the old
+    and the new side (an unchanged /withdrawals, megabytes at scale, is parsed once)."""
 
-    def __init__(self, files: Mapping[str, bytes]):
-        self.files, self.bodies = files, dict[str, object]()
+    def __init__(self, files: Mapping[str, bytes], parsed: dict[bytes, object]):
+        self.files, self.bodies, self.parsed = files, dict[str, object](), parsed
 
     def __getitem__(self, path: str):
         if path not in self.bodies:
-            self.bodies[path] = strict_loads(self.files[path])
+            data = self.files[path]
+            if data not in self.parsed:
+                self.parsed[data] = strict_loads(data)
+            self.bodies[path] = self.parsed[data]
         return self.bodies[path]
 
     def __iter__(self):
@@ -235,7 +239,8 @@ def compare_previous(old: Mapping[str, bytes], new: Mapping[str, bytes], *, max_
     went_back = older_block(old[STATUS_PATH], n["network"], n["chainId"], n["block"]["number"])
     if went_back:
         out.append(went_back)
-    limits, was, now = Limits(max_price_move_pct, max_staker_drop_pct), _Parsed(old), _Parsed(new)
+    parsed: dict[bytes, object] = {}
+    limits, was, now = Limits(max_price_move_pct, max_staker_drop_pct), _Parsed(old, parsed), _Parsed(new, parsed)
     for bound in declared_bounds():
         out += bound.fn(was, now, limits)
     return out + compare_accumulated(old, new)

@@ -37,6 +37,7 @@ from .plan import (
     parse_shard,
     sha256,
     shard_key,
+    shards,
     shards_to_read,
 )
 from .s3 import S3Sink
@@ -149,7 +150,8 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
     live_status, live_root_bytes = _map(sink.get, [object_key(prefix, "/status"), prefix + MANIFEST_KEY], workers)
     live_root = parse_root(live_root_bytes)
     all_items = items(local.files, prefix, max_age or status.get("cadenceSeconds") or DEFAULT_MAX_AGE)
-    names = shards_to_read(all_items, live_root)
+    local_shards = shards(all_items)
+    names = shards_to_read(all_items, live_root, local_shards)
     live_shards = dict(zip(names, _map(lambda n: parse_shard(sink.get(shard_key(prefix, n))), names, workers), strict=True))
 
     if not force:
@@ -164,7 +166,7 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
         listing = sink.listing(prefix)
         md5 = lambda x: hashlib.md5(x if isinstance(x, bytes) else local.read(x.url)).hexdigest()  # noqa: E731
     plan = make_plan(all_items, prefix=prefix, status=status, live_root=live_root, live_shards=live_shards,
-                     live_status=live_status, listing=listing, md5=md5, now=now)
+                     live_status=live_status, listing=listing, md5=md5, now=now, local_shards=local_shards)
     result = Result(plan, target, status["block"]["number"], _block(live_status), dry_run)
     if not dry_run:
         for item in plan.upload:  # every file it sends is the file the build validated, or nothing is sent

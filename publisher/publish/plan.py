@@ -83,12 +83,25 @@ def shard_of(key: str, wave: str) -> str:
 
 def items(files: dict[str, tuple[str, int]], prefix: str, max_age: int) -> list[Item]:
     """Every file of a validated build (URL path -> (sha256, size)), in upload order."""
-    out = []
-    for url, (digest, size) in files.items():
-        key, content_type, cache_control, wave, shard = _placement(url, prefix, max_age)
-        out.append(Item(key, url, digest, size, content_type, cache_control, wave, shard))
+    rank = _upload_ranks(frozenset(files), prefix, max_age)
+    return [_item(url, *files[url], prefix, max_age) for url in sorted(files, key=rank.__getitem__)]
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _item(url: str, digest: str, size: int, prefix: str, max_age: int) -> Item:
+    """Remembered, as ``_placement``: a watch's publish finds all but a few files as they were."""
+    key, content_type, cache_control, wave, shard = _placement(url, prefix, max_age)
+    return Item(key, url, digest, size, content_type, cache_control, wave, shard)
+
+
+@functools.lru_cache(maxsize=4)
+def _upload_ranks(urls: frozenset[str], prefix: str, max_age: int) -> dict[str, int]:
+    """Each URL path's rank in upload order (by wave, then object key), remembered: a watch
+    publishes the same paths block after block."""
     order = {w: n for n, w in enumerate(WAVES)}
-    return sorted(out, key=lambda i: (order[i.wave], i.key))
+    placed = {url: _placement(url, prefix, max_age) for url in urls}
+    ranked = sorted(urls, key=lambda url: (order[placed[url][3]], placed[url][0]))
+    return {url: n for n, url in enumerate(ranked)}
 
 
 @functools.lru_cache(maxsize=1 << 18)
@@ -116,6 +129,12 @@ def shards(all_items: list[Item]) -> dict[str, bytes]:
 def _shard_body(group: tuple[Item, ...]) -> bytes:
     """Remembered: ``publisher watch`` publishes again and again, and most shards stay as they were."""
     return canonical({i.key: i.entry() for i in group})
+
+
+@functools.lru_cache(maxsize=1024)
+def shard_digest(body: bytes) -> str:
+    """A shard body's sha256, remembered with the body (``_shard_body`` returns the same bytes)."""
+    return sha256(body)
 
 
 def shard_key(prefix: str, name: str) -> str:
@@ -165,7 +184,7 @@ def root(status_item: Item, status: dict, shard_bodies: dict[str, bytes], run: i
         "status": status_item.entry(),
         "run": run,
         "reconciledAt": reconciled_at,
-        "shards": {name: sha256(body) for name, body in shard_bodies.items()},
+        "shards": {name: shard_digest(body) for name, body in shard_bodies.items()},
     })
 
 
@@ -230,11 +249,13 @@ class Plan:
         return lines
 
 
-def shards_to_read(all_items: list[Item], live_root: Root | None) -> list[str]:
-    """The shards whose live entries this run needs: those whose digest differs from ours."""
+def shards_to_read(all_items: list[Item], live_root: Root | None, local_shards: dict[str, bytes] | None = None) -> list[str]:
+    """The shards whose live entries this run needs: those whose digest differs from ours
+    (``local_shards``: ``shards(all_items)``, when the caller has them)."""
     if live_root is None:
         return []
-    local = {n: sha256(b) for n, b in _with_emptied(shards(all_items), live_root.shards).items()}
+    mine = shards(all_items) if local_shards is None else local_shards
+    local = {n: shard_digest(b) for n, b in _with_emptied(mine, live_root.shards).items()}
     return sorted(n for n in local.keys() | live_root.shards.keys() if local.get(n) != live_root.shards.get(n))
 
 
@@ -249,7 +270,8 @@ def _etag_is(etag: str, md5: str) -> bool:
 
 def make_plan(all_items: list[Item], *, prefix: str, status: dict, live_root: Root | None,
               live_shards: dict[str, dict | None], live_status: bytes | None,
-              listing: dict[str, tuple[int, str]] | None = None, md5=None, now: int = 0) -> Plan:
+              listing: dict[str, tuple[int, str]] | None = None, md5=None, now: int = 0,
+              local_shards: dict[str, bytes] | None = None) -> Plan:
     """Decide uploads and deletes.
 
     ``live_shards``: the shards read from the bucket (those ``shards_to_read`` named); every other
@@ -260,8 +282,8 @@ def make_plan(all_items: list[Item], *, prefix: str, status: dict, live_root: Ro
     it and may describe a /status that never made it.
     """
     old = live_root.shards if live_root else {}
-    local_shards = _with_emptied(shards(all_items), old)
-    local_sha = {n: sha256(b) for n, b in local_shards.items()}
+    local_shards = _with_emptied(shards(all_items) if local_shards is None else local_shards, old)
+    local_sha = {n: shard_digest(b) for n, b in local_shards.items()}
 
     def live_entry(i: Item) -> dict | None:
         if i.shard in live_shards:
@@ -277,8 +299,10 @@ def make_plan(all_items: list[Item], *, prefix: str, status: dict, live_root: Ro
             got = listing.get(i.key)
             same = (got is not None and got[0] == i.size and _etag_is(got[1], md5(i))
                     and (live_root is None or live_entry(i) == i.entry()))
-        else:
-            same = live_entry(i) == i.entry()
+        elif i.shard in live_shards:
+            same = (live_shards[i.shard] or {}).get(i.key) == i.entry()
+        else:  # a shard the bucket holds as ours lists this item as it is
+            same = old.get(i.shard) == local_sha[i.shard]
         (unchanged if same else upload).append(i)
 
     keys = {i.key for i in all_items}
