@@ -115,3 +115,23 @@ def test_the_feed_writes_out_only_the_receipts_entries_it_shows():
     every = sorted(feed.receipt_entries("devnet", receipts), key=lambda e: (-e.updated, e.id))
     newest = sorted(feed.receipt_entries("devnet", receipts, 50), key=lambda e: (-e.updated, e.id))
     assert len(every) > 50 and newest == every[:50]
+
+
+def test_a_long_lists_rows_are_checked_once_and_a_bad_new_row_is_still_refused():
+    """/stakers made with kept rows: the rows that passed its schema are not checked again, a new
+    row is, and a row that passed another endpoint's schema counts for nothing here."""
+    from publisher.endpoints import operators
+    from publisher.endpoints.registry import Row, Rows
+
+    snap = F.snapshot(stakers=tuple(F.staker(n) for n in range(1, 4)))
+    ep, rows = load_all()["/stakers"], Rows()
+    (path, deferred), = operators.stakers(Context(snap))
+    body = resolve(deferred, rows)
+    assert schema_problems(ep, path, body) == [] and {r.checked for r in body["stakers"]} == {"/stakers"}
+    broken = Row({k: v for k, v in body["stakers"][1].items() if k != "stakerAddr"})
+    again = {**body, "stakers": [body["stakers"][0], broken, body["stakers"][2]]}
+    assert "stakerAddr" in " ".join(schema_problems(ep, path, again))
+    assert not hasattr(broken, "checked")
+    elsewhere = Row(broken)
+    elsewhere.checked = "/minipools"
+    assert schema_problems(ep, path, {**body, "stakers": [elsewhere]}) != []

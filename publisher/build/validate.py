@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import jsonschema_rs
 
 from ..endpoints.meta import STATUS_PATH
-from ..endpoints.registry import Accumulates, Bound, Check, Endpoint, Limits, Run, load_all, match, url_for
+from ..endpoints.registry import Accumulates, Bound, Check, Endpoint, Limits, Row, Run, load_all, match, url_for
 from ..errors import PublisherError
 from .tree import changes, list_files, read_file, read_record
 
@@ -54,13 +54,31 @@ def _validator(path: str) -> jsonschema_rs.Draft202012Validator:
 
 
 def schema_problems(ep: Endpoint, path: str, body) -> list[str]:
-    """Up to three lines saying where ``body`` breaks its endpoint's schema; empty when it passes."""
+    """Up to three lines saying where ``body`` breaks its endpoint's schema; empty when it passes.
+    A long list's rows that passed this endpoint's schema in an earlier build are not checked
+    again (an array's items are valid one by one; its schemas have no array-wide keyword)."""
     v = _validator(ep.path)
-    if v.is_valid(body):
+    fresh: list[Row] = []
+    if v.is_valid(_unchecked(body, ep.path, fresh)):
+        for row in fresh:
+            row.checked = ep.path
         return []
     errors = sorted(v.iter_errors(body), key=lambda e: [str(p) for p in e.instance_path])
     return [f"{path}: schema: at {'/'.join(str(p) for p in e.instance_path) or '(root)'}: {e.message[:200]}"
             for e in errors[:3]]
+
+
+def _unchecked(value, schema: str, fresh: list[Row]):
+    """``value`` with each list of rows (at any depth of objects) cut to the rows not yet checked
+    against the endpoint ``schema``, which are added to ``fresh``."""
+    kind = type(value)
+    if kind is list and value and type(value[0]) is Row:
+        rows = [r for r in value if getattr(r, "checked", None) != schema]
+        fresh += rows
+        return rows
+    if kind is dict:
+        return {k: _unchecked(v, schema, fresh) for k, v in value.items()}
+    return value
 
 
 def load_dir(directory: str | Path) -> dict[str, bytes]:
@@ -162,10 +180,20 @@ def _project(value, tree: dict | None):
     if tree is None:
         return value
     if "[]" in tree:
-        return [_project(row, tree["[]"]) for row in value] if isinstance(value, list) else value
+        return [_row(row, tree["[]"]) for row in value] if isinstance(value, list) else value
     if not isinstance(value, dict):
         return value  # null where an object may be
     return {k: _project(value[k], sub) for k, sub in tree.items() if k in value}
+
+
+def _row(value, tree: dict | None):
+    """``_project`` of a list's item; a row keeps its projection for the next build."""
+    if type(value) is not Row:
+        return _project(value, tree)
+    read = getattr(value, "read", None)
+    if read is None or read[0] is not tree:
+        read = value.read = (tree, _project(value, tree))
+    return read[1]
 
 
 def extract(path: str, body):

@@ -122,10 +122,15 @@ class Head(list):
 
 
 class Row(dict):
-    """A row of a long list, which keeps its canonical JSON once a build has encoded it (``json``)."""
+    """A row of a long list, which keeps what builds learn of it while its item is unchanged (rows
+    are never changed once made): its canonical JSON once encoded (``json``), the endpoint whose
+    schema it last passed (``checked``) and what the checks last read of it (``read``: the
+    extract's tree and the projection)."""
 
-    __slots__ = ("json",)
+    __slots__ = ("checked", "json", "read")
     json: bytes
+    checked: str
+    read: tuple[dict | None, Any]
 
 
 class Rows:
