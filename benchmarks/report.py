@@ -421,9 +421,11 @@ def _pages_sentence(x: dict, pages: int) -> str:
         return f"; {num(pages)} requester pages (`withdrawals/{{address}}.html`)"
     own, words = x["own_page_changed"], x["pages_relative_words_only"]
     rest = pages - own - words
-    return (f"; {'its requester page' if own else 'no page of its requester'}; {num(words)} other requester pages whose "
-            f"relative times (\"in 3 days\") alone moved with the block's time"
-            + (f", and {num(rest)} other requester pages for other reasons" if rest else ", and no other page"))
+    said = f"; {'its requester page' if own else 'no page of its requester'}"
+    if words:  # runs before the pages' relative times were their script's
+        said += (f"; {num(words)} other requester pages whose relative times (\"in 3 days\") alone moved with "
+                 "the block's time")
+    return said + (f", and {num(rest)} other requester pages for other reasons" if rest else ", and no other page")
 
 
 TABLES: dict[str, Callable[[dict], str]] = {
