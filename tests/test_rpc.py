@@ -3,6 +3,7 @@ secret URLs, nodes that refuse big requests; and the ABI codec the reader decode
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import eth_abi
 import pytest
@@ -583,3 +584,34 @@ def test_spliced_params_are_the_bytes_json_dumps_writes():
     plain = [{"to": MULTICALL3, "data": "0x" + aggregate3_payload(elements).hex()}, mc.block]
     assert params.text == json.dumps(plain, separators=(",", ":")).encode()
     assert _item(7, method, params) == _item(7, method, plain)
+
+
+def test_a_lane_beside_starts_at_the_node_its_client_failed_over_to_and_a_lane_never_grows_a_batch():
+    client = RpcClient(["http://127.0.0.1:1", "http://127.0.0.1:2"])
+    client._url_index = 1  # the first URL failed earlier in the run
+    other = client.sibling()
+    assert other.url == client.url and other.session is not client.session and other.counters is not client.counters
+    mc = Multicall(client, MULTICALL3, "latest")
+    mc.batch_size = 2  # the other lane halved it meanwhile
+    heavy = RpcUnavailable("timed out", heavy=True)
+    group = [[i] for i in range(10)]
+    assert mc._lighter(heavy, group) == group and mc.batch_size == 2
+
+
+def test_a_failing_lane_stops_the_other_and_both_lanes_count_their_requests(demo):
+    """A read of many requests through a proxy that fails one of them for good: the run fails with
+    that failure, soon, and every request either lane sent is counted."""
+    calls = [Call(demo.addresses["Staking"], abis.getStakerCount, contract="Staking")] * 4000
+    # Three requests pass, then every one gets HTTP 500: not a heavy failure, so nothing is halved.
+    with FlakyProxy(demo.url, faults=[None, None, None], always=500) as proxy:
+        client = fast_client([proxy.url], max_attempts=2)
+        started = time.monotonic()
+        with pytest.raises(RpcUnavailable) as err:
+            Multicall(client, MULTICALL3, "latest", chunk_gas=1_000_000).run(calls)
+        assert "HTTP 500" in str(err.value) and time.monotonic() - started < 10
+        # A lane still in its request when the run failed counts it when that request ends.
+        deadline = time.monotonic() + 5
+        while client.counters.http_requests < proxy.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.counters.http_requests == proxy.requests
+        assert proxy.requests <= 3 + 2 * 2  # the passing three, then each lane's one request, tried twice

@@ -213,7 +213,7 @@ class Multicall:
         next request as soon as it has its answer: the node always has a request waiting while
         this process receives and parses the other's answer."""
         work = _Work(chunks)
-        beside = _Beside(partial(self._lane, work, elements, decoder), self.client)
+        beside = _Beside(partial(self._lane, work, elements, decoder), self.client, work)
         try:
             self._lane(work, elements, decoder, self.client)
             beside.join()
@@ -243,7 +243,8 @@ class Multicall:
         if not exc.heavy:
             raise exc
         if len(group) > 1:
-            self.batch_size = max(1, len(group) // 2)
+            # Never larger again: the other lane may have halved it meanwhile.
+            self.batch_size = min(self.batch_size, max(1, len(group) // 2))
             return group
         if len(group[0]) > 1:
             half = len(group[0]) // 2
@@ -346,13 +347,16 @@ class _Work:
 
 class _Beside:
     """The lane beside the caller's: a daemon thread running ``lane(client)`` with a client of the
-    same node on a connection of its own. ``join`` waits for it in the caller's thread (where a
-    run's deadline can interrupt the wait) and raises its failure there; ``close`` adds its
-    client's counters to the owner's."""
+    same node on a connection of its own. Its failure stops the work (the caller's lane then
+    finds none left) and ``join``, in the caller's thread (where a run's deadline can interrupt
+    the wait), raises it. Its client's counters are added to the owner's once, when both the lane
+    has ended and the caller has closed it, whichever comes last (a lane still in a request when
+    the caller fails adds them when that request ends)."""
 
-    def __init__(self, lane: Callable[[RpcClient], None], owner: RpcClient):
-        self.owner, self.client = owner, owner.sibling()
+    def __init__(self, lane: Callable[[RpcClient], None], owner: RpcClient, work: _Work):
+        self.owner, self.client, self.work = owner, owner.sibling(), work
         self.failure: BaseException | None = None
+        self.lock, self.running, self.closed = threading.Lock(), True, False
         self.thread = threading.Thread(target=self._run, args=(lane,), name="multicall-lane", daemon=True)
         self.thread.start()
 
@@ -361,6 +365,12 @@ class _Beside:
             lane(self.client)
         except BaseException as exc:  # raised in the caller's thread
             self.failure = exc
+            self.work.stop()
+        finally:
+            with self.lock:
+                self.running = False
+                if self.closed:
+                    self.owner.counters.add(self.client.counters)
 
     def join(self) -> None:
         self.thread.join()
@@ -368,7 +378,10 @@ class _Beside:
             raise self.failure
 
     def close(self) -> None:
-        self.owner.counters.add(self.client.counters)
+        with self.lock:
+            self.closed = True
+            if not self.running:
+                self.owner.counters.add(self.client.counters)
 
 
 class _Decoder:

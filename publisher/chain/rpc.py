@@ -115,7 +115,9 @@ class RpcClient:
     def sibling(self) -> RpcClient:
         """A client to the same node with a connection and counters of its own: for a request sent
         from another thread beside this client's (the caller adds its counters to these after)."""
-        return replace(self, session=new_session(), counters=Counters())
+        other = replace(self, session=new_session(), counters=Counters())
+        other._url_index = self._url_index  # a node this client failed over from is not tried first again
+        return other
 
     # -- public API -------------------------------------------------------------------------
 

@@ -138,6 +138,8 @@ def receipt_entries(network: str, receipts: tuple[Receipt, ...], newest: int | N
     """An entry for each funding and each closing (claim, cancel, reclaim) on record; with
     ``newest``, only the entries that sort first in the feed (tens of thousands of receipts, a
     hundred entries shown: only those are written out)."""
+    if newest is not None and newest <= 0:
+        return []
     cutoff = None
     if newest is not None:
         # The newest-th latest time of any step: no step older than it can be shown, so only the
