@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import cache, partial
+from itertools import chain
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -151,7 +152,7 @@ class _Share:
 
     def merge(self, made: Made, carry: dict[str, Entry], *, forked: bool) -> None:
         entries, reads = made.entries, made.reads
-        for path, entry in (*((p, carry[p]) for p in self.kept), *self.entries.items()):
+        for path, entry in chain(((p, carry[p]) for p in self.kept), self.entries.items()):
             if path in entries:
                 raise PublisherError(f"two responses for {path}")
             entries[path] = entry

@@ -70,14 +70,21 @@ def schema_problems(ep: Endpoint, path: str, body) -> list[str]:
 
 def _unchecked(value, schema: str, fresh: list[Row]):
     """``value`` with each list of rows (at any depth of objects) cut to the rows not yet checked
-    against the endpoint ``schema``, which are added to ``fresh``."""
+    against the endpoint ``schema``, which are added to ``fresh``; ``value`` itself when it holds
+    no list of rows (the tens of thousands of entity files are not copied)."""
     kind = type(value)
     if kind is list and value and type(value[0]) is Row:
         rows = [r for r in value if getattr(r, "checked", None) != schema]
         fresh += rows
         return rows
     if kind is dict:
-        return {k: _unchecked(v, schema, fresh) for k, v in value.items()}
+        cut = None
+        for k, v in value.items():
+            u = _unchecked(v, schema, fresh)
+            if u is not v:
+                cut = cut if cut is not None else dict(value)
+                cut[k] = u
+        return value if cut is None else cut
     return value
 
 

@@ -193,10 +193,7 @@ class Multicall:
         if len(chunks) <= self.batch_size:  # one request
             if meanwhile is not None:
                 meanwhile()
-            queue = list(chunks)
-            while queue:
-                group, queue = queue[: self.batch_size], queue[self.batch_size :]
-                queue = self._exchange(group, elements, self.client, None) + queue
+            self._lane(_Work(chunks), elements, None, self.client)  # answers taken here, as they come
             return
         # Several requests: two lanes, each answer decoded on a thread of its own.
         decoder = _Decoder(self._take)
@@ -222,9 +219,10 @@ class Multicall:
             work.stop()
             beside.close()
 
-    def _lane(self, work: _Work, elements: list[bytes], decoder: _Decoder, client: RpcClient) -> None:
+    def _lane(self, work: _Work, elements: list[bytes], decoder: _Decoder | None, client: RpcClient) -> None:
         while (group := work.take(self.batch_size)) is not None:
-            decoder.check()
+            if decoder is not None:
+                decoder.check()
             work.put_back(self._exchange(group, elements, client, decoder))
 
     def _exchange(self, group: list[list[int]], elements: list[bytes], client: RpcClient,
