@@ -159,7 +159,7 @@ def test_the_stale_label(living):
     jsonschema.validate(record, DEPOSITOR_SCHEMA)
     assert record == {"available": True, "lastCallBlock": a.last_call_block, "lastCallTime": a.last_call_time,
                       "lastFundingBlock": a.last_funding_block, "lastFundingTime": a.last_funding_time,
-                      "lineFront": a.line_front, "cursor": snap.block.number, "maxAgeSeconds": 2 * DAY,
+                      "lineFront": a.line_front, "maxAgeSeconds": 2 * DAY,
                       "stale": True, "staleReason": reason}
     # No call on record: stale while requests wait, not with an empty line.
     silent = dataclasses.replace(snap, queue_activity=QueueActivity(snap.block.number, 0, None, None, None, None))

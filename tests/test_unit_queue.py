@@ -118,6 +118,21 @@ def test_each_state_of_a_request_and_what_can_be_done_with_it(fulfilled, now, pa
     assert (Q.can_claim(r, now), Q.can_cancel(r, now, paused), Q.can_reclaim(r, now, paused)) == (claim, cancel, reclaim)
 
 
+def test_the_expiry_clock_answers_every_expiration_test_as_the_time_does_and_moves_only_when_one_passes():
+    rs = [F.request(i, avax(1), requested=T + i * DAY // 3, fulfilled=i % 2 == 1) for i in range(6)]
+    ends = sorted(r.expiration_time for r in rs)
+    times = sorted({t + d for t in [0, NOW, *ends] for d in (-1, 0, 1)})
+    for now in times:
+        clock = Q.expiry_clock(rs, now)
+        for r in rs:
+            assert (clock >= r.expiration_time) == (now >= r.expiration_time), (now, r.id)
+            for paused in (False, True):
+                assert Q.status(r, clock, paused) == Q.status(r, now, paused), (now, r.id)
+    # Between two expirations the clock stands still: a body keyed by it is not made again.
+    assert Q.expiry_clock(rs, ends[1]) == Q.expiry_clock(rs, ends[2] - 1) == ends[1]
+    assert Q.expiry_clock(rs, ends[0] - 1) == 0 and Q.expiry_clock((), NOW) == 0
+
+
 # ---- the schedule on a snapshot -------------------------------------------------------------------
 
 

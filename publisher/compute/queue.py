@@ -16,6 +16,7 @@ queue's checked subtraction). Every assumption is published with the schedule (`
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -154,6 +155,14 @@ def status(r: UnstakeRequest, now: int, deposits_paused: bool) -> RequestStatus:
     if not r.fulfilled:
         return RequestStatus.PENDING_EXPIRED
     return RequestStatus.STUCK if deposits_paused else RequestStatus.EXPIRED_FUNDED
+
+
+def expiry_clock(requests: Sequence[UnstakeRequest], now: int) -> int:
+    """The latest expiration time of ``requests`` at or before ``now`` (0 when none has passed):
+    ``now >= r.expiration_time`` answers alike for it and for ``now``, for every request, so what
+    reads the time only through ``status`` and that test is the same for both, and changes only
+    when an expiration passes."""
+    return max((r.expiration_time for r in requests if r.expiration_time <= now), default=0)
 
 
 def can_claim(r: UnstakeRequest, now: int) -> bool:

@@ -1,7 +1,10 @@
 """The depositor's evidence as /withdrawals publishes it (its ``depositor`` object): the record,
-its schema, and the inputs a render function passes on. The object also carries what a later run
-resumes the queue's log scan from (sources/queuelog.py ``load_published`` reads it back)."""
+its schema, and the inputs a render function passes on. The object, with the file's ``meta.block``,
+also carries what a later run resumes the queue's log scan from (sources/queuelog.py
+``load_published`` reads it back)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ..compute.depositor import depositor_stale
 from ..snapshot import QueueActivity
@@ -23,7 +26,6 @@ DEPOSITOR_SCHEMA = S.obj({
     "lineFront": S.described(S.nullable(BLOCK), "first request id still in the queue's internal line: every id below it "
                              "has left the line (funded, or dropped as closed); closed ids from it on are stale entries "
                              "that count against the per-call limit"),
-    "cursor": S.described(S.nullable(BLOCK), "last block whose logs these values reflect (the build block)"),
     "maxAgeSeconds": S.described({"type": "integer", "minimum": 1}, "a last call older than this, or no call on record "
                                  "while requests wait, is labelled stale"),
     "stale": S.described(S.BOOLEAN, "the depositor looks stale (see staleReason); false when unknown"),
@@ -31,7 +33,25 @@ DEPOSITOR_SCHEMA = S.obj({
 }, description="the depositor, who funds requests only when it calls depositFromStaking, as the queue's logs tell it")
 
 
-def depositor_record(activity: QueueActivity | None, stale_reason: str | None, max_age: int) -> dict:
+@dataclass(frozen=True)
+class Shown:
+    """What the object shows of the queue's activity: its figures, without the block its logs were
+    read through, which moves every block (the file's ``meta.block`` says through which block they
+    hold, and a later run resumes the scan from there)."""
+
+    line_front: int
+    last_call_block: int | None
+    last_call_time: int | None
+    last_funding_block: int | None
+    last_funding_time: int | None
+
+    @classmethod
+    def of(cls, a: QueueActivity | None) -> Shown | None:
+        return None if a is None else cls(a.line_front, a.last_call_block, a.last_call_time, a.last_funding_block,
+                                          a.last_funding_time)
+
+
+def depositor_record(activity: QueueActivity | Shown | None, stale_reason: str | None, max_age: int) -> dict:
     """The published ``depositor`` object (DEPOSITOR_SCHEMA) of ``activity`` (None: the logs could
     not be read) with the staleness label (compute.depositor.depositor_stale) and its bound."""
     a = activity
@@ -42,15 +62,14 @@ def depositor_record(activity: QueueActivity | None, stale_reason: str | None, m
         "lastFundingBlock": a.last_funding_block if a else None,
         "lastFundingTime": a.last_funding_time if a else None,
         "lineFront": a.line_front if a else None,
-        "cursor": a.cursor if a else None,
         "maxAgeSeconds": max_age,
         "stale": stale_reason is not None,
         "staleReason": stale_reason,
     }
 
 
-def depositor_inputs(ctx: Context) -> tuple[QueueActivity | None, str | None, int]:
+def depositor_inputs(ctx: Context) -> tuple[Shown | None, str | None, int]:
     """``depositor_record``'s arguments for this build: hand them to a Deferred as an input (every
     value is keyable) and call ``depositor_record(*inputs)`` in its body."""
     bound = ctx.depositor_max_age
-    return ctx.snap.queue_activity, depositor_stale(ctx.snap, bound), bound
+    return Shown.of(ctx.snap.queue_activity), depositor_stale(ctx.snap, bound), bound

@@ -302,6 +302,15 @@ def _unstamped(body: dict | None) -> dict | None:
     return None if body is None else _plain({k: v for k, v in body.items() if k not in ("meta", "block")})
 
 
+def _queue_figures(body: dict | None) -> dict | None:
+    """What the dashboard shows of /withdrawals: its figures, not the schedule's lists (the line,
+    the restakes and returns: megabytes at scale, drawn by /withdrawals' own page)."""
+    if body is None or body.get("schedule") is None:  # no queue: no schedule
+        return _unstamped(body)
+    schedule = {k: v for k, v in body["schedule"].items() if not isinstance(v, list | tuple)}
+    return _unstamped({**body, "schedule": schedule})
+
+
 def dashboard_inputs(ctx: Context) -> dict:
     """Everything the dashboard shows but the block it was read at: its key. Each response without
     its stamp, and of the long ones only what is drawn, so a block that moves none of its figures
@@ -318,7 +327,7 @@ def dashboard_inputs(ctx: Context) -> dict:
     return {
         "site": _site(ctx), "m": _unstamped(m), "apy": _unstamped(response(ctx, "/metrics/apy")),
         "prices": _unstamped(response(ctx, "/prices")), "ggavax": _unstamped(response(ctx, "/ggAvax")),
-        "params": _unstamped(response(ctx, "/rewards/params")), "queue": _unstamped(queue), "queue_series": series,
+        "params": _unstamped(response(ctx, "/rewards/params")), "queue": _queue_figures(queue), "queue_series": series,
         "clock": clock, "apr": apr, "counts": _plain(pools["countsByStatus"]), "pool_count": pools["count"],
         "history": _plain(history), "endpoints": _endpoint_links(ctx),
         "announcements": announcement_records(ctx.announcements, ctx.snap.block.timestamp),

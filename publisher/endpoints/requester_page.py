@@ -106,7 +106,7 @@ def _queue_body(ctx: Context) -> dict | None:
 
 def queue_view(ctx: Context) -> dict | None:
     """What every page shows of /withdrawals: nothing that changes with the block alone (no
-    ``cursor``, no days-left count but the window's note) or with the back of the line, so pages
+    liquidity, no days-left count but the window's note) or with the back of the line, so pages
     stay as they are while it does not change. None without a queue."""
     body = ctx.cached(_queue_body)
     if body is None or body["status"] != "ok":

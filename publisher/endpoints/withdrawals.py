@@ -8,12 +8,12 @@ from collections.abc import Mapping
 
 from ..compute import queue as Q
 from ..compute.nodeid import node_id
-from ..snapshot import PstAvax, QueueActivity, QueueStep, Receipt, Snapshot, UnstakeRequest, WithdrawQueue
+from ..snapshot import PstAvax, QueueStep, Receipt, Snapshot, UnstakeRequest, WithdrawQueue
 from . import schema as S
 from .announcements import ANNOUNCEMENTS_SCHEMA, WINDOW_END, announcement_records
 from .common import meta
 from .context import Context
-from .depositor import DEPOSITOR_SCHEMA, depositor_inputs, depositor_record
+from .depositor import DEPOSITOR_SCHEMA, Shown, depositor_inputs, depositor_record
 from .registry import REL, Bound, Check, Deferred, Each, Limits, Param, Run, endpoint
 from .units import tokens
 
@@ -306,7 +306,9 @@ def withdrawals(ctx: Context):
                sched.shortfall, sched.last_funding_time, s.ggavax.liquid_avax, sched.stale_entries,
                sched.front_known, sched.reverted_calls, sched.assumptions,
                sum(1 for p in sched.places.values() if p.fundable_now), len(sched.returns))
-    yield "/withdrawals", Deferred((ctx.cached(receipts_inputs), q, s.block.timestamp, s.pst_avax, outlook, queue_pauses(s), depositor_inputs(ctx), announced,
+    # The body reads the block's time only to tell which requests expired: keyed by the last
+    # expiration passed, not the time itself, it is made again only when one passes.
+    yield "/withdrawals", Deferred((ctx.cached(receipts_inputs), q, Q.expiry_clock(q.requests, s.block.timestamp), s.pst_avax, outlook, queue_pauses(s), depositor_inputs(ctx), announced,
                                     Each(_return_row, sched.returns),
                                     Each(_restake_row, sched.restakes), Each(_line_row, tuple(line))),
                                    withdrawals_with_receipts, meta=meta(ctx))
@@ -415,7 +417,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
 
 
 def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: int, returns: int,
-             deposits_paused: bool, mm_paused: bool, activity: QueueActivity | None) -> str:
+             deposits_paused: bool, mm_paused: bool, activity: Shown | None) -> str:
     """What the line waits for, in words."""
     if not pending:
         return "The line is empty: nothing waits for funding."

@@ -535,7 +535,7 @@ def from_snapshot(snap: Snapshot) -> PriorActivity | None:
 def load_published(path: str | Path, requesters: str | Path | None = None) -> PriorActivity | None:
     """The activity and receipts a published tree carries: ``/withdrawals`` (``path``) with its
     ``depositor`` object (endpoints/depositor.py ``depositor_record``), its ``receipts`` object,
-    ``address`` and ``meta``, the depositor's ``cursor`` being ``meta.block``; and the receipts of
+    ``address`` and ``meta``, the logs folded in through ``meta.block``; and the receipts of
     every ``/withdrawals/{address}`` file in ``requesters`` (default: the folder beside ``path``),
     as many as ``receipts.count`` says. None when the file is absent or unusable; activity None
     when that run could not read the logs (its receipts then are only kept, should this run fail
@@ -549,17 +549,13 @@ def load_published(path: str | Path, requesters: str | Path | None = None) -> Pr
         queue, network, chain_id, number, block_hash = data["address"], meta["network"], meta["chainId"], block["number"], block["hash"]
         if not all(isinstance(v, str) for v in (queue, network, block_hash)) or not isinstance(chain_id, int):
             raise TypeError("unexpected meta")
-        activity = _depositor_activity(data.get("depositor"))
+        activity = _depositor_activity(data.get("depositor"), number)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("cannot resume the withdraw queue activity from %s (%s): reading the queue's logs again",
                     path, type(exc).__name__)
         return None
-    if activity is not None and number != activity.cursor:
-        log.warning("cannot resume the withdraw queue activity from %s (its cursor is not its block): reading "
-                    "the queue's logs again", path)
-        activity = None
     receipts = None
     if isinstance(summary, dict):
         receipts = _published_receipts(path, requesters, summary)
@@ -570,12 +566,15 @@ def load_published(path: str | Path, requesters: str | Path | None = None) -> Pr
     return PriorActivity(activity, queue, network, chain_id, block_hash, receipts)
 
 
-def _depositor_activity(d) -> QueueActivity | None:
-    """The activity a published ``depositor`` object holds (None: that run could not read the logs)."""
+def _depositor_activity(d, block: int) -> QueueActivity | None:
+    """The activity a published ``depositor`` object holds through ``block``, its file's
+    ``meta.block`` (None: that run could not read the logs). A file whose content no block since
+    has changed keeps an earlier block there: its values hold through it still, and the scan
+    resumes after it."""
     if not (isinstance(d, dict) and d.get("available") is True):
         return None
     return QueueActivity(
-        cursor=_int(d["cursor"]), line_front=_int(d["lineFront"]),
+        cursor=_int(block), line_front=_int(d["lineFront"]),
         last_call_block=_opt(d["lastCallBlock"]), last_call_time=_opt(d["lastCallTime"]),
         last_funding_block=_opt(d["lastFundingBlock"]), last_funding_time=_opt(d["lastFundingTime"]))
 
