@@ -216,6 +216,8 @@ def test_resuming_at_any_cursor_equals_reading_from_scratch(wound_down):
         got = queuelog.build(client, queue=queue, head=head, prior=prior.activity, receipts=prior.receipts, span=97)
         assert got.resumed and (got.receipts, got.activity) == (scratch.receipts, scratch.activity), cursor
         assert got.ranges == [] if cursor == head else got.ranges[0][0] == cursor + 1
+        if cursor == head:  # nothing after the cursor: the prior's receipts, the very tuple
+            assert got.receipts is prior.receipts
         # Headers are read only for the blocks of the steps after the cursor.
         later = {s.block for r in scratch.receipts for s in (r.requested, r.funded, r.closed_at) if s and s.block > cursor}
         assert got.headers <= len(later) + 2, cursor
@@ -224,6 +226,22 @@ def test_resuming_at_any_cursor_equals_reading_from_scratch(wound_down):
         for r in prior.receipts:
             assert by_id[r.id].requested == r.requested and (r.funded is None or by_id[r.id].funded == r.funded)
             assert r.closed is None or by_id[r.id] == r
+
+
+def test_a_prior_whose_receipts_do_not_hold_together_is_read_again(wound_down):
+    """Receipts read back from files are untrusted: duplicated, incoherent or naming a block past
+    their cursor, the prior is dropped with a warning and the logs read from the start."""
+    net, _, snap, _ = wound_down
+    client, queue, head = RpcClient([net.url]), snap.withdraw_queue.address, snap.block.number
+    scratch = queuelog.build(client, queue=queue, head=head, span=97)
+    prior = queuelog.build(client, queue=queue, head=head - 1, span=97)
+    first = prior.receipts[0]
+    for broken in ((first, *prior.receipts),
+                   (dataclasses.replace(first, closed="claimed", closed_at=None), *prior.receipts[1:]),
+                   (dataclasses.replace(first, requested=dataclasses.replace(first.requested, block=head)), *prior.receipts[1:])):
+        got = queuelog.build(client, queue=queue, head=head, prior=prior.activity, receipts=broken, span=97)
+        assert not got.resumed and (got.receipts, got.activity) == (scratch.receipts, scratch.activity)
+        assert any("previous withdraw queue activity ignored" in w for w in got.warnings), got.warnings
 
 
 # -- a living devnet: claims, cancels, reclaims; resumed runs; a reorg ----------------------------------

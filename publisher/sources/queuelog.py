@@ -123,6 +123,9 @@ class PriorActivity:
     chain_id: int | None = None
     cursor_hash: str | None = None
     receipts: tuple[Receipt, ...] | None = None
+    # Whether the receipts are a snapshot's of this process (``from_snapshot``): folded by this
+    # code, so coherent with the cursor by construction; those read back from files are checked.
+    own: bool = field(default=False, compare=False)
 
     @property
     def resumable(self) -> bool:
@@ -175,11 +178,19 @@ class _Receipts:
     """The receipts by id, each step applied in chain order. A receipt is made once per run from
     the fields its steps set (the prior's own when it had one); the others are the prior's."""
 
-    def __init__(self, prior: Iterable[Receipt] = ()) -> None:
-        self.prior = {r.id: r for r in prior}
+    def __init__(self, prior: Sequence[Receipt] = ()) -> None:
+        self.given = prior
+        self._prior: dict[int, Receipt] | None = None
         self.fields: dict[int, dict] = {}  # id -> Receipt fields, for the receipts this run touches
         self.unknown: set[int] = set()  # ids named by a later step but never filed in the logs read
         self.refiled: set[int] = set()
+
+    @property
+    def prior(self) -> dict[int, Receipt]:
+        """The prior's receipts by id, made when a step first looks one up (most blocks have none)."""
+        if self._prior is None:
+            self._prior = {r.id: r for r in self.given}
+        return self._prior
 
     def apply(self, e: _Entry, at: QueueStep) -> None:
         i, kind = e.request, e.step
@@ -215,6 +226,9 @@ class _Receipts:
             f["closed"], f["closed_at"], f["shares_returned"] = "reclaimed", at, amount
 
     def result(self) -> tuple[Receipt, ...]:
+        g = self.given
+        if not self.fields and type(g) is tuple and all(a.id < b.id for a, b in pairwise(g)):
+            return g  # no step: the prior's very receipts, already in order
         made = {i: _receipt(f) for i, f in self.fields.items()}
         every = {**self.prior, **made}
         return tuple(every[i] for i in sorted(every))
@@ -234,14 +248,14 @@ def _receipt(fields: dict) -> Receipt:
 
 
 def build(client: RpcClient, *, queue: str, head: int, start: int = 0, prior: QueueActivity | None = None,
-          receipts: Sequence[Receipt] = (), span: int = 2048,
-          on_range: Callable[[int], None] | None = None) -> ActivityResult:
+          receipts: Sequence[Receipt] = (), span: int = 2048, on_range: Callable[[int], None] | None = None,
+          receipts_checked: bool = False) -> ActivityResult:
     """The queue's activity and receipts over blocks ``start..head``, folded on from ``prior`` and
     its ``receipts`` when they are usable (the cursor at or before ``head``, every block they name
-    at or before the cursor)."""
+    at or before the cursor; ``receipts_checked``: known to be, see ``PriorActivity.own``)."""
     warnings: list[str] = []
     if prior is not None:
-        problem = _check_prior(prior, head) or _check_receipts(receipts, prior.cursor)
+        problem = _check_prior(prior, head) or (None if receipts_checked else _check_receipts(receipts, prior.cursor))
         if problem:
             warnings.append(f"previous withdraw queue activity ignored ({problem}): reading the queue's logs again")
             prior = None
@@ -337,7 +351,7 @@ def logs_for(client: RpcClient, snap: Snapshot, *, start: int, span: int, prior:
             on_start(max(0, snap.block.number - first) // max(1, span) + 1)
         got = build(client, queue=q.address, head=snap.block.number, start=start,
                     prior=usable.activity if usable else None, receipts=(usable.receipts or ()) if usable else (),
-                    span=span, on_range=on_range)
+                    span=span, on_range=on_range, receipts_checked=bool(usable and usable.own))
     except PublisherError as exc:
         receipts = kept(prior, snap)
         problem = (f"withdraw queue logs not read ({exc}): the depositor's activity is unavailable, and the receipts "
@@ -529,7 +543,7 @@ def from_snapshot(snap: Snapshot) -> PriorActivity | None:
     if a is None or q is None:
         return None
     return PriorActivity(a, q.address, snap.network, snap.chain_id,
-                         snap.block.hash if a.cursor == snap.block.number else None, snap.queue_receipts)
+                         snap.block.hash if a.cursor == snap.block.number else None, snap.queue_receipts, own=True)
 
 
 def load_published(path: str | Path, requesters: str | Path | None = None) -> PriorActivity | None:
