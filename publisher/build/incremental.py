@@ -251,6 +251,7 @@ def run_key(snap: Snapshot, oracle_max_age: int) -> str:
 
 _SCALARS = frozenset((str, int, float, bool, type(None), bytes))
 _EXACT = _SCALARS - {float}  # equal values of one of these types pickle alike
+_PLAIN = _SCALARS - {bytes}  # the scalars described by their repr
 
 class _Digests(bytes):
     """Records' digests joined, in a record's pickle in their place: a class of this module, so no
@@ -353,13 +354,15 @@ class Keys:
     def _items(self, parts: list[bytes], x: Sequence) -> None:
         if len(x) >= _BULK and self._bulk(parts, x):
             return
-        memo = self.memo
-        for item in x:  # tens of thousands of records per build: the memo first
+        memo, append = self.memo, parts.append
+        for item in x:  # tens of thousands of records per build: the memo first, then the scalars
             hit = memo.get(id(item))
-            if hit is None:
-                self._describe(parts, item)
+            if hit is not None:
+                append(hit[1])
+            elif type(item) in _PLAIN:
+                append(repr(item).encode() + b"\0")  # as _describe writes a scalar
             else:
-                parts.append(hit[1])
+                self._describe(parts, item)
 
     def _bulk(self, parts: list[bytes], x: Sequence) -> bool:
         """A long run of records of one class that no file has keyed yet this build (what a build
@@ -385,7 +388,7 @@ class Keys:
         # two different records never share them. A long tuple of records the build digested
         # already (the queue's requests in the queue's record) is their digests, not their pickles.
         values = self._values(kind)(x)
-        if any(type(v) is tuple and len(v) >= _BULK for v in values):
+        if tuple in map(type, values) and any(type(v) is tuple and len(v) >= _BULK for v in values):
             values = tuple(self._digested(v) if type(v) is tuple and len(v) >= _BULK else v for v in values)
         data = pickle.dumps((kind.__module__, kind.__qualname__, values), 5)
         digest = hashlib.blake2b(data, digest_size=16).digest()
