@@ -31,14 +31,15 @@ class Collected:
 
 def collect(profile: Profile, block: int | None = None, progress: Progress | None = None, *,
             history_prior: history_file.PriorHistory | None = None,
-            queue_prior: queuelog.PriorActivity | None = None) -> Collected:
+            queue_prior: queuelog.PriorActivity | None = None, known: snapshot.Known | None = None) -> Collected:
     """The snapshot at ``block``: chain state, checked USD prices, validator records, price history,
     the withdraw queue's activity from its logs.
 
     ``history_prior`` (e.g. ``history_file.load_published(out/prices/history.json)``) lets the history
     read only the blocks after the previous run; ``queue_prior`` (``queuelog.load_published(
     out/withdrawals.json)``: its activity, and the receipts of the requester files beside it) does
-    the same for the queue's logs.
+    the same for the queue's logs. ``known``: the records of this process's last read
+    (``snapshot.Known``), those read again unchanged taken as they are.
 
     Every chain read addresses the pinned block by hash and the run ends by checking that the
     block is still canonical. A reorg of the latest block is retried once at the new head (and
@@ -48,21 +49,21 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
     http = HttpCounters()
     t0 = time.monotonic()
     try:
-        return _collect(client, http, t0, profile, block, progress, history_prior, queue_prior)
+        return _collect(client, http, t0, profile, block, progress, history_prior, queue_prior, known)
     except Reorged as exc:
         if block is not None:
             raise
         replaced = exc
     # Once more at the new head; a second reorg ends the run.
-    return dataclasses.replace(_collect(client, http, t0, profile, block, progress, history_prior, queue_prior),
+    return dataclasses.replace(_collect(client, http, t0, profile, block, progress, history_prior, queue_prior, known),
                                replaced=replaced)
 
 
 def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile, block: int | None,
              progress: Progress | None, history_prior: history_file.PriorHistory | None,
-             queue_prior: queuelog.PriorActivity | None = None) -> Collected:
+             queue_prior: queuelog.PriorActivity | None = None, known: snapshot.Known | None = None) -> Collected:
     early = _EarlyValidators(clients.glacier(profile, http), clients.pchain(profile, http))
-    snap = Reader(client, profile, progress, on_minipools=early.start).read(block)
+    snap = Reader(client, profile, progress, on_minipools=early.start, known=known).read(block)
     # The chain's own invariants first: nothing may derive from values that break them (a zero
     # oracle price would otherwise reach the price cross-check's division).
     snapshot.check(snap)

@@ -70,7 +70,7 @@ def read_and_build(profile: Profile, out: str | Path, block: int | None = None, 
 
     t0 = time.monotonic()
     prior = history_file.load_published(history_from or Path(out) / "prices" / "history.json")
-    got = collect(profile, block, progress, history_prior=prior, queue_prior=_queue_prior(Path(out), cache))
+    got = collect(profile, block, progress, history_prior=prior, queue_prior=_queue_prior(Path(out), cache), known=cache.known)
     if got.replaced is not None and not force:
         _new_head_not_older(got, Path(out))
     t1 = time.monotonic()

@@ -12,7 +12,7 @@ import json
 import sys
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,16 +49,43 @@ class Staker:
     eligible: bool
 
 
-def instances(cls: type[T], rows: Iterable[Iterable]) -> tuple[T, ...]:
-    """Frozen dataclass instances from their field values in declaration order, set the way pickle
-    restores them. A frozen dataclass's __init__ guards every field with object.__setattr__; for
-    the 10 000 stakers of a large read that costs more than all the rest of making them."""
+class Known:
+    """The records this process's last read made, by class and by what they were made from: a read
+    takes the very object for a record read again unchanged, so that a build finds it as it left it
+    (its digest, its rows) without comparing it field by field, and the reader skips converting it.
+    The key is the decoded answer, whose every position has one type in every read (the codec's),
+    so an equal key is the same record. Owned by the caller (``incremental.Cache``); each read
+    replaces what it holds."""
+
+    def __init__(self) -> None:
+        self.last: dict[type, dict] = {}
+        self.made: dict[type, dict] = {}
+
+    def begin(self) -> None:
+        self.made = {}
+
+    def end(self) -> None:
+        self.last, self.made = self.made, {}
+
+
+def instances(cls: type[T], rows: Iterable, known: Known | None = None,
+              convert: Callable[[typing.Any], Iterable] | None = None) -> tuple[T, ...]:
+    """Frozen dataclass instances from their field values in declaration order (``convert(row)``
+    when given), set the way pickle restores them. A frozen dataclass's __init__ guards every field
+    with object.__setattr__; for the 10 000 stakers of a large read that costs more than all the
+    rest of making them. With ``known``, a row the last read made a record from is that record."""
     names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]  # any dataclass
     new = object.__new__
+    last = known.last.get(cls, {}) if known is not None else {}
+    made = known.made.setdefault(cls, {}) if known is not None else None
     out = []
-    for values in rows:
-        obj = new(cls)
-        obj.__dict__.update(zip(names, values, strict=True))
+    for row in rows:
+        obj = last.get(row) if last else None
+        if obj is None:
+            obj = new(cls)
+            obj.__dict__.update(zip(names, row if convert is None else convert(row), strict=True))
+        if made is not None:
+            made[row] = obj
         out.append(obj)
     return tuple(out)
 

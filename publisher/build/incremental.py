@@ -37,7 +37,7 @@ from ..endpoints.context import Context
 from ..endpoints.registry import Deferred, Each, Rows, file_for, load_all, resolve
 from ..endpoints.units import dumps
 from ..errors import PublisherError
-from ..snapshot import Snapshot
+from ..snapshot import Known, Snapshot
 from .pipeline import Built, Made, bodies
 from .pipeline import build as core_build
 from .tree import Entry, Record, Records, TreeWriter, read_record, sha256
@@ -72,6 +72,9 @@ class Cache:
         # sha256 of the /withdrawals it wrote (``runs.read_and_build`` resumes the queue's log
         # scan from it while the live file is that one, instead of parsing every requester file).
         self.queue: tuple[str, PriorActivity] | None = None
+        # The records the last read made (``snapshot.Known``): a record read again unchanged is
+        # that very object, which ``Keys.warm`` then finds at its place without comparing.
+        self.known = Known()
 
 
 def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, cache: Cache, workers: int,

@@ -22,6 +22,7 @@ from ..snapshot import (
     DexReserves,
     FeedRound,
     GGPToken,
+    Known,
     Minipool,
     OraclePrice,
     PstAvax,
@@ -134,19 +135,27 @@ class Reader:
     on_minipools: Callable[[tuple[Minipool, ...]], None] | None = None
     # Below this much gas the open ids come from the queue's set views (see SET_READ_GAS).
     set_read_gas: int = SET_READ_GAS
+    # The records of this process's last read (``snapshot.Known``): those read again unchanged
+    # are taken as they are.
+    known: Known | None = None
 
     def read(self, block: int | None = None) -> Snapshot:
         p = self.profile
         head = pin_block(self.client, block, p.chain_id)
         self.head = head
+        if self.known is not None:
+            self.known.begin()
         try:
-            return self._read(head)
+            snap = self._read(head)
         except Reorged:
             raise
         except PublisherError:
             # Reads by hash fail once the block is replaced: report the reorg, not its symptom.
             verify_canonical(self.client, head)
             raise
+        if self.known is not None:
+            self.known.end()
+        return snap
 
     def _read(self, head: BlockRef) -> Snapshot:
         p = self.profile
@@ -185,7 +194,7 @@ class Reader:
         converted: list[tuple[Minipool, ...]] = []
 
         def minipools_ready() -> None:
-            converted.append(tuple(_minipool(m) for m in minipools_raw))
+            converted.append(instances(Minipool, minipools_raw, self.known, _minipool_values))
             if self.on_minipools:
                 self.on_minipools(converted[0])
 
@@ -215,7 +224,7 @@ class Reader:
         wavax = self.profile.addresses.get("WAVAX")
         if wavax and checksum(wavax) != checksum(s["wavax"]):
             warnings.append(f"TokenggAVAX.asset() is {checksum(s['wavax'])}, profile says WAVAX {wavax}: using the chain's")
-        queue = _queue(queue_at, s, request_ids, requests_raw, sets, addresses["TokenggAVAX"], warnings) if queue_at else None
+        queue = _queue(queue_at, s, request_ids, requests_raw, sets, addresses["TokenggAVAX"], warnings, self.known) if queue_at else None
         pst = PstAvax(pst_at, s["pst_supply"], s["pst_shares"]) if pst_at else None
         return Snapshot(
             network=p.name, chain_id=p.chain_id, block=head, addresses=addresses, settings=settings,
@@ -439,11 +448,8 @@ class Reader:
                         [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views] + list(extra), meanwhile)
         n = len(rows)
         out, rest = out[: 4 * n], out[4 * n :]
-        # The struct's fields, then the views, in the dataclass's declaration order.
-        return instances(Staker, (
-            (checksum(row[0]), *row[1:], effective, ratio, rewards_ratio, bool(eligible))
-            for row, effective, ratio, rewards_ratio, eligible in zip(rows, out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n :], strict=True)
-        )), rest
+        return instances(Staker, zip(rows, out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n :], strict=True),
+                         self.known, _staker_values), rest
 
     def _apy_base(self, vault: str, head: BlockRef, warnings: list[str]) -> VaultPoint | None:
         target = head.timestamp - self.profile.apy_window_days * DAY
@@ -508,18 +514,15 @@ def _open_ids(queue: str, s: dict, pending: list[int] | None, fulfilled: list[in
 
 
 def _queue(address: str, s: dict, ids: list[int], raw: list, sets: tuple[list[int], set[int]] | None,
-           vault: str, warnings: list[str]) -> WithdrawQueue:
+           vault: str, warnings: list[str], known: Known | None = None) -> WithdrawQueue:
     """The queue's record with its open requests (checked against its own counters by
     ``snapshot.check``, as every snapshot is). ``raw``: the records of ``ids``, followed by their
     set membership when ``sets`` did not list it."""
     records = raw[: len(ids)]
     fulfilled = [i in sets[1] for i in ids] if sets else raw[len(ids) :]
-    open_ = []
-    for i, row, done in zip(ids, records, fulfilled, strict=True):
-        requester, shares, expected, requested, claimable, expires, allocated = row
-        if int(requester, 16) == 0:
-            continue  # claimed, cancelled or reclaimed: the record is deleted
-        open_.append(UnstakeRequest(i, checksum(requester), shares, expected, requested, claimable, expires, allocated, bool(done)))
+    # A claimed, cancelled or reclaimed request's record is deleted: its requester reads as zero.
+    open_ = instances(UnstakeRequest, ((i, row, done) for i, row, done in zip(ids, records, fulfilled, strict=True)
+                                       if int(row[0], 16) != 0), known, _request_values)
     label = f"WithdrawQueue {address}"
     if checksum(s["wq_vault"]) != vault:
         warnings.append(f"{label} serves ggAVAX {checksum(s['wq_vault'])}, the registry's is {vault}")
@@ -528,7 +531,7 @@ def _queue(address: str, s: dict, ids: list[int], raw: list, sets: tuple[list[in
         unstake_delay=s["wq_unstake_delay"], max_expiration_delay=s["wq_max_expiration"],
         paused=None if s["wq_paused"] is None else bool(s["wq_paused"]), pending_count=s["wq_pending"],
         fulfilled_count=s["wq_fulfilled"], max_requests_per_deposit=s["wq_max_per_deposit"],
-        min_on_behalf=s["wq_min_on_behalf"], shares_held=s["wq_shares"], requests=tuple(open_),
+        min_on_behalf=s["wq_min_on_behalf"], shares_held=s["wq_shares"], requests=open_,
     )
 
 
@@ -619,6 +622,16 @@ _MINIPOOL_FIELDS = tuple(checksum if typ == "address" else _hex if typ in ("byte
                          for _, typ in abis.MINIPOOL_FIELDS)
 
 
-def _minipool(row) -> Minipool:
-    values: list = [v if convert is None else convert(v) for convert, v in zip(_MINIPOOL_FIELDS, row, strict=True)]
-    return Minipool(*values)
+def _minipool_values(row) -> list:
+    return [v if convert is None else convert(v) for convert, v in zip(_MINIPOOL_FIELDS, row, strict=True)]
+
+
+def _request_values(answer) -> tuple:
+    i, (requester, shares, expected, requested, claimable, expires, allocated), done = answer
+    return i, checksum(requester), shares, expected, requested, claimable, expires, allocated, bool(done)
+
+
+def _staker_values(answers) -> tuple:
+    """The struct's fields, then the views, in the dataclass's declaration order."""
+    row, effective, ratio, rewards_ratio, eligible = answers
+    return (checksum(row[0]), *row[1:], effective, ratio, rewards_ratio, bool(eligible))
