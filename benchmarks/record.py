@@ -83,13 +83,18 @@ def command(argv: list[str] | None = None) -> str:
     return " ".join(["python", f"benchmarks/{Path(argv[0]).name}", *words])
 
 
+# What a measurement depends on: the checkout but the reports and the page rendered from them,
+# which a run of several benchmarks rewrites as it goes.
+_MEASURED = (":/", ":(top,exclude)benchmarks/results", ":(top,exclude)docs/performance.md")
+
+
 def write(path: str | Path, figures: dict, loads: list[float]) -> None:
     """Write ``figures`` as a report to ``path``, stamped with how and where they were measured."""
     figures = dict(figures)
     report = {
         "recorded": {"source": "measured", "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
                      "commit": _git("rev-parse", "--short", "HEAD") or None,
-                     "uncommitted_changes": bool(_git("status", "--porcelain", "--untracked-files=no"))},
+                     "uncommitted_changes": bool(_git("status", "--porcelain", "--untracked-files=no", *_MEASURED))},
         "command": command(),
         "load": [min(loads), max(loads)] if loads else None,
         **figures,
