@@ -6,8 +6,9 @@ import dataclasses
 
 from support import factory
 
-from publisher.build.incremental import Keys
+from publisher.build.incremental import Cache, Keys
 from publisher.endpoints.registry import Deferred
+from publisher.snapshot import Known, instances
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,3 +90,25 @@ def test_long_runs_of_records_key_by_their_values_in_every_shape():
     again = Keys()
     again.warm((read_again,))
     assert warm.of(Deferred((Holder("q", points),), make_points_of)) == again.of(Deferred((Holder("q", read_again),), make_points_of))
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    i: int
+    name: str
+    flag: bool
+
+
+def test_a_read_after_another_takes_the_records_it_made_and_a_one_off_build_keeps_none():
+    known = Known()
+    rows = [(1, "a", True), (2, "b", False)]
+    known.begin()
+    first = instances(Answer, rows, known, convert=lambda r: (r[0], r[1].upper(), r[2]))
+    known.end()
+    known.begin()
+    again = instances(Answer, [(1, "a", True), (2, "b", True)], known, convert=lambda r: (r[0], r[1].upper(), r[2]))
+    known.end()
+    assert first == (Answer(1, "A", True), Answer(2, "B", False))
+    assert again[0] is first[0] and again[1] == Answer(2, "B", True)  # the changed answer is a new record
+    assert instances(Answer, rows)[0] is not first[0]  # no Known: every record made anew
+    assert Cache(keep_rows=False).known is None and isinstance(Cache().known, Known)

@@ -57,7 +57,8 @@ class Cache:
     def __init__(self, *, keep_rows: bool = True) -> None:
         # Rows of long lists (``Each``), by row function and item. ``keep_rows=False`` is for a
         # process that builds once: each list's rows are then dropped once written (at 100 000
-        # stakers, rows kept for a next build are the largest thing a build holds).
+        # stakers, rows kept for a next build are the largest thing a build holds), and its read
+        # keeps no records for a next one.
         self.rows: Rows | None = Rows() if keep_rows else None
         # path -> (sha256 of a carried aggregate's bytes, what the invariants read of them): a
         # watch carries /stakers build after build, and parsing it each time would cost more than
@@ -73,8 +74,9 @@ class Cache:
         # scan from it while the live file is that one, instead of parsing every requester file).
         self.queue: tuple[str, PriorActivity] | None = None
         # The records the last read made (``snapshot.Known``): a record read again unchanged is
-        # that very object, which ``Keys.warm`` then finds at its place without comparing.
-        self.known = Known()
+        # that very object, which ``Keys.warm`` then finds at its place without comparing. A
+        # process that builds once has no next read to hand them to.
+        self.known: Known | None = Known() if keep_rows else None
 
 
 def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, cache: Cache, workers: int,
