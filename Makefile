@@ -95,6 +95,7 @@ GROWTH_SIZES ?= 10k,100k
 bench: setup $(VENV)/.test
 	$(BIN)/python benchmarks/bench.py --json $(RESULTS)/pipeline.json
 	$(BIN)/python benchmarks/bench_watch.py --scenario mainnet-size --poll 0.1 --changes 7 --json $(RESULTS)/watch.json
+	$(BIN)/python benchmarks/bench_watch.py --scenario scale --poll 0.1 --changes 7 --json $(RESULTS)/watch-scale.json
 	$(BIN)/python benchmarks/bench_live.py --cycles 10 --every 2 --json $(RESULTS)/live.json
 	$(BIN)/python benchmarks/bench_growth.py --sizes $(GROWTH_SIZES) --json $(RESULTS)/growth.json
 	$(BIN)/python benchmarks/bench_queue.py --json $(RESULTS)/queue.json
