@@ -256,7 +256,6 @@ def run_key(snap: Snapshot, oracle_max_age: int) -> str:
 
 _SCALARS = frozenset((str, int, float, bool, type(None), bytes))
 _EXACT = _SCALARS - {float}  # equal values of one of these types pickle alike
-_PLAIN = _SCALARS - {bytes}  # the scalars described by their repr
 
 class _Digests(bytes):
     """Records' digests joined, in a record's pickle in their place: a class of this module, so no
@@ -359,15 +358,13 @@ class Keys:
     def _items(self, parts: list[bytes], x: Sequence) -> None:
         if len(x) >= _BULK and self._bulk(parts, x):
             return
-        memo, append = self.memo, parts.append
-        for item in x:  # tens of thousands of records per build: the memo first, then the scalars
+        memo = self.memo
+        for item in x:  # tens of thousands of records per build: the memo first
             hit = memo.get(id(item))
-            if hit is not None:
-                append(hit[1])
-            elif type(item) in _PLAIN:
-                append(repr(item).encode() + b"\0")  # as _describe writes a scalar
-            else:
+            if hit is None:
                 self._describe(parts, item)
+            else:
+                parts.append(hit[1])
 
     def _bulk(self, parts: list[bytes], x: Sequence) -> bool:
         """A long run of records of one class that no file has keyed yet this build (what a build
