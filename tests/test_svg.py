@@ -98,6 +98,16 @@ def test_numbers_are_labelled_with_the_precision_they_need(value, step, text):
     assert svg.number(value, step) == text
 
 
+def test_a_remembered_label_is_the_same_whatever_was_labelled_first():
+    """Labels are remembered by value, and values that compare equal share one: -0.0 and 0.0 get
+    the same label in either order (a build's bytes must not depend on which page came first)."""
+    svg._label.cache_clear()
+    first = [svg.number(-0.0), svg.number(-0.0, 0.5), svg.number(1), svg.number(True, 0.0001)]
+    svg._label.cache_clear()
+    second = [svg.number(0.0), svg.number(0.0, 0.5), svg.number(1.0), svg.number(1, 0.0001)]
+    assert first == second == ["0", "0.0", "1", "1.0000"]
+
+
 def test_screen_readers_get_a_table_of_the_same_data():
     s = svg.Series("APR", ((0, 5.5), (10, 13.25), (150, 45.75)))
     fig = parse(svg.line_chart("c3", "APR by collateralization", [s], x_label="collateralization, %", y_label="APR, %"))

@@ -21,7 +21,12 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
+from functools import partial
+from numbers import Number
 from urllib.parse import parse_qs
+
+from markupsafe import Markup, escape
 
 from ..compute import rewards as R
 from . import svg
@@ -208,9 +213,66 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
                   svg.Series("you are here", tuple((r["position"], r["cumulativeAvax"]) for r in mine))]
         chart = svg.line_chart("chart-line", "The withdrawal line through your place: AVAX needed up to each place", series,
                                x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True)
+    when = partial(_when, counted)
     return _env().get_template(TEMPLATE).render(
-        **common["site"], root="../", b=body, q=view, mine=mine, chart=chart,
-        rel=counted.__contains__, human=human, iso=iso, lookup_action="lookup", lookup_pages="")
+        **common["site"], root="../", b=body, q=view, mine=mine, chart=chart, when=when,
+        receipts=[(rc, receipt_lines(rc, when)) for rc in body.get("receipts") or ()],
+        lookup_action="lookup", lookup_pages="")
+
+
+# The page's two most repeated pieces, written here rather than as template macros: a requester
+# with a long history has dozens of them, and a macro call costs a Jinja page as much as the rest.
+
+def _when(counted: set[int], ts: int) -> Markup:
+    """A time: its UTC date (``<time>``), and a span the page's script fills with how long from
+    the latest block when ``ts`` is one of the times it counts (``counted``)."""
+    rel = f' <span class="rel" data-ts="{ts}"></span>' if ts in counted else ""
+    return Markup(f'<time datetime="{iso(ts)}" data-ts="{ts}">{escape(human(ts))}</time>{rel}')
+
+
+# Words for the receipts' field names; any other name is shown as it is.
+RECEIPT_LABELS = {"claimableTime": "claimable from", "shares": "", "avax": "", "expectedAvax": "to pay",
+                  "sharesReturned": "returned", "sharesBurnt": "burnt"}
+RECEIPT_OWN = ("id", "outcome", "requester")  # shown in the receipt's heading, not as a line
+
+
+def receipt_lines(rc: dict, when: Callable[[int], Markup]) -> list[tuple[str, str, Markup]]:
+    """A receipt's lines as (``step`` or ``field``, name, text): a step taken (a mapping: its time,
+    block and amounts), or any other value named, in the receipt's order; unset ones left out."""
+    lines = []
+    for k, v in rc.items():
+        if k in RECEIPT_OWN or v is None:
+            continue
+        if isinstance(v, dict):
+            text = [escape(k)]
+            if "time" in v:
+                text += [" ", when(v["time"])]
+            if "block" in v:
+                text.append(f", block {escape(v['block'])}")
+            for ak, av in v.items():
+                if ak in ("time", "block", "tx") or ak.endswith("Wei") or not isinstance(av, Number):
+                    continue
+                label = RECEIPT_LABELS.get(ak, ak)
+                unit = "ggAVAX" if ak.startswith("shares") else "AVAX"
+                text.append(f"; {escape(label) + ' ' if label else ''}{svg.number(av, 0.0001)} {unit}")
+            lines.append(("step", k, Markup("".join(text))))
+        else:
+            lines.append(("field", k, Markup(f"{escape(RECEIPT_LABELS.get(k, k))}: {_value(k, v, when)}")))
+    return lines
+
+
+def _value(key: str, v, when: Callable[[int], Markup]) -> Markup:
+    """A receipt's value in words: a time as a date, AVAX and ggAVAX amounts with their unit."""
+    if v is True or v is False:
+        return Markup("yes" if v else "no")
+    if isinstance(v, Number):
+        if key == "time" or key.endswith(("Time", "At")):
+            return when(v)
+        if key.endswith("Avax"):
+            return Markup(f"{svg.number(v, 0.0001)} AVAX")
+        if key == "shares":
+            return Markup(f"{svg.number(v, 0.0001)} ggAVAX")
+    return escape(v)
 
 
 def human(ts: int) -> str:

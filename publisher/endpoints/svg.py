@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 
 from markupsafe import Markup, escape
 
@@ -56,12 +57,22 @@ def ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 def number(value: float, step: float | None = None) -> str:
     """A label with thousands separated: with ``step``, the decimals that step needs (ticks,
     fixed precision); without, up to six significant digits, trailing zeros dropped."""
+    # -0.0 is 0.0 (one key to remember, so one label for both, whichever came first).
+    return _label(value + 0, step)
+
+
+@lru_cache(maxsize=1 << 16)  # remembered: the thousands of requester pages label one line's places
+def _label(value: float, step: float | None) -> str:
     if step is None:
         whole = len(str(int(abs(value)))) if abs(value) >= 1 else 0
         text = f"{value:,.{max(0, 6 - whole)}f}"
         return text.rstrip("0").rstrip(".") if "." in text else text
-    decimals = next((d for d in range(10) if abs(round(step, d) - step) < 1e-12 * max(1.0, abs(step))), 10)
-    return f"{value:,.{decimals}f}"
+    return f"{value:,.{_decimals(step)}f}"
+
+
+@lru_cache(maxsize=256)
+def _decimals(step: float) -> int:
+    return next((d for d in range(10) if abs(round(step, d) - step) < 1e-12 * max(1.0, abs(step))), 10)
 
 
 def day(ts: float) -> str:
@@ -123,14 +134,14 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
     out.append(_grid(f, yticks, xticks))
     out.append(f'<g class="plot" {f.attrs()}>')
     for i, s in enumerate(drawn):
-        pts = " ".join(f"{_fmt(f.x(x))},{_fmt(f.y(y))}" for x, y in s.points)
+        at = [(_fmt(f.x(x)), _fmt(f.y(y))) for x, y in s.points]
         out.append(f'<g class="series s{i}" data-series="{escape(s.name)}">')
         if len(s.points) > 1:
-            out.append(f'<polyline points="{pts}"/>')
-        for x, y in s.points:
+            out.append(f'<polyline points="{" ".join(f"{cx},{cy}" for cx, cy in at)}"/>')
+        r = 2.5 if len(s.points) > 40 else 3.5
+        for (x, y), (cx, cy) in zip(s.points, at, strict=True):
             label = f"{day(x) if dates else xf(x)}: {yf(y) if y_format else number(y)} {s.name}"
-            out.append(f'<circle cx="{_fmt(f.x(x))}" cy="{_fmt(f.y(y))}" r="{2.5 if len(s.points) > 40 else 3.5}" '
-                       f'data-x="{x!r}" data-y="{y!r}"><title>{escape(label)}</title></circle>')
+            out.append(f'<circle cx="{cx}" cy="{cy}" r="{r}" data-x="{x!r}" data-y="{y!r}"><title>{escape(label)}</title></circle>')
         out.append("</g>")
     out.append("</g></svg>")
     out.append(_labels(f, yticks, xticks, x_label))
@@ -220,7 +231,11 @@ def _table(caption: str, head: list[str], rows: list[list[str]]) -> str:
     out = [f'<div class="sr-only"><table><caption>{escape(caption)}</caption><tr>']
     out += [f"<th>{escape(h)}</th>" for h in head]
     out.append("</tr>")
-    for row in rows:
-        out.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>")
+    out += [_row(tuple(row)) for row in rows]
     out.append("</table></div>")
     return "".join(out)
+
+
+@lru_cache(maxsize=1 << 14)  # the requester pages' tables repeat the rows of one line
+def _row(cells: tuple[str, ...]) -> str:
+    return "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>"
