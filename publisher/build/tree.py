@@ -80,9 +80,10 @@ class Records:
 
     def __init__(self) -> None:
         self.by_sha: dict[str, tuple[dict[str, Entry], str | None]] = {}
-        # The last record written: each file's entry and its member as encoded (``encode_record``).
-        # A build one block later writes tens of thousands of the same entries again.
-        self.members: dict[str, tuple[Entry, str]] = {}
+        # The last record written to each tree (by its name): each file's entry and its member as
+        # encoded (``encode_record``). A build writes most of the entries the same tree's record
+        # held: the files it keeps are those very files (the other tree's are often copies of their own).
+        self.members: dict[str, dict[str, tuple[Entry, str]]] = {}
 
     def get(self, sha: str) -> tuple[dict[str, Entry], str | None] | None:
         return self.by_sha.get(sha)
@@ -274,16 +275,16 @@ class TreeWriter:
             for name in list_files(self.root):
                 if name not in wanted:
                     os.unlink(f"{self.root}/{name}")
-        data = encode_record(record, known)
+        data = encode_record(record, known, self.tree.name)
         (self.tree / RECORD).write_bytes(data)
         if known is not None:
             known.put(sha256(data), record["files"], record["run"])
 
 
-def encode_record(record: dict, known: Records | None = None) -> bytes:
+def encode_record(record: dict, known: Records | None = None, tree: str = "") -> bytes:
     """``json.dumps(record, separators=(",", ":"), sort_keys=True)``, each file's member taken
-    from the last record ``known`` encoded where its entry is the same."""
-    last = known.members if known is not None else {}
+    from the last record ``known`` encoded for ``tree`` where its entry is the same."""
+    last = known.members.get(tree, {}) if known is not None else {}
     members: dict[str, tuple[Entry, str]] = {}
     files = record["files"]
     for path in sorted(files):
@@ -291,7 +292,7 @@ def encode_record(record: dict, known: Records | None = None) -> bytes:
         hit = last.get(path)
         members[path] = hit if hit is not None and hit[0] == entry else (entry, _member(path, entry))
     if known is not None:
-        known.members = members
+        known.members[tree] = members
     out = []
     for name in sorted(record):
         value = ("{" + ",".join(text for _, text in members.values()) + "}" if name == "files"

@@ -179,6 +179,11 @@ def _text(value: str) -> str:
 def fold(line: str) -> str:
     """A content line folded as RFC 5545 3.1 asks: at most 75 octets of UTF-8 per line, each
     continuation starting with one space, never splitting a character."""
+    if line.isascii():  # most lines: one octet a character
+        if len(line) <= LINE_OCTETS:
+            return line
+        return "\r\n ".join([line[:LINE_OCTETS], *(line[i:i + LINE_OCTETS - 1]
+                                                     for i in range(LINE_OCTETS, len(line), LINE_OCTETS - 1))])
     data = line.encode()
     if len(data) <= LINE_OCTETS:
         return line

@@ -129,6 +129,10 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
     xf = x_format or ((lambda v: time.strftime("%b %d", time.gmtime(v))) if dates
                       else (lambda v: number(v, xt[1] - xt[0] if len(xt) > 1 else None)))
     yticks, xticks = [(f.y(v), yf(v)) for v in yt], [(f.x(v), xf(v)) for v in xt if x0 <= v <= x1]
+    # A point's title: its numbers and dates need no escaping (thousands of points a page), a
+    # caller's own format may.
+    xl = day if dates else xf if x_format is None else (lambda v: escape(x_format(v)))
+    yl = number if y_format is None else (lambda v: escape(y_format(v)))
     # The last x label is centred on its tick, at most at the plot's right edge.
     out = [_open(chart_id, title, f, y_label, [t for _, t in yticks], max((len(t) for _, t in xticks), default=0) // 2 + 1)]
     out.append(_grid(f, yticks, xticks))
@@ -138,10 +142,10 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
         out.append(f'<g class="series s{i}" data-series="{escape(s.name)}">')
         if len(s.points) > 1:
             out.append(f'<polyline points="{" ".join(f"{cx},{cy}" for cx, cy in at)}"/>')
-        r = 2.5 if len(s.points) > 40 else 3.5
+        r, name = 2.5 if len(s.points) > 40 else 3.5, escape(s.name)
         for (x, y), (cx, cy) in zip(s.points, at, strict=True):
-            label = f"{day(x) if dates else xf(x)}: {yf(y) if y_format else number(y)} {s.name}"
-            out.append(f'<circle cx="{cx}" cy="{cy}" r="{r}" data-x="{x!r}" data-y="{y!r}"><title>{escape(label)}</title></circle>')
+            label = f"{xl(x)}: {yl(y)} {name}"
+            out.append(f'<circle cx="{cx}" cy="{cy}" r="{r}" data-x="{x!r}" data-y="{y!r}"><title>{label}</title></circle>')
         out.append("</g>")
     out.append("</g></svg>")
     out.append(_labels(f, yticks, xticks, x_label))
