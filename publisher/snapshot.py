@@ -486,7 +486,7 @@ def check(snap: Snapshot) -> None:
     was just read (the reader asks ``count_problems`` before paging, then this) or loaded from a
     file. The counts against their bounds and each other, the exact sums and counts of the chain
     data, the queue's records against its counters. (What the rewards formula refuses of the
-    chain's values is the formula's to say: ``compute.params.check_range``, before a build.)"""
+    chain's values is the formula's to say, as a build parses its parameters first.)"""
     q = snap.withdraw_queue
     problems = count_problems(snap.staker_count, snap.minipool_count, *(
         (f"WithdrawQueue {q.address}", q.next_request_id, q.pending_count, q.fulfilled_count) if q else ()))

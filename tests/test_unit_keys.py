@@ -92,6 +92,29 @@ def test_long_runs_of_records_key_by_their_values_in_every_shape():
     assert warm.of(Deferred((Holder("q", points),), make_points_of)) == again.of(Deferred((Holder("q", read_again),), make_points_of))
 
 
+def make_page_of(*inputs) -> tuple:
+    return inputs
+
+
+def test_inputs_described_for_one_file_key_another_as_a_fresh_build_would():
+    """A file made from another's inputs (a requester's page from its JSON's) takes their
+    description from the first; long bytes are keyed by their digest. Either way a key is the one a
+    fresh build gives, changes with any value and only with one."""
+    points = tuple(Point(i, float(i), "t") for i in range(3))
+    inputs = ("who", points, (("a", 1), ("b", 2.5)))
+    shared, line = b"{" + b"x" * 300 + b"}", b"[" + b"1," * 200 + b"2]"
+    keys = Keys()
+    assert keys.of(Deferred(inputs, make_points_of)) == Keys().of(Deferred(inputs, make_points_of))
+    page = Deferred((shared, inputs, line), make_page_of)
+    assert keys.of(page) == Keys().of(Deferred((bytes(shared), tuple(inputs), bytes(line)), make_page_of))
+    assert keys.of(Deferred((shared, inputs, line), make_page_of)) == keys.of(page)  # a second page, the memo's
+    for changed in [(shared[:-2] + b"y}", inputs, line), (shared, inputs, line[:-2] + b"3]"),
+                    (shared, ("who", points[:2], inputs[2]), line), (shared, (*inputs[:2], (("a", 1), ("b", 2.0))), line),
+                    (shared[:200], inputs, line)]:
+        assert keys.of(Deferred(changed, make_page_of)) != keys.of(page)
+        assert Keys().of(Deferred(changed, make_page_of)) == keys.of(Deferred(changed, make_page_of))
+
+
 @dataclasses.dataclass(frozen=True)
 class Answer:
     i: int

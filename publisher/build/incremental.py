@@ -263,6 +263,7 @@ class _Digests(bytes):
 
 
 _BULK = 64  # a sequence this long of records no file has keyed is digested whole (``Keys._bulk``)
+_LONG_BYTES = 256  # bytes this long are described by their digest (``Keys._long_bytes``)
 
 # A build's long lists of records and their digests, in order (``Keys.warm``).
 Digested = tuple[tuple[Sequence, list[bytes]], ...]
@@ -281,7 +282,15 @@ class Keys:
     def of(self, value: Deferred) -> str:
         make = value.make
         parts = [f"{make.__module__}.{make.__qualname__}".encode(), b"\0"]
-        self._describe(parts, value.inputs)
+        inputs = value.inputs
+        hit = self.memo.get(id(inputs))
+        if hit is None:
+            self._describe(parts, inputs)
+            # Other files are made from these very inputs (a requester's page and calendar from
+            # its JSON's): their description is this one, kept with the tuple.
+            self.memo[id(inputs)] = (inputs, b"".join(parts[2:]))
+        else:
+            parts.append(hit[1])
         return hashlib.blake2b(b"".join(parts), digest_size=16).hexdigest()
 
     def warm(self, lists: tuple[Sequence, ...], last: Digested = ()) -> Digested:
@@ -332,11 +341,19 @@ class Keys:
     def _describe(self, parts: list[bytes], x) -> None:
         kind = type(x)
         if kind is tuple or kind is list:
+            hit = self.memo.get(id(x)) if kind is tuple else None
+            if hit is not None:  # a Deferred's inputs, described for an earlier file (``of``)
+                parts.append(hit[1])
+                return
             parts.append(b"(" if kind is tuple else b"[")
             self._items(parts, x)
             parts.append(b")")
-        elif kind is bytes:  # a document declared as its bytes (a page's figures): length-prefixed, as is
-            parts.append(b"b%d:" % len(x) + x)
+        elif kind is bytes:  # a document declared as its bytes (a page's figures)
+            if len(x) < _LONG_BYTES:  # length-prefixed, as is
+                parts.append(b"b%d:" % len(x) + x)
+            else:  # by its digest, taken once per build however many files declare it
+                hit = self.memo.get(id(x))
+                parts.append(hit[1] if hit is not None else self._long_bytes(x))
         elif kind in _SCALARS:
             parts.append(repr(x).encode() + b"\0")
         elif hasattr(kind, "__dataclass_fields__"):
@@ -354,6 +371,11 @@ class Keys:
         else:
             raise TypeError(f"cannot key an input of type {kind.__qualname__}: an input is a scalar, a tuple, list "
                             f"or dict of inputs, a frozen dataclass or an Each")
+
+    def _long_bytes(self, x: bytes) -> bytes:
+        described = b"B" + hashlib.blake2b(x, digest_size=16).digest()
+        self.memo[id(x)] = (x, described)
+        return described
 
     def _items(self, parts: list[bytes], x: Sequence) -> None:
         if len(x) >= _BULK and self._bulk(parts, x):

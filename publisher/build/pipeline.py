@@ -30,11 +30,12 @@ from functools import partial
 from pathlib import Path
 
 from .. import __version__, snapshot
-from ..compute import params
+from ..compute.rewards import ParamsError
 from ..config import Profile
 from ..endpoints.context import Context
 from ..endpoints.meta import STATUS_PATH
 from ..endpoints.registry import Endpoint, Row, file_for, load_all, resolve
+from ..endpoints.rewards import parsed_params
 from ..endpoints.units import dumps, dumps_value
 from ..errors import PublisherError, every_cause
 from ..snapshot import Snapshot
@@ -73,9 +74,9 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     again and again keeps (``tree.Records``)."""
     t0 = time.monotonic()
     snapshot.check(snap)
-    params.check_range(snap)
     load_all()  # the registry's modules are imported once, here, before any worker forks
     ctx = context(snap, profile)
+    _formula_accepts(ctx)
     out = Path(os.path.abspath(out_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
     live, target = trees(out)
@@ -182,6 +183,16 @@ class Made:
         sha = sha256(data)
         self.entries[path] = Entry(sha, len(data), key, ckey, *self.writer.write(path, data, sha))
         return sha
+
+
+def _formula_accepts(ctx: Context) -> None:
+    """Refuse, by name, chain values the rewards formula refuses (an inflation rate above 2x per
+    interval, an implausible cycle) before anything is rendered: the parameters the build
+    publishes, parsed as the function parses them (and kept for the files that need them)."""
+    try:
+        ctx.cached(parsed_params)
+    except ParamsError as exc:
+        raise PublisherError(f"chain value outside the rewards formula's range at block {ctx.snap.block.number}: {exc}") from None
 
 
 def record(snap: Snapshot, made: Made) -> dict:

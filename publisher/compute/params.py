@@ -31,13 +31,11 @@ rewards cycle (``overdue_bound``): the params then say why (``distributionExpect
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..errors import PublisherError
 from ..protocol import MinipoolStatus
 from . import queue as Q
 from . import rewards
@@ -297,16 +295,6 @@ def validator_rate(snap: Snapshot, default_rate_pct: float = DEFAULT_RATE_PCT) -
     if len(recent) < RATE_MIN_SAMPLES:
         return pct_to_wad(default_rate_pct), "default", len(recent)
     return median([r for _, _, r in recent]), "minipools", len(recent)
-
-
-def check_range(snap: Snapshot) -> None:
-    """Refuse, by name, chain values the rewards formula refuses (an inflation rate above 2x per
-    interval, an implausible cycle): a build checks them once the snapshot is checked, rather than
-    meeting them as an error deep in rendering."""
-    try:
-        rewards.parse_params(json.loads(rewards.canonical_json(rewards_params(snap))))
-    except rewards.ParamsError as exc:
-        raise PublisherError(f"chain value outside the rewards formula's range at block {snap.block.number}: {exc}") from None
 
 
 def pct_to_wad(pct: float) -> int:

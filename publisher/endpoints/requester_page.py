@@ -23,7 +23,6 @@ import re
 import time
 from collections.abc import Callable
 from functools import partial
-from numbers import Number
 from urllib.parse import parse_qs
 
 from markupsafe import Markup, escape
@@ -223,7 +222,7 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
 # The page's two most repeated pieces, written here rather than as template macros: a requester
 # with a long history has dozens of them, and a macro call costs a Jinja page as much as the rest.
 
-def _when(counted: set[int], ts: int) -> Markup:
+def _when(counted: set[int], ts: float) -> Markup:
     """A time: its UTC date (``<time>``), and a span the page's script fills with how long from
     the latest block when ``ts`` is one of the times it counts (``counted``)."""
     rel = f' <span class="rel" data-ts="{ts}"></span>' if ts in counted else ""
@@ -236,7 +235,7 @@ RECEIPT_LABELS = {"claimableTime": "claimable from", "shares": "", "avax": "", "
 RECEIPT_OWN = ("id", "outcome", "requester")  # shown in the receipt's heading, not as a line
 
 
-def receipt_lines(rc: dict, when: Callable[[int], Markup]) -> list[tuple[str, str, Markup]]:
+def receipt_lines(rc: dict, when: Callable[[float], Markup]) -> list[tuple[str, str, Markup]]:
     """A receipt's lines as (``step`` or ``field``, name, text): a step taken (a mapping: its time,
     block and amounts), or any other value named, in the receipt's order; unset ones left out."""
     lines = []
@@ -244,13 +243,13 @@ def receipt_lines(rc: dict, when: Callable[[int], Markup]) -> list[tuple[str, st
         if k in RECEIPT_OWN or v is None:
             continue
         if isinstance(v, dict):
-            text = [escape(k)]
+            text: list[str] = [escape(k)]
             if "time" in v:
                 text += [" ", when(v["time"])]
             if "block" in v:
                 text.append(f", block {escape(v['block'])}")
             for ak, av in v.items():
-                if ak in ("time", "block", "tx") or ak.endswith("Wei") or not isinstance(av, Number):
+                if ak in ("time", "block", "tx") or ak.endswith("Wei") or not isinstance(av, int | float):
                     continue
                 label = RECEIPT_LABELS.get(ak, ak)
                 unit = "ggAVAX" if ak.startswith("shares") else "AVAX"
@@ -261,11 +260,11 @@ def receipt_lines(rc: dict, when: Callable[[int], Markup]) -> list[tuple[str, st
     return lines
 
 
-def _value(key: str, v, when: Callable[[int], Markup]) -> Markup:
+def _value(key: str, v, when: Callable[[float], Markup]) -> Markup:
     """A receipt's value in words: a time as a date, AVAX and ggAVAX amounts with their unit."""
     if v is True or v is False:
         return Markup("yes" if v else "no")
-    if isinstance(v, Number):
+    if isinstance(v, int | float):
         if key == "time" or key.endswith(("Time", "At")):
             return when(v)
         if key.endswith("Avax"):
@@ -275,10 +274,10 @@ def _value(key: str, v, when: Callable[[int], Markup]) -> Markup:
     return escape(v)
 
 
-def human(ts: int) -> str:
+def human(ts: float) -> str:
     """A date for people, in UTC: "27 Mar 2026, 14:31 UTC"."""
     return time.strftime("%d %b %Y, %H:%M UTC", time.gmtime(ts)).lstrip("0")
 
 
-def iso(ts: int) -> str:
+def iso(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
