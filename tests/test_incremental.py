@@ -154,6 +154,28 @@ def test_a_refused_build_leaves_the_live_tree_and_its_record(net, profile, tmp_p
     assert not (tmp_path / ".out.b").exists()
 
 
+@pytest.mark.parametrize("at", [1, 2], ids=["in another worker's share", "in the same share"])
+def test_a_path_rendered_twice_fails_the_build_wherever_its_copy_falls(net, profile, tmp_path, monkeypatch, at):
+    """Each worker checks only its own share of paths: a path made twice is still found when its
+    two files fall to two workers, and the live tree stays as it was."""
+    from publisher.endpoints import registry
+
+    out = tmp_path / "out"
+    snap = collect(profile).snapshot
+    build(snap, profile, out)
+    before = load_dir(out)
+    ep = registry.load_all()["/minipools/{nodeID}"]
+
+    def twice(ctx):
+        files = list(ep.render(ctx))
+        return iter([*files[:at], files[0], *files[at:]])  # the first file again, at place ``at``
+
+    monkeypatch.setitem(registry.REGISTRY, ep.path, dataclasses.replace(ep, render=twice))
+    with pytest.raises(PublisherError, match="two responses for /minipools/"):
+        build(snap, profile, out)
+    assert load_dir(out) == before
+
+
 def test_serve_follows_the_link_to_the_new_tree_and_hides_the_record(net, profile, tmp_path):
     from publisher.serve import Site
 

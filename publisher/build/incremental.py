@@ -176,14 +176,10 @@ def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: in
     and written."""
     made, before = Made(writer), writer.written
     kept: list[str] = []
-    seen: dict[str, int] = {}
-    for ep, path, value in bodies(ctx, entities=True):
-        # The i-th file of every endpoint in the same share: one entity's files (a staker's
-        # /stakers and /rewards, a requester's JSON, page and calendar) read the same records,
-        # which a worker then keys once.
-        i = seen[ep.path] = seen.get(ep.path, -1) + 1
-        if i % n != share:
-            continue
+    # The i-th file of every endpoint in the same share: one entity's files (a staker's /stakers
+    # and /rewards, a requester's JSON, page and calendar) read the same records and inputs, which
+    # a worker then keys once.
+    for ep, path, value in bodies(ctx, entities=True, share=(share, n)):
         key = keys.of(value) if type(value) is Deferred else None
         was = carry.get(path)
         if key is not None and was is not None and was.inputs_key == key:
