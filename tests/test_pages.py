@@ -9,7 +9,7 @@ import re
 import pytest
 
 from publisher.build.pipeline import build
-from publisher.endpoints.pages import EXAMPLE_ITEMS, _trim, trailing_apy
+from publisher.endpoints.pages import EXAMPLE_ITEMS, _env, _trim, trailing_apy
 from publisher.endpoints.registry import load_all
 from publisher.serve import Site
 
@@ -217,3 +217,10 @@ def test_the_trailing_apy_compounds_the_share_price_over_the_window():
     _t, value = apy[-1]
     assert value == pytest.approx(((1.03 / 1.015) ** (365 / 30) - 1) * 100)
     assert trailing_apy(share[:30], 30) == []  # less than a window: nothing to plot, nothing made up
+
+
+def test_a_page_reads_a_bodys_keys_before_a_dicts_methods():
+    """``a.b`` on a dict is its key ``b`` first (the bodies' fields), a method of the dict only by a
+    name that is no key; anything else as Jinja reads it."""
+    page = _env().from_string("{{ d.count }} {{ d.items }} {{ d.get('x', 'none') }} {{ e.items() | list }} {{ s.upper() }}")
+    assert page.render(d={"count": 3, "items": "rows"}, e={"k": 1}, s="ok") == "3 rows none [(&#39;k&#39;, 1)] OK"

@@ -45,12 +45,27 @@ ENTITY_NOUNS = {"address": "staker", "nodeID": "minipool"}  # what a path parame
 OWN_CLOCK_SECONDS = 86_400
 
 
+class _PageEnvironment(jinja2.Environment):
+    """Jinja's environment, with ``a.b`` on a dict looked up as its key first: the pages read the
+    published bodies, which are dicts, and Jinja's own order (an attribute first) raises and
+    catches an AttributeError for each of the hundreds of values a requester page shows. A dict's
+    methods are still reached by a name that is not one of its keys."""
+
+    def getattr(self, obj, attribute):
+        if type(obj) is dict:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
 @functools.cache
 def _env() -> jinja2.Environment:
     # Page templates ship inside the package, so an installed publisher renders them anywhere. They
     # do not change while a process runs: no check of the template's file at every page rendered.
-    env = jinja2.Environment(loader=jinja2.PackageLoader("publisher", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True, auto_reload=False)
+    env = _PageEnvironment(loader=jinja2.PackageLoader("publisher", "templates"), autoescape=True,
+                           undefined=jinja2.StrictUndefined, keep_trailing_newline=True, auto_reload=False)
     env.filters["code"] = code_spans
     env.filters["path"] = path_code
     env.filters["num"] = svg.number
