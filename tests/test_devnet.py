@@ -389,7 +389,11 @@ def test_anvil_does_not_outlive_a_killed_publisher():
 
 def test_publisher_devnet_serves_until_interrupted():
     port = free_port()
-    with DevnetCli("--scenario", "demo", "--port", str(port)) as dev:
+    # Started as from a shell whose PATH does not find this virtualenv's `publisher` (one that is not
+    # activated), which the lines it prints must then name so that they run as pasted.
+    scripts = Path(sys.executable).parent.resolve()
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != scripts)
+    with DevnetCli("--scenario", "demo", "--port", str(port), env={"PATH": path}) as dev:
         text = dev.wait_for("Ctrl-C")
         url = re.search(r"RPC URL\s+(\S+)\s+\(chain id (\d+)\)", text)
         assert url and url.group(1) == f"http://127.0.0.1:{port}" and int(url.group(2)) == CHAIN_ID

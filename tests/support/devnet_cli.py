@@ -15,10 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class DevnetCli:
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, env: dict[str, str] | None = None):
         self.proc = subprocess.Popen([sys.executable, "-m", "publisher.cli", "devnet", *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
         self.lines: list[str] = []
         self._out: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
