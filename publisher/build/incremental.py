@@ -267,8 +267,10 @@ Digested = tuple[tuple[Sequence, list[bytes]], ...]
 
 class Keys:
     """Keys of Deferred bodies for one build: a digest of the maker's name and a complete, stable
-    description of its inputs. Each frozen dataclass is digested once per build however many
-    files read it (the memo holds the object, so its id is not reused while the build lasts)."""
+    description of its inputs. Each frozen dataclass is digested, and each Deferred's inputs and
+    long bytes described, once per build however many files read them (the memo holds the object,
+    so its id is not reused while the build lasts); a description is the same whether the memo
+    gave it or it was made."""
 
     def __init__(self) -> None:
         self.memo: dict[int, tuple[object, bytes]] = {}
