@@ -60,6 +60,7 @@ def page(browser):
     """The browser with a clean slate per test: script on, light scheme, no events."""
     browser.scripts(True)
     browser.send("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
+    browser.goto("about:blank")  # away from the last test's page: what it still logs is not this test's
     browser.events.clear()
     return browser
 
