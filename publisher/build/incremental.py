@@ -278,18 +278,17 @@ class Keys:
         self.exact: dict[tuple[type, ...], bool] = {}  # field types -> all exact scalars (``_same``)
 
     def of(self, value: Deferred) -> str:
-        make = value.make
-        parts = [f"{make.__module__}.{make.__qualname__}".encode(), b"\0"]
-        inputs = value.inputs
+        make, inputs = value.make, value.inputs
         hit = self.memo.get(id(inputs))
         if hit is None:
+            parts: list[bytes] = []
             self._describe(parts, inputs)
             # Other files are made from these very inputs (a requester's page and calendar from
             # its JSON's): their description is this one, kept with the tuple.
-            self.memo[id(inputs)] = (inputs, b"".join(parts[2:]))
-        else:
-            parts.append(hit[1])
-        return hashlib.blake2b(b"".join(parts), digest_size=16).hexdigest()
+            hit = self.memo[id(inputs)] = (inputs, b"".join(parts))
+        key = hashlib.blake2b(f"{make.__module__}.{make.__qualname__}".encode() + b"\0", digest_size=16)
+        key.update(hit[1])
+        return key.hexdigest()
 
     def warm(self, lists: tuple[Sequence, ...], last: Digested = ()) -> Digested:
         """Digest the records of these long lists now (before the workers fork, so they share the
