@@ -151,7 +151,7 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
         for key in ("requestTime", "claimableTime", "expirationTime"):
             (t,) = s["times"][key]
             assert t["ts"] == r[key] and t["iso"] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r[key])), where
-            assert t["text"] == human(r[key]) and t["rel"] == f"({relative(r[key], now)})", where
+            assert t["text"] == human(r[key]) and t["rel"] == f" ({relative(r[key], now)})", where
         assert s["values"]["shares"]["value"] == r["shares"] and number(s["values"]["shares"]["text"]) == pytest.approx(r["shares"], abs=5e-5)
         assert s["values"]["expectedAvax"]["value"] == r["expectedAvax"]
         assert number(s["values"]["expectedAvax"]["text"]) == pytest.approx(r["expectedAvax"], abs=5e-5)
@@ -255,6 +255,18 @@ def test_a_page_fits_the_screen_in_both_schemes(site, page, shots, demo_requeste
         assert requests.get(link).status_code == 200, link
 
 
+def test_a_page_reads_right_without_script(built, demo_requesters):
+    """Without script the relative times stay empty: no stray space is left before the punctuation
+    that follows a date, and the announced dates, whole sentences, are not punctuated twice."""
+    for address in demo_requesters:
+        html = (built / "withdrawals" / f"{address}.html").read_text()
+        main = re.sub(r"<(script|style)\b.*?</\1>", "", html.split("<main", 1)[1], flags=re.S)
+        text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", main))  # inline: tags leave nothing behind
+        assert not re.search(r" [,.;:]", text), (address, re.search(r".{40} [,.;:].{10}", text))
+        assert not re.search(r"[.;] ?[.;]", text), (address, re.search(r".{40}[.;] ?[.;].{10}", text))
+    assert "Announced dates" in text
+
+
 def test_a_page_shows_the_receipts_of_its_body(demo_snapshot, demo_profile, built, demo_requesters):
     """A body with ``receipts`` (every request's steps from the queue's logs) shows them, each step
     with its date and amounts; a body without has no history section."""
@@ -320,7 +332,7 @@ def test_the_script_counts_relative_times_from_status(site, page, demo_requester
     finally:
         server.shutdown()
         server.server_close()
-    assert dict(shown) == {ts: f"({w})" for ts, w in cases.items()}
+    assert dict(shown) == {ts: f" ({w})" for ts, w in cases.items()}
 
 
 def test_the_registry_routes_a_page_beside_its_json():

@@ -225,7 +225,7 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
 def _when(counted: set[int], ts: float) -> Markup:
     """A time: its UTC date (``<time>``), and a span the page's script fills with how long from
     the latest block when ``ts`` is one of the times it counts (``counted``)."""
-    rel = f' <span class="rel" data-ts="{ts}"></span>' if ts in counted else ""
+    rel = f'<span class="rel" data-ts="{ts}"></span>' if ts in counted else ""
     return Markup(f'<time datetime="{iso(ts)}" data-ts="{ts}">{escape(human(ts))}</time>{rel}')
 
 
