@@ -1,13 +1,14 @@
 """The tree's record as written: the same bytes as the plain canonical encoding, however many
-records the process encoded before."""
+records the process encoded before. A finished tree holds what its record lists, and nothing else."""
 from __future__ import annotations
 
 import json
+import os
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from publisher.build.tree import Entry, Records, encode_record
+from publisher.build.tree import RECORD_FORMAT, Entry, Records, TreeWriter, encode_record, list_files, read_record
 
 PATHS = st.text(alphabet="/abcdefxyz0123456789.{}é\"\\", min_size=1, max_size=12)
 DIGESTS = st.one_of(st.none(), st.text(alphabet="0123456789abcdef", min_size=1, max_size=8))
@@ -38,3 +39,27 @@ def test_a_record_encodes_as_its_canonical_json_after_any_other(first, second, d
     # Each tree is remembered apart: the other tree's record, encoded in between, changes nothing.
     assert encode_record(first, known, "b") == plain(first)
     assert encode_record(second, known, "a") == plain(second)
+
+
+def test_a_finished_tree_holds_its_record_and_nothing_else(tmp_path):
+    """What the tree held and no longer should goes, and whatever else was put there: a stray file
+    beside wanted ones, a folder of them, a folder the build no longer writes into, a symbolic
+    link (not followed). Dot-names stay: the record is one."""
+    tree = tmp_path / ".out.a"
+    first = TreeWriter(tree)
+    files = {}
+    for path in ("/a", "/x/b", "/x/y/c", "/gone/d", "/x/old"):
+        data = path.encode()
+        files[path] = Entry("0" * 64, len(data), None, None, *first.write(path, data, "0" * 64))
+    first.finish({"format": RECORD_FORMAT, "run": None, "files": files})
+    (tree / "x" / "stray.json").write_text("{}")
+    (tree / "x" / "y" / "deep").mkdir()
+    (tree / "x" / "y" / "deep" / "e.json").write_text("{}")
+    (tree / "elsewhere").symlink_to(tmp_path)
+    (tree / "x" / ".hidden").write_text("kept")
+    again = TreeWriter(tree, read_record(tree))
+    kept = {p: files[p] for p in ("/a", "/x/b", "/x/y/c")}
+    again.finish({"format": RECORD_FORMAT, "run": None, "files": kept})
+    assert sorted(list_files(os.fspath(tree))) == ["a.json", "x/b.json", "x/y/c.json"]
+    assert sorted(os.listdir(tree)) == [".build.json", "a.json", "x"] and (tree / "x" / ".hidden").exists()
+    assert tmp_path.exists()  # the link went, not what it pointed at

@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
@@ -271,14 +271,39 @@ class TreeWriter:
     def finish(self, record: dict, known: Records | None = None) -> None:
         """Write the tree's record (``known`` remembers it, see ``Records``)."""
         if self.holds:  # what the tree held and no longer should, and anything else put there
-            wanted = {file_for(path) for path in record["files"]}
-            for name in list_files(self.root):
-                if name not in wanted:
-                    os.unlink(f"{self.root}/{name}")
+            _sweep(self.root, _folders(file_for(path) for path in record["files"]))
         data = encode_record(record, known, self.tree.name)
         (self.tree / RECORD).write_bytes(data)
         if known is not None:
             known.put(sha256(data), record["files"], record["run"])
+
+
+def _folders(names: Iterable[str]) -> dict[str, set[str]]:
+    """Relative folder -> the entries it holds (files and folders), for these relative file names."""
+    folders: dict[str, set[str]] = {"": set()}
+    for name in names:
+        folder, _, base = name.rpartition("/")
+        while (held := folders.get(folder)) is None:  # a folder first met: its parent holds it
+            folders[folder] = {base}
+            folder, _, base = folder.rpartition("/")
+        held.add(base)
+    return folders
+
+
+def _sweep(root: str, folders: dict[str, set[str]]) -> None:
+    """Remove every entry under ``root`` that ``folders`` does not name, dot-names aside: each
+    folder listed once and compared as a set (a tree holds tens of thousands of files, a walk
+    looking at each cost more than the rest of a small build's finish)."""
+    for folder, held in folders.items():
+        where = f"{root}/{folder}" if folder else root
+        for name in set(os.listdir(where)) - held:
+            if name.startswith("."):
+                continue
+            extra = f"{where}/{name}"
+            if os.path.isdir(extra) and not os.path.islink(extra):
+                shutil.rmtree(extra)
+            else:
+                os.unlink(extra)
 
 
 def encode_record(record: dict, known: Records | None = None, tree: str = "") -> bytes:

@@ -26,6 +26,7 @@ import time
 import xml.etree.ElementTree as ET
 from calendar import timegm
 from dataclasses import dataclass
+from functools import lru_cache
 from xml.sax.saxutils import escape, quoteattr
 
 from ..snapshot import Receipt
@@ -207,6 +208,9 @@ def _queue_state(ctx: Context) -> dict | None:
     return {"address": q.address, "parameters": W.parameters_record(q), "pauses": W.pauses_record(W.queue_pauses(s))}
 
 
+# A watch finds the same /withdrawals (megabytes at scale) build after build: parsed once for them,
+# the answer shared, read only.
+@lru_cache(maxsize=1)
 def previous_state(data: bytes | None, network: str, chain_id: int) -> dict | None:
     """The last build's /withdrawals ``address``, ``parameters`` and ``pauses``, when it is of this
     network and has a queue; None otherwise (nothing to compare with)."""

@@ -137,11 +137,18 @@ class Rows:
     """Rows made for ``Each`` inputs, by row function and item: the last ones made, reused while an
     item is equal (frozen records compare by value), and this build's, which ``turn`` makes the
     last. A watch rewrites /stakers for one changed staker without making and encoding 10 000 rows
-    again. Owned by the caller's build cache (``incremental.Cache``), never by a module."""
+    again. Owned by the caller's build cache (``incremental.Cache``), never by a module.
+
+    An item is found first by what it is made of (``_made_of``): a record read again unchanged is
+    the very object it was (``snapshot.Known``), and hashing and comparing 10 000 records by value
+    each build cost more than the rest of /stakers. Only the items not found so are compared by
+    value, with the last build's items that were not found either."""
 
     def __init__(self) -> None:
-        self.last: dict[Callable, dict[Any, Row]] = {}
-        self.made: dict[Callable, dict[Any, Row]] = {}
+        # row function -> what an item is made of -> (the item, its row); the item held, so the
+        # ids that name it stay its own.
+        self.last: dict[Callable, dict[Any, tuple[Any, Row]]] = {}
+        self.made: dict[Callable, dict[Any, tuple[Any, Row]]] = {}
         # This build's lists by row function and items (held, so the id is theirs): a body made
         # twice in a build from the one Deferred (a page reads the file it shows) makes them once.
         self.lists: dict[tuple[Callable, int], tuple[tuple, list]] = {}
@@ -151,13 +158,27 @@ class Rows:
         if hit is not None and hit[0] is items:
             return list(hit[1])
         last, made = self.last.get(row, {}), self.made.setdefault(row, {})
-        out = []
+        out: list[Row | None] = []
+        missed: list[tuple[int, Any]] = []
         for item in items:
-            r = last.get(item)
-            if r is None:
-                r = Row(row(item))
-            made[item] = r
-            out.append(r)
+            key = _made_of(item)
+            found = last.get(key)
+            if found is None:
+                missed.append((len(out), key))
+                out.append(None)
+            else:
+                made[key] = found
+                out.append(found[1])
+        if missed:
+            # By value, among the last build's items nobody took (one changed record: one item).
+            rest = {item: r for key, (item, r) in last.items() if key not in made}
+            for i, key in missed:
+                item = items[i]
+                r = rest.get(item)
+                if r is None:
+                    r = Row(row(item))
+                made[key] = (item, r)
+                out[i] = r
         self.lists[row, id(items)] = (items, out)
         return list(out)
 
@@ -165,6 +186,15 @@ class Rows:
         """The end of a build: the rows it made replace the last ones of the same row function."""
         self.last.update(self.made)
         self.made, self.lists = {}, {}
+
+
+def _made_of(item: Any) -> Any:
+    """The objects an item is (a tuple's, and its tuples' one level down), by id: equal for two
+    items only when they are made of the very same objects, which are then equal."""
+    if type(item) is not tuple:
+        return id(item)
+    return tuple(map(id, item)) if not any(type(x) is tuple for x in item) else \
+        tuple(tuple(map(id, x)) if type(x) is tuple else id(x) for x in item)
 
 
 def resolve(value: Any, rows: Rows | None = None) -> Any:
