@@ -34,7 +34,7 @@ from ..compute.rewards import ParamsError
 from ..config import Profile
 from ..endpoints.context import Context
 from ..endpoints.meta import STATUS_PATH
-from ..endpoints.registry import Endpoint, Row, file_for, load_all, resolve
+from ..endpoints.registry import Endpoint, Later, Row, file_for, load_all, resolve
 from ..endpoints.rewards import parsed_params
 from ..endpoints.units import dumps, dumps_value
 from ..errors import PublisherError, every_cause
@@ -221,8 +221,8 @@ def context(snap: Snapshot, profile: Profile) -> Context:
 def bodies(ctx: Context, entities: bool | None = None, share: tuple[int, int] = (0, 1)) -> Iterator[tuple[Endpoint, str, object]]:
     """(endpoint, URL path, body or Deferred) for every file but the final ones, in registry order;
     ``entities``: only the per-entity endpoints (True) or only the others (False). ``share`` (k, n):
-    only every n-th file of each endpoint from the k-th (a worker's); a path made twice is refused
-    by every share, before any of them writes its second file."""
+    only every n-th file of each endpoint from the k-th (a worker's), a ``Later`` declared for it
+    alone; a path made twice is refused by every share, before any of them writes its second file."""
     k, n = share
     seen: set[str] = set()
     for ep in load_all().values():
@@ -239,7 +239,7 @@ def bodies(ctx: Context, entities: bool | None = None, share: tuple[int, int] = 
                 continue
             if not match(path):
                 raise PublisherError(f"{ep.path} rendered a file at {path}, outside its path template")
-            yield ep, path, value
+            yield ep, path, value() if type(value) is Later else value
 
 
 def final_bodies(ctx: Context, files: Mapping[str, tuple]) -> Iterator[tuple[Endpoint, str, object]]:

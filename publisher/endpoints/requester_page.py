@@ -32,7 +32,7 @@ from . import svg
 from . import withdrawals as W
 from .context import Context
 from .pages import HTML, PAGE_SCHEMA, _env, _site
-from .registry import Deferred, endpoint, function_endpoint, load_all, resolve
+from .registry import Deferred, Later, endpoint, function_endpoint, load_all, resolve
 
 JSON_PATH = "/withdrawals/{address}"
 PAGE_PATH = "/withdrawals/{address}.html"
@@ -191,13 +191,15 @@ def requester_page(ctx: Context):
     _env().get_template(TEMPLATE)
     for path, value in W.requester_files(ctx):
         assert type(value) is Deferred and value.make is W.requester_body
-        who = path.rsplit("/", 1)[1]
-        mine = places.get(who, ())
-        # The page is made from its JSON body's own inputs (records the build keys once), not from
-        # the body: a body is a walk of hundreds of values to key, a record one digest. Its line
-        # runs through the requester's last place in it, nothing behind.
-        line = line_data(curve, mine)
-        yield path + ".html", Deferred((shared, value.inputs, line), make_page)
+        # Declared by the worker that makes the page alone: its line is the costly part.
+        yield path + ".html", Later(_page, shared, value.inputs, curve, places.get(path.rsplit("/", 1)[1], ()))
+
+
+def _page(shared: bytes, body_inputs: tuple, curve: tuple[bytes, ...], mine: tuple[dict, ...]) -> Deferred:
+    """The page made from its JSON body's own inputs (records the build keys once), not from the
+    body: a body is a walk of hundreds of values to key, a record one digest. Its line runs through
+    the requester's last place in it, nothing behind."""
+    return Deferred((shared, body_inputs, line_data(curve, mine)), make_page)
 
 
 def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
