@@ -208,8 +208,7 @@ def _made_of(item: Any) -> Any:
     items only when they are made of the very same objects, which are then equal."""
     if type(item) is not tuple:
         return id(item)
-    return tuple(map(id, item)) if not any(type(x) is tuple for x in item) else \
-        tuple(tuple(map(id, x)) if type(x) is tuple else id(x) for x in item)
+    return tuple([id(x) if type(x) is not tuple else tuple(map(id, x)) for x in item])
 
 
 def resolve(value: Any, rows: Rows | None = None) -> Any:
