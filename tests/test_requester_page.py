@@ -493,26 +493,26 @@ def test_the_lookup_form_without_script_is_redirected_by_serve(site, page, demo_
     assert page.console_errors() == []
 
 
-def test_the_estimate_form_answers_in_place_with_script_and_with_json_without(site, browser, built, demo_requesters):
+def test_the_estimate_form_answers_in_place_with_script_and_with_json_without(site, page, built, demo_requesters):
     """A requester page's estimate form: with script its words are the function's answer; without,
     the form's own submission is the function's JSON."""
     answer = requests.get(f"{site}/withdrawals/estimate", params={"amount": "250"}).json()["result"]
-    browser.scripts(True)
-    browser.goto(f"{site}/withdrawals/{demo_requesters[0]}.html")
-    browser.eval("document.getElementById('estimate-avax').value = '250'; "
-                 "document.querySelector('form.estimate button').click(); true")
-    browser.wait_for("document.getElementById('estimate-out').textContent.includes('expires at')")
-    text = browser.eval("document.getElementById('estimate-out').textContent")
+    page.scripts(True)
+    page.goto(f"{site}/withdrawals/{demo_requesters[0]}.html")
+    page.eval("document.getElementById('estimate-avax').value = '250'; "
+              "document.querySelector('form.estimate button').click(); true")
+    page.wait_for("document.getElementById('estimate-out').textContent.includes('expires at')")
+    text = page.eval("document.getElementById('estimate-out').textContent")
     assert f"place {answer['position']} in line" in text and f"({answer['shares']} ggAVAX)" in text
     if answer["estimatedFundingTime"]:
         assert time.strftime("%Y-%m-%d %H:%M", time.gmtime(answer["estimatedFundingTime"])) in text
-    assert not browser.console_errors()
-    browser.scripts(False)
-    browser.goto(f"{site}/withdrawals/{demo_requesters[0]}.html")
-    browser.eval("document.getElementById('estimate-avax').value = '250'; document.querySelector('form.estimate').submit(); true")
-    browser.wait_for("location.pathname.endsWith('/withdrawals/estimate')")
-    assert json.loads(browser.eval("document.body.innerText"))["result"] == answer
-    browser.scripts(True)
+    assert not page.console_errors()
+    page.scripts(False)
+    page.goto(f"{site}/withdrawals/{demo_requesters[0]}.html")
+    page.eval("document.getElementById('estimate-avax').value = '250'; document.querySelector('form.estimate').submit(); true")
+    page.wait_for("location.pathname.endsWith('/withdrawals/estimate')")
+    assert json.loads(page.eval("document.body.innerText"))["result"] == answer
+    page.scripts(True)
 
 
 def test_a_page_line_is_the_canonical_json_of_the_places_it_draws():
