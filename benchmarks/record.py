@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import timeit
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -19,6 +20,16 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def load() -> float:
     """The one-minute load average now."""
     return round(os.getloadavg()[0], 2)
+
+
+def speed() -> float:
+    """Microseconds for ``sum(range(100))``, the best of five: how fast this machine runs Python
+    now. The shared machine's speed moves by a factor of two within an hour (its host throttles
+    it), which no load average shows; a report carries it from its start and its end."""
+    return round(min(timeit.repeat("sum(range(100))", number=20_000, repeat=5)) / 20_000 * 1e6, 3)
+
+
+SPEED_AT_START = speed()  # measured when a benchmark imports this module, before it measures anything
 
 
 class Loads:
@@ -98,7 +109,7 @@ def write(path: str | Path, figures: dict, loads: list[float]) -> None:
         "command": command(),
         "load": [min(loads), max(loads)] if loads else None,
         **figures,
-        "machine": {**machine(), **figures.get("machine", {})},
+        "machine": {**machine(), "speed_us": [SPEED_AT_START, speed()], **figures.get("machine", {})},
     }
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")

@@ -112,7 +112,8 @@ def stamp(r: dict) -> str:
     if any(details):
         machine += " (" + ", ".join(d for d in details if d) + ")"
     load = f"load average {num(r['load'], '.1f')}" if r.get("load") else "load not recorded"
-    return f"Source: `{r['command']}`, {how}; {machine}; {load}."
+    speed = f"; `sum(range(100))` took {num(m['speed_us'], '.2f')} µs at the run's start and end" if m.get("speed_us") else ""
+    return f"Source: `{r['command']}`, {how}; {machine}; {load}{speed}."
 
 
 def block(r: dict, body: str, *sentences: str) -> str:

@@ -31,6 +31,19 @@ def _report():
     return module
 
 
+def test_a_report_says_how_fast_the_machine_ran_and_its_table_says_so_too(tmp_path):
+    """A benchmark's report carries the machine's speed at its start and end (``record.speed``),
+    and the table rendered from it states them: a slow hour is told from a slow commit."""
+    spec = importlib.util.spec_from_file_location("bench_record", ROOT / "benchmarks" / "record.py")
+    record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(record)
+    record.write(tmp_path / "r.json", {"figure": 1}, [0.5])
+    written = json.loads((tmp_path / "r.json").read_text())
+    start, end = written["machine"]["speed_us"]
+    assert 0 < start < 1000 and 0 < end < 1000
+    assert f"`sum(range(100))` took {_report().num([start, end], '.2f')} µs" in _report().stamp(written)
+
+
 def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
