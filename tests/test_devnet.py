@@ -320,6 +320,25 @@ def test_port_in_use_is_a_one_line_actionable_error():
             pass
 
 
+def test_a_stopped_node_leaves_no_states_on_disk():
+    """Past some hundred blocks anvil moves older states to files under its $HOME, and leaves
+    them there when a signal stops it: each node has a home of its own, removed as it stops."""
+    node = Anvil().start()
+    try:
+        client = RpcClient([node.url])
+        sender = client.request("eth_accounts", [])[0]
+        for _ in range(20):  # blocks with state changes, then many more
+            client.request("eth_sendTransaction", [{"from": sender, "to": "0x" + "11" * 20, "value": "0x1"}])
+        client.request("anvil_mine", [hex(800)])
+        home = Path(node.home)
+        spilled = list((home / ".foundry").rglob("*.json"))
+        assert spilled, "no state moved to disk: the test no longer exercises the spill"
+        assert all(home in p.parents for p in spilled)
+    finally:
+        node.stop()
+    assert not home.exists()
+
+
 def test_port_in_use_from_the_command_line():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

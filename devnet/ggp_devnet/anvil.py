@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -102,6 +103,7 @@ class Anvil:
         self.dump_to = dump_to
         self.load_from = load_from
         self.proc: subprocess.Popen | None = None
+        self.home: str | None = None
 
     @property
     def url(self) -> str:
@@ -124,14 +126,20 @@ class Anvil:
             cmd += ["--preserve-historical-states", "--dump-state", str(self.dump_to)]
         if self.load_from is not None:
             cmd += ["--load-state", str(self.load_from)]
+        # A home of its own, removed as it stops: past some hundred blocks anvil moves older states
+        # to files under $HOME/.foundry/anvil/tmp, which it leaves there when it is stopped by a
+        # signal (gigabytes a day of test and benchmark runs).
+        self.home = tempfile.mkdtemp(prefix="anvil-home-")
         try:
             # Only from the main thread: the death signal follows the starting thread, not the process.
             tie = _PRCTL is not None and threading.current_thread() is threading.main_thread()
             # A session of its own: a Ctrl-C at the terminal reaches the publisher only, which stops
             # the node after its own cleanup (which may still talk to it), not before.
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         env={**os.environ, "HOME": self.home},
                                          preexec_fn=_stop_with_parent if tie else None, start_new_session=True)
         except OSError as exc:
+            self.stop()
             raise PublisherError(f"cannot start anvil ({cmd[0]}): {exc.strerror}; run `npm install` in the project root") from exc
         try:
             self._wait_ready()
@@ -169,6 +177,9 @@ class Anvil:
         if self.proc and self.proc.stderr:
             self.proc.stderr.close()
         self.proc = None
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
 
     def __enter__(self) -> Anvil:
         return self.start()
