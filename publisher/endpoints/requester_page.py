@@ -22,7 +22,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from urllib.parse import parse_qs
 
 from markupsafe import Markup, escape
@@ -217,18 +217,24 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
     when = partial(_when, counted)
     return _env().get_template(TEMPLATE).render(
         **common["site"], root="../", b=body, q=view, mine=mine, chart=chart, when=when,
-        receipts=[(rc, receipt_lines(rc, when)) for rc in body.get("receipts") or ()],
+        receipts=[receipt_item(rc, when) for rc in body.get("receipts") or ()],
         lookup_action="lookup", lookup_pages="")
 
 
-# The page's two most repeated pieces, written here rather than as template macros: a requester
-# with a long history has dozens of them, and a macro call costs a Jinja page as much as the rest.
+# The page's two most repeated pieces, written here rather than in the template: a requester with
+# a long history has dozens of them, and each value the template writes costs an escape call.
 
 def _when(counted: set[int], ts: float) -> Markup:
     """A time: its UTC date (``<time>``), and a span the page's script fills with how long from
     the latest block when ``ts`` is one of the times it counts (``counted``)."""
-    rel = f'<span class="rel" data-ts="{ts}"></span>' if ts in counted else ""
-    return Markup(f'<time datetime="{iso(ts)}" data-ts="{ts}">{escape(human(ts))}</time>{rel}')
+    if ts in counted:
+        return Markup(f'{_time(ts)}<span class="rel" data-ts="{ts}"></span>')
+    return Markup(_time(ts))
+
+
+@lru_cache(maxsize=1 << 14, typed=True)  # a history's steps share their days' blocks, page after page
+def _time(ts: float) -> str:
+    return f'<time datetime="{iso(ts)}" data-ts="{ts}">{escape(human(ts))}</time>'
 
 
 # Words for the receipts' field names; any other name is shown as it is.
@@ -237,15 +243,21 @@ RECEIPT_LABELS = {"claimableTime": "claimable from", "shares": "", "avax": "", "
 RECEIPT_OWN = ("id", "outcome", "requester")  # shown in the receipt's heading, not as a line
 
 
-def receipt_lines(rc: dict, when: Callable[[float], Markup]) -> list[tuple[str, str, Markup]]:
-    """A receipt's lines as (``step`` or ``field``, name, text): a step taken (a mapping: its time,
-    block and amounts), or any other value named, in the receipt's order; unset ones left out."""
-    lines = []
+def receipt_item(rc: dict, when: Callable[[float], Markup]) -> Markup:
+    """A receipt as an item of the history: its request and outcome, then its lines, each an item
+    of its own list (``data-step``: a step taken, a mapping: its time, block and amounts;
+    ``data-field``: any other value, named), in the receipt's order; unset ones left out."""
+    rid = escape(rc["id"])
+    items = [f'<li id="receipt-{rid}" data-id="{rid}"><strong>Request #{rid}</strong>']
+    if "outcome" in rc:
+        items.append(f' <span class="pill info" data-field="outcome">{escape(rc["outcome"])}</span>')
+    items.append("\n    <ul>")
     for k, v in rc.items():
         if k in RECEIPT_OWN or v is None:
             continue
+        name = escape(k)
         if isinstance(v, dict):
-            text: list[str] = [escape(k)]
+            text: list[str] = [f'\n      <li data-step="{name}">{name}']
             if "time" in v:
                 text += [" ", when(v["time"])]
             if "block" in v:
@@ -256,10 +268,12 @@ def receipt_lines(rc: dict, when: Callable[[float], Markup]) -> list[tuple[str, 
                 label = RECEIPT_LABELS.get(ak, ak)
                 unit = "ggAVAX" if ak.startswith("shares") else "AVAX"
                 text.append(f"; {escape(label) + ' ' if label else ''}{svg.number(av, 0.0001)} {unit}")
-            lines.append(("step", k, Markup("".join(text))))
+            text.append("</li>")
+            items.append("".join(text))
         else:
-            lines.append(("field", k, Markup(f"{escape(RECEIPT_LABELS.get(k, k))}: {_value(k, v, when)}")))
-    return lines
+            items.append(f'\n      <li data-field="{name}">{escape(RECEIPT_LABELS.get(k, k))}: {_value(k, v, when)}</li>')
+    items.append("\n    </ul></li>")
+    return Markup("".join(items))
 
 
 def _value(key: str, v, when: Callable[[float], Markup]) -> Markup:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from markupsafe import Markup, escape
 
@@ -133,30 +133,47 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
     # caller's own format may.
     xl = day if dates else xf if x_format is None else (lambda v: escape(x_format(v)))
     yl = number if y_format is None else (lambda v: escape(y_format(v)))
+    # With the default labels, what a point says past its place depends on its values alone.
+    xstep = None if dates else xt[1] - xt[0] if len(xt) > 1 else None
+    said = partial(_point_said, dates, xstep) if x_format is None and y_format is None else None
     # The last x label is centred on its tick, at most at the plot's right edge.
     out = [_open(chart_id, title, f, y_label, [t for _, t in yticks], max((len(t) for _, t in xticks), default=0) // 2 + 1)]
     out.append(_grid(f, yticks, xticks))
     out.append(f'<g class="plot" {f.attrs()}>')
+    # The frame's mapping written out (thousands of points a page), as _Frame.x and _Frame.y
+    # compute it, operation for operation: the same floats, so the same text.
+    left, x0, dx, width = f.left, f.x0, f.x1 - f.x0, f.right - f.left
+    bottom, y0, dy, height = f.bottom, f.y0, f.y1 - f.y0, f.bottom - f.top
     for i, s in enumerate(drawn):
-        at = [(_fmt(f.x(x)), _fmt(f.y(y))) for x, y in s.points]
+        at = [(f"{left + (x - x0) / dx * width if dx else (f.left + f.right) / 2:.2f}".rstrip("0").rstrip("."),
+               f"{bottom - (y - y0) / dy * height:.2f}".rstrip("0").rstrip(".")) for x, y in s.points]
         out.append(f'<g class="series s{i}" data-series="{escape(s.name)}">')
         if len(s.points) > 1:
             out.append(f'<polyline points="{" ".join(f"{cx},{cy}" for cx, cy in at)}"/>')
         r, name = 2.5 if len(s.points) > 40 else 3.5, escape(s.name)
         for (x, y), (cx, cy) in zip(s.points, at, strict=True):
-            label = f"{xl(x)}: {yl(y)} {name}"
-            out.append(f'<circle cx="{cx}" cy="{cy}" r="{r}" data-x="{x!r}" data-y="{y!r}"><title>{label}</title></circle>')
+            # Zero aside: 0.0 and -0.0 are one key and print apart.
+            if said is not None and x and y:
+                out.append(f'<circle cx="{cx}" cy="{cy}" r="{r}"{said(x, y, name)}')
+            else:
+                out.append(f'<circle cx="{cx}" cy="{cy}" r="{r}" data-x="{x!r}" data-y="{y!r}"><title>{xl(x)}: {yl(y)} {name}</title></circle>')
         out.append("</g>")
     out.append("</g></svg>")
     out.append(_labels(f, yticks, xticks, x_label))
     if len(drawn) > 1:
         out.append(_legend([s.name for s in drawn]))
     rows = sorted({x for s in drawn for x, _ in s.points})
-    values = [{x: y for x, y in s.points} for s in drawn]
+    columns = [list(map({x: y for x, y in s.points}.get, rows)) for s in drawn]  # each series' y at each x, or None
     out.append(_table(title, [x_label] + [s.name for s in drawn],
-                      [[day(x) if dates else number(x)] + [number(v[x]) if x in v else "–" for v in values] for x in rows]))
+                      [_data_row(dates, x, ys) for x, ys in zip(rows, zip(*columns, strict=True), strict=True)]))
     out.append("</figure>")
     return Markup("".join(out))
+
+
+@lru_cache(maxsize=1 << 16, typed=True)  # the requester pages draw the places of one line, again and again
+def _point_said(dates: bool, xstep: float | None, x: float, y: float, name: str) -> str:
+    """A point's marker past its place, with the default labels: its values and its title."""
+    return f' data-x="{x!r}" data-y="{y!r}"><title>{day(x) if dates else number(x, xstep)}: {number(y)} {name}</title></circle>'
 
 
 def bar_chart(chart_id: str, title: str, bars: list[tuple[str, int]], *, value_label: str, label_header: str = "") -> Markup:
@@ -180,7 +197,7 @@ def bar_chart(chart_id: str, title: str, bars: list[tuple[str, int]], *, value_l
                      f'<span class="tick value" style="top:{middle};left:{_pct(f.x(value) / f.width)}">{number(value, 1)}</span>')
     out.append("</g></svg>")
     out.append(_labels(f, [], xticks, value_label, "".join(names)))
-    out.append(_table(title, [label_header, value_label], [[label, number(value, 1)] for label, value in bars]))
+    out.append(_table(title, [label_header, value_label], [_row((label, number(value, 1))) for label, value in bars]))
     out.append("</figure>")
     return Markup("".join(out))
 
@@ -230,16 +247,22 @@ def _legend(names: list[str]) -> str:
     return f'<ul class="legend" aria-hidden="true">{items}</ul>'
 
 
-def _table(caption: str, head: list[str], rows: list[list[str]]) -> str:
+def _table(caption: str, head: list[str], rows: list[str]) -> str:
+    """A table of the chart's data, its rows written (``_row``, ``_data_row``)."""
     # Wrapped: a caption can escape a clipped table box and widen the page.
     out = [f'<div class="sr-only"><table><caption>{escape(caption)}</caption><tr>']
     out += [f"<th>{escape(h)}</th>" for h in head]
     out.append("</tr>")
-    out += [_row(tuple(row)) for row in rows]
+    out += rows
     out.append("</table></div>")
     return "".join(out)
 
 
-@lru_cache(maxsize=1 << 14)  # the requester pages' tables repeat the rows of one line
 def _row(cells: tuple[str, ...]) -> str:
     return "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>"
+
+
+@lru_cache(maxsize=1 << 14, typed=True)  # the requester pages' tables repeat the rows of one line
+def _data_row(dates: bool, x: float, ys: tuple[float | None, ...]) -> str:
+    """A line chart's row: x, then each series' y at x ("–" where it has none)."""
+    return _row((day(x) if dates else number(x), *("–" if y is None else number(y) for y in ys)))
