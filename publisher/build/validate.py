@@ -80,6 +80,9 @@ def _unchecked(value, schema: str, fresh: list[Row]):
     if kind is dict:
         cut = None
         for k, v in value.items():
+            kind = type(v)
+            if kind is not dict and kind is not list:  # most values: no call for them
+                continue
             u = _unchecked(v, schema, fresh)
             if u is not v:
                 cut = cut if cut is not None else dict(value)

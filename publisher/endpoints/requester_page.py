@@ -255,25 +255,31 @@ def receipt_item(rc: dict, when: Callable[[float], Markup]) -> Markup:
     for k, v in rc.items():
         if k in RECEIPT_OWN or v is None:
             continue
-        name = escape(k)
+        name = _word(k)
         if isinstance(v, dict):
             text: list[str] = [f'\n      <li data-step="{name}">{name}']
             if "time" in v:
                 text += [" ", when(v["time"])]
             if "block" in v:
-                text.append(f", block {escape(v['block'])}")
+                block = v["block"]
+                text.append(f", block {block if type(block) is int else escape(block)}")
             for ak, av in v.items():
                 if ak in ("time", "block", "tx") or ak.endswith("Wei") or not isinstance(av, int | float):
                     continue
                 label = RECEIPT_LABELS.get(ak, ak)
                 unit = "ggAVAX" if ak.startswith("shares") else "AVAX"
-                text.append(f"; {escape(label) + ' ' if label else ''}{svg.number(av, 0.0001)} {unit}")
+                text.append(f"; {_word(label) + ' ' if label else ''}{svg.number(av, 0.0001)} {unit}")
             text.append("</li>")
             items.append("".join(text))
         else:
-            items.append(f'\n      <li data-field="{name}">{escape(RECEIPT_LABELS.get(k, k))}: {_value(k, v, when)}</li>')
+            items.append(f'\n      <li data-field="{name}">{_word(RECEIPT_LABELS.get(k, k))}: {_value(k, v, when)}</li>')
     items.append("\n    </ul></li>")
     return Markup("".join(items))
+
+
+@lru_cache(maxsize=256)  # the receipts' few field names, on every line of every page
+def _word(text: str) -> str:
+    return escape(text)
 
 
 def _value(key: str, v, when: Callable[[float], Markup]) -> Markup:
