@@ -380,10 +380,12 @@ def _process(pid: int) -> tuple[str, str] | None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux only")
 def test_anvil_does_not_outlive_a_killed_publisher():
     code = ("import sys, time\nfrom ggp_devnet.anvil import Anvil\n"
-            "a = Anvil().start()\nprint(a.proc.pid, a.port, flush=True)\ntime.sleep(60)\n")
+            "a = Anvil().start()\nprint(a.proc.pid, a.port, a.home, flush=True)\ntime.sleep(60)\n")
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    home = None
     try:
-        pid, port = map(int, parent.stdout.readline().split())
+        pid, port, home = parent.stdout.readline().split()
+        pid, port = int(pid), int(port)
         state, started = _process(pid)
         assert state not in ("Z", "X") and _port_taken(port)
 
@@ -401,6 +403,8 @@ def test_anvil_does_not_outlive_a_killed_publisher():
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+        if home:
+            shutil.rmtree(home, ignore_errors=True)  # its parent, which removes it, was killed
 
 
 # ---- `publisher devnet` ------------------------------------------------------------------------
