@@ -133,9 +133,9 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
     # caller's own format may.
     xl = day if dates else xf if x_format is None else (lambda v: escape(x_format(v)))
     yl = number if y_format is None else (lambda v: escape(y_format(v)))
-    # With the default labels, what a point says past its place depends on its values alone.
+    # With the default labels, a marker's text after its place depends on its values alone.
     xstep = None if dates else xt[1] - xt[0] if len(xt) > 1 else None
-    said = partial(_point_said, dates, xstep) if x_format is None and y_format is None else None
+    rest = partial(_marker_rest, dates, xstep) if x_format is None and y_format is None else None
     # The last x label is centred on its tick, at most at the plot's right edge.
     out = [_open(chart_id, title, f, y_label, [t for _, t in yticks], max((len(t) for _, t in xticks), default=0) // 2 + 1)]
     out.append(_grid(f, yticks, xticks))
@@ -153,8 +153,8 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
         r, name = 2.5 if len(s.points) > 40 else 3.5, escape(s.name)
         for (x, y), (cx, cy) in zip(s.points, at, strict=True):
             # Zero aside: 0.0 and -0.0 are one key and print apart.
-            if said is not None and x and y:
-                out.append(f'<circle cx="{cx}" cy="{cy}" r="{r}"{said(x, y, name)}')
+            if rest is not None and x and y:
+                out.append(f'<circle cx="{cx}" cy="{cy}" r="{r}"{rest(x, y, name)}')
             else:
                 out.append(f'<circle cx="{cx}" cy="{cy}" r="{r}" data-x="{x!r}" data-y="{y!r}"><title>{xl(x)}: {yl(y)} {name}</title></circle>')
         out.append("</g>")
@@ -171,8 +171,8 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
 
 
 @lru_cache(maxsize=1 << 16, typed=True)  # the requester pages draw the places of one line, again and again
-def _point_said(dates: bool, xstep: float | None, x: float, y: float, name: str) -> str:
-    """A point's marker past its place, with the default labels: its values and its title."""
+def _marker_rest(dates: bool, xstep: float | None, x: float, y: float, name: str) -> str:
+    """A point's marker after its place and size: its values and its title, in the default labels."""
     return f' data-x="{x!r}" data-y="{y!r}"><title>{day(x) if dates else number(x, xstep)}: {number(y)} {name}</title></circle>'
 
 
