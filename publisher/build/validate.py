@@ -80,8 +80,8 @@ def _unchecked(value, schema: str, fresh: list[Row]):
     if kind is dict:
         cut = None
         for k, v in value.items():
-            kind = type(v)
-            if kind is not dict and kind is not list:  # most values: no call for them
+            inner = type(v)
+            if inner is not dict and inner is not list:  # most values: no call for them
                 continue
             u = _unchecked(v, schema, fresh)
             if u is not v:

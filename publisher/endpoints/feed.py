@@ -20,13 +20,13 @@ block's, never the wall clock's: the file changes only when an entry does.
 """
 from __future__ import annotations
 
+import hashlib
 import heapq
 import json
 import time
 import xml.etree.ElementTree as ET
 from calendar import timegm
 from dataclasses import dataclass
-from functools import lru_cache
 from xml.sax.saxutils import escape, quoteattr
 
 from ..snapshot import Receipt
@@ -208,14 +208,26 @@ def _queue_state(ctx: Context) -> dict | None:
     return {"address": q.address, "parameters": W.parameters_record(q), "pauses": W.pauses_record(W.queue_pauses(s))}
 
 
-# A watch finds the same /withdrawals (megabytes at scale) build after build: parsed once for them,
-# the answer shared, read only.
-@lru_cache(maxsize=1)
 def previous_state(data: bytes | None, network: str, chain_id: int) -> dict | None:
     """The last build's /withdrawals ``address``, ``parameters`` and ``pauses``, when it is of this
-    network and has a queue; None otherwise (nothing to compare with)."""
-    if data is None:
-        return None
+    network and has a queue; None otherwise (nothing to compare with). The answer is shared, read
+    only: a watch finds the same /withdrawals (megabytes at scale) build after build."""
+    return None if data is None else _state(hashlib.sha256(data).digest(), network, chain_id, data)
+
+
+# The last answer, by the file's digest: a memo of a pure function that keeps no copy of the file.
+_LAST_STATE: dict[tuple[bytes, str, int], dict | None] = {}
+
+
+def _state(digest: bytes, network: str, chain_id: int, data: bytes) -> dict | None:
+    key = (digest, network, chain_id)
+    if key not in _LAST_STATE:
+        _LAST_STATE.clear()
+        _LAST_STATE[key] = _parse_state(data, network, chain_id)
+    return _LAST_STATE[key]
+
+
+def _parse_state(data: bytes, network: str, chain_id: int) -> dict | None:
     try:
         body = json.loads(data)
         meta = body["meta"]
