@@ -300,6 +300,9 @@ def function(r: dict) -> str:
         ["cold import, extracted sources only (compiled at every start)", f"{num(cold['source']['import_median'], 'g')} ms", ""],
         ["whole process (interpreter start to first answer), bytecode / sources",
          f"{num(cold['bytecode']['process_median'], '.1f')} / {num(cold['source']['process_median'], '.1f')} ms", ""],
+        *([["first withdrawal estimate of a cold start (its params loaded, the line's module imported), "
+             "its whole process", f"{num(cold['estimate']['first_request_median'], 'g')} ms, "
+             f"{num(cold['estimate']['process_median'], '.1f')} ms", ""]] if "estimate" in cold else []),
         [f"zip size (handler, formula and their bytecode for {r['runtime']})", size(r["zip_bytes"]), ""],
     ]
     return block(r, table(["figure", "value", "target"], rows),

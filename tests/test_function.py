@@ -522,6 +522,39 @@ def test_extracted_function_imports_its_bytecode_and_falls_back_to_source(tmp_pa
     assert not (task / "__pycache__").exists()
 
 
+LAZY_CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+heavy = ("dataclasses", "typing", "inspect", "line")
+import handler
+first = json.loads(sys.argv[2])
+answers = [handler.handler(first, None)["statusCode"]]
+loaded = [sorted(n for n in heavy if n in sys.modules)]
+answers.append(handler.handler(json.loads(sys.argv[3]), None)["statusCode"])
+loaded.append(sorted(n for n in heavy if n in sys.modules))
+print(json.dumps({"answers": answers, "loaded": loaded}))
+"""
+
+
+def test_a_cold_start_imports_the_lines_module_only_for_a_withdrawal_estimate(tmp_path, built):
+    """The rewards routes start without the line's module and the dataclasses it needs (most of a
+    cold start's import); the first withdrawal estimate imports it and is answered."""
+    zip_path, _ = build_zip(tmp_path / "function.zip")
+    task = tmp_path / "task"
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(task)
+    env = {"PATH": os.environ.get("PATH", ""), "REWARDS_PARAMS_URL": (built / "rewards" / "params.json").as_uri(),
+           "QUEUE_PARAMS_URL": (built / "withdrawals" / "params.json").as_uri()}
+    proc = subprocess.run([sys.executable, "-I", "-S", "-B", "-c", LAZY_CHILD, str(task),
+                           json.dumps(event("ggpStaked=2500.5&avaxStaked=3000")),
+                           json.dumps(event("amount=100", path=H.ESTIMATE_PATH))],
+                          capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["answers"] == [200, 200]
+    assert out["loaded"] == [[], ["dataclasses", "inspect", "line"]]
+
+
 def test_zip_runs_on_the_standard_library_alone(tmp_path, params_file, params_bytes):
     zip_path, _ = build_zip(tmp_path / "function.zip")
     query = "ggpStaked=2500.5&avaxStaked=3000"

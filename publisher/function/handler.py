@@ -22,13 +22,18 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
-from typing import Any
+
+# Neither typing nor dataclasses is imported at run time: with the withdrawal line's module (see
+# ``_line``) they would be most of a cold start's import.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+    from typing import Any
 
 try:
-    from ..compute import line, rewards
+    from ..compute import rewards
 except ImportError:  # packaged: rewards.py and line.py sit next to this file at the top of the zip
-    import line  # type: ignore[no-redef]
     import rewards  # type: ignore[no-redef]
 
 PATH = "/rewards/byStake"
@@ -40,8 +45,7 @@ STAKER_NAMES = ("address",)
 ESTIMATE_NAMES = ("amount", "unit", "expirationDelay")
 UNITS = ("avax", "ggavax")  # what an estimate's amount is in: AVAX to receive, or ggAVAX to redeem
 WAD = rewards.WAD
-MAX_WEI = {**{name: limit * WAD for name, limit in rewards.QUERY_LIMITS.items()},
-           "amount": line.QUERY_LIMIT * WAD}
+MAX_WEI = {name: limit * WAD for name, limit in rewards.QUERY_LIMITS.items()}
 MAX_QUERY_CHARS = 1024
 MAX_AMOUNT_CHARS = rewards.MAX_AMOUNT_CHARS
 PARAMS_MAX_DEPTH = 16
@@ -79,19 +83,40 @@ class _Cache:
         self.stakers: dict[str, _Staker] = {}  # the rewards route's: each staker's document, by address
 
 
-@dataclass(frozen=True)
+_line_module: ModuleType | None = None
+
+
+def _line() -> ModuleType:
+    """The withdrawal line's module (``compute/line.py``), imported by the first withdrawal
+    estimate: its records are dataclasses, and importing ``dataclasses`` (with ``inspect``) costs
+    more than the rest of a cold start, which the rewards routes then do not pay."""
+    global _line_module
+    if _line_module is None:
+        try:
+            from ..compute import line
+        except ImportError:
+            import line  # type: ignore[no-redef]
+        _line_module = line
+    return _line_module
+
+
 class _Source:
-    env: str  # the environment variable naming the document's URL
-    max_bytes: int
-    parse: object  # the document (decoded JSON) -> params
-    error: type  # what parse raises
+    """Where one route's document comes from, and how it is read."""
+
+    __slots__ = ("env", "error", "max_bytes", "module", "parse")
+
+    def __init__(self, env: str, max_bytes: int, module: Callable[[], ModuleType], parse: str):
+        self.env = env  # the environment variable naming the document's URL
+        self.max_bytes = max_bytes
+        self.module = module  # the module that reads it, raising its ParamsError
+        self.parse = parse  # its function: the document (decoded JSON) -> params
 
 
 SOURCES = {
-    PATH: _Source("REWARDS_PARAMS_URL", PARAMS_MAX_BYTES, rewards.parse_params, rewards.ParamsError),
-    ESTIMATE_PATH: _Source("QUEUE_PARAMS_URL", QUEUE_PARAMS_MAX_BYTES, line.parse_params, line.ParamsError),
+    PATH: _Source("REWARDS_PARAMS_URL", PARAMS_MAX_BYTES, lambda: rewards, "parse_params"),
+    ESTIMATE_PATH: _Source("QUEUE_PARAMS_URL", QUEUE_PARAMS_MAX_BYTES, _line, "parse_params"),
 }
-STAKER_SOURCE = _Source("REWARDS_PARAMS_URL", STAKER_MAX_BYTES, rewards.parse_staker, rewards.ParamsError)
+STAKER_SOURCE = _Source("REWARDS_PARAMS_URL", STAKER_MAX_BYTES, lambda: rewards, "parse_staker")
 
 
 class _Staker:
@@ -185,7 +210,7 @@ def _inputs(path: str, raw) -> tuple[dict[str, str], dict[str, Any]]:
         raise BadInput("rawQueryString is not a string", "bad_request")
     if path == PATH:
         query = parse_query(raw)
-        return query, {name: parse_amount(name, query[name]) for name in NAMES}
+        return query, {name: parse_amount(name, query[name], MAX_WEI[name]) for name in NAMES}
     if path == STAKER_PATH:
         query = parse_query(raw, STAKER_NAMES, STAKER_NAMES)
         return query, {"address": parse_address(query["address"])}
@@ -202,6 +227,7 @@ def _answer(path: str, cache: _Cache, query: dict[str, str], amounts: dict[str, 
             "meta": cache.params.stamp(),
             "result": rewards.estimate(cache.params, amounts["ggpStaked"], amounts["avaxStaked"]),
         }
+    line = _line()
     if cache.resume is None:
         cache.resume = line.resume_point(cache.params)
     return line.answer(cache.params, query, shares=amounts["shares"], avax=amounts["avax"],
@@ -265,7 +291,7 @@ def estimate_amounts(query: dict[str, str]) -> dict[str, int | None]:
     unit = query.get("unit", "avax")
     if unit not in UNITS:
         raise BadInput(f"unit must be avax or ggavax (got {_show(unit)})")
-    amount = parse_amount("amount", query["amount"])
+    amount = parse_amount("amount", query["amount"], _line().QUERY_LIMIT * WAD)
     out: dict[str, int | None] = {"shares": amount if unit == "ggavax" else None,
                                   "avax": amount if unit == "avax" else None, "expirationDelay": None}
     if "expirationDelay" in query:
@@ -294,7 +320,7 @@ def _unquote(text: str) -> str | None:
         return None
 
 
-def parse_amount(name: str, text: str) -> int:
+def parse_amount(name: str, text: str, max_wei: int) -> int:
     """A whole-token decimal string -> wei: digits, optionally '.' and 1–18 fractional digits."""
     if text == "":
         raise BadInput(f"{name} is empty: give whole tokens, e.g. {name}=1000")
@@ -315,8 +341,8 @@ def parse_amount(name: str, text: str) -> int:
     if len(frac) > 18:
         raise BadInput(f"{name} has more than 18 fractional digits")
     wei = int(whole) * WAD + (int(frac.ljust(18, "0")) if frac else 0)
-    if wei > MAX_WEI[name]:
-        raise BadInput(f"{name} is above the maximum of {MAX_WEI[name] // WAD} tokens")
+    if wei > max_wei:
+        raise BadInput(f"{name} is above the maximum of {max_wei // WAD} tokens")
     return wei
 
 
@@ -400,7 +426,8 @@ def _ttl() -> float:
 
 
 def load_params(url: str, source: _Source = SOURCES[PATH]):
-    error, limit = source.error, source.max_bytes
+    module = source.module()
+    error, limit = module.ParamsError, source.max_bytes
     if url.startswith("file://"):
         data = _read_file(url, limit)
     elif url.startswith("https://") or url.startswith("http://"):
@@ -414,7 +441,7 @@ def load_params(url: str, source: _Source = SOURCES[PATH]):
     if _nesting(data) > PARAMS_MAX_DEPTH:
         # json's C decoder recurses per level: refuse deep nesting before it can exhaust the stack.
         raise error(f"params document nests deeper than {PARAMS_MAX_DEPTH} levels")
-    return source.parse(json.loads(data))  # type: ignore[operator]
+    return getattr(module, source.parse)(json.loads(data))
 
 
 _BRACKET_OR_QUOTE = re.compile(rb'["\[\]{}]')
