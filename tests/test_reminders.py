@@ -117,6 +117,19 @@ def test_calendars_follow_the_announced_window(demo_snapshot, demo_profile):
         assert "window-end" not in text and "BEGIN:VEVENT" in text
 
 
+def test_calendars_say_what_expiry_means_while_ggavax_deposits_are_paused(demo_snapshot, demo_profile):
+    """A funded request can be neither cancelled nor reclaimed while ggAVAX takes no deposits: its
+    events do not offer either, and its expiration says it would be stuck."""
+    def texts(snap) -> str:
+        made = [resolve(value) for _, value in C.requester_calendar(context(snap, demo_profile))]
+        return "".join(made).replace("\r\n ", "")  # unfolded
+    paused = dataclasses.replace(demo_snapshot, paused={**demo_snapshot.paused, "TokenggAVAX": True})
+    before, during = texts(demo_snapshot), texts(paused)
+    assert "can also be cancelled for ggAVAX" in before and "anyone may reclaim it" in before
+    assert "cancelled for ggAVAX" not in during and "anyone may reclaim it" not in during
+    assert "stuck until they reopen" in during
+
+
 def test_a_requester_whose_requests_are_all_closed_keeps_a_calendar_of_the_window_end(demo_snapshot, demo_profile):
     """Its JSON stays (its receipts), and so does its calendar, with the window's end only: a client
     subscribed to it drops the alarms of the requests that closed."""

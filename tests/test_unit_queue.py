@@ -207,8 +207,43 @@ def test_an_overdue_end_is_processed_in_the_block_after_and_launched_pools_retur
                paused={"MinipoolManager": True})
     plan = Q.schedule(s)
     assert plan.returns[0].overdue and plan.returns[0].time == NOW - 2 * DAY
-    assert plan.places[0].funding_time == NOW + 1  # recorded in the block after the build block
+    # The replay records it in the block after the build block, Rialto whenever it does: the request
+    # it funds gets no date, rather than one that would move with every block.
+    place = plan.places[0]
+    assert place.overdue and place.funding_time is None and not place.fundable_now and place.funded_by == "returns"
+    assert plan.last_funding_time is None and plan.covered == 1
+    assert "once Rialto records their ends" in Q.advice(s.withdraw_queue.requests[0], place)
+    hour = NOW + 3600
+    later = Q.schedule(F.snapshot(now=hour, ggavax=F.vault(now=hour, released=avax(1000), supply=avax(1000), staking=avax(990)),
+                                  requests=[F.request(0, avax(30))], minipools=[late, launched], validators=(v,),
+                                  paused={"MinipoolManager": True}))
+    assert later.places[0] == place  # an hour later: the same place, so the same requester file
     assert plan.unscheduled_avax == avax(70)
+
+
+def test_a_limit_of_zero_requests_per_call_funds_nothing():
+    """maxRequestsPerStakingDeposit 0 (no lower bound in the setter): the depositor's loop takes no
+    step, so nothing is funded, though the liquidity covers the line; None (no such view) is no limit."""
+    reqs = [F.request(0, avax(5)), F.request(1, avax(1))]
+    zero = at_par(withdraw_queue=F.queue(reqs, max_requests_per_deposit=0))
+    plan = Q.schedule(zero)
+    assert plan.covered == 0 and not any(p.fundable_now for p in plan.places.values())
+    assert any("maxRequestsPerDeposit is 0" in a for a in plan.assumptions)
+    p = Q.estimate_params(zero, None, None)
+    assert p is not None and p.limit == 0
+    out = L.estimate(p, avax=avax(1))
+    assert not out["fundableNow"] and out["estimatedFundingTime"] is None
+    unlimited = Q.schedule(at_par(withdraw_queue=F.queue(reqs, max_requests_per_deposit=None)))
+    assert all(p.fundable_now for p in unlimited.places.values())
+
+
+def test_a_funded_requests_advice_says_it_is_stuck_after_expiry_while_deposits_are_paused():
+    r = F.request(0, avax(5), fulfilled=True)
+    open_ = Q.schedule(at_par(requests=[r]))
+    paused = Q.schedule(at_par(requests=[r], paused={"TokenggAVAX": True}))
+    assert "only be reclaimed as ggAVAX" in Q.advice(r, open_.places[0])
+    text = Q.advice(r, paused.places[0])
+    assert "stuck" in text and "reclaimed as ggAVAX" not in text and "cancel" not in text
 
 
 def test_closed_ids_from_the_logs_cost_the_depositor_a_call():

@@ -92,7 +92,7 @@ def serve_line(books: Books, entries: list[Entry], limit: int, serves: list[tupl
             for i in done:
                 out.funded[i] = (t, out.serves, calls)
             pending_left -= len(done)
-            if steps < limit:  # stopped by the liquidity, or the line is served
+            if steps < limit or not steps:  # stopped by the liquidity, the line served, or a limit of 0
                 break
     return out
 
@@ -250,7 +250,7 @@ def resume_point(p: Params) -> Resume:
     when the line's last pending request is never funded: a request behind it is not either)."""
     b = Books(*p.books)
     trace: list = []
-    served = serve_line(b, list(p.entries), p.limit or len(p.entries) or 1, list(p.serves), trace=trace)
+    served = serve_line(b, list(p.entries), len(p.entries) if p.limit is None else p.limit, list(p.serves), trace=trace)
     pending = [e.id for e in p.entries if e.shares is not None]
     if not pending:
         return Resume(0, len(p.entries), p.books)
@@ -293,7 +293,7 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
 
 def _serve_new(p: Params, b: Books, new: Entry, resume: Resume | None) -> Served:
     """The line with ``new`` at its back, served from the front, or from ``resume``."""
-    limit = p.limit or len(p.entries) + 1
+    limit = len(p.entries) + 1 if p.limit is None else p.limit
     if resume is None:  # the whole line, from the front
         return serve_line(b, [*p.entries, new], limit, list(p.serves))
     if resume.serve < 0:

@@ -89,11 +89,15 @@ class Place:
     stuck_reason: str | None
     position: int | None  # 1-based place in the pending line (None when not pending)
     ahead_avax: int  # expected AVAX of the pending requests before it
-    funding_time: int | None  # estimated funding time (None: fundable now, or beyond the known returns)
+    funding_time: int | None  # estimated funding time (None: fundable now, overdue, or beyond the known returns)
     fundable_now: bool  # the liquidity covers it (and everything ahead) at the depositor's next calls
     depositor_calls: int | None  # fundable now: how many depositor calls reach it (1 = the next)
     funded_by: str | None  # "liquidity", "returns" or None (not covered by what is known)
     expires_first: bool  # pending, and its expiration comes before its estimated funding
+    # Covered by the returns of minipools whose validation has ended but whose end is not recorded:
+    # funded in the block after Rialto records them, which no one can date (no funding time, then).
+    overdue: bool = False
+    deposits_paused: bool = False  # ggAVAX takes no deposits: a funded request that expires is stuck
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,10 @@ def assumptions(snap: Snapshot, sched_front_known: bool) -> tuple[str, ...]:
     if not sched_front_known:
         out.append("the queue's logs were not read: closed ids before the first pending request are taken as already "
                    "dropped from the line")
+    q = snap.withdraw_queue
+    if q is not None and q.max_requests_per_deposit == 0:
+        out.append("maxRequestsPerDeposit is 0: the depositor's calls take no step, so they fund no request until "
+                   "the queue's admin raises it")
     return tuple(out)
 
 
@@ -398,7 +406,8 @@ def schedule(snap: Snapshot) -> Schedule:
     entries, front_known = line_entries(snap)
     ev = minipool_events(snap)
     vault = books(snap)
-    served = L.serve_line(vault, entries, q.max_requests_per_deposit or len(entries) or 1, list(ev.serves))
+    limit = q.max_requests_per_deposit
+    served = L.serve_line(vault, entries, len(entries) if limit is None else limit, list(ev.serves))
     pending = line(snap)
     ahead = 0
     covered = 0
@@ -406,23 +415,27 @@ def schedule(snap: Snapshot) -> Schedule:
     for k, r in enumerate(pending):
         when, n, call = served.funded.get(r.id, (None, None, None))
         first = n == 1
+        # A later serve in the block after the build's is an overdue end's: the replay records it
+        # then, Rialto whenever it does, so its time is no date to publish (it would move each block).
+        overdue = when is not None and not first and when <= now + 1
         if when is not None:
             covered += 1
-            if not first:
+            if not first and not overdue:
                 last = when
         st = status(r, now, paused_deposits)
         places[r.id] = Place(
             st, False, True, can_reclaim(r, now, paused_deposits), None, k + 1, ahead,
-            None if first else when, first, call if first else None,
+            None if first or overdue else when, first, call if first else None,
             None if when is None else ("liquidity" if first else "returns"),
-            when is not None and when >= r.expiration_time and st == RequestStatus.PENDING)
+            when is not None and not overdue and when >= r.expiration_time and st == RequestStatus.PENDING,
+            overdue=overdue, deposits_paused=paused_deposits)
         ahead += r.expected_assets
     for r in q.requests:
         if r.fulfilled:
             st = status(r, now, paused_deposits)
             places[r.id] = Place(st, can_claim(r, now), can_cancel(r, now, paused_deposits),
                                  can_reclaim(r, now, paused_deposits), DEPOSITS_PAUSED if st == RequestStatus.STUCK else None,
-                                 None, 0, None, False, None, None, False)
+                                 None, 0, None, False, None, None, False, deposits_paused=paused_deposits)
     uncovered = pending[covered:]
     shortfall = 0
     if uncovered:
@@ -452,8 +465,10 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
     if st == RequestStatus.FUNDED:
         cancel = (f" Until {when(r.claimable_time)} you may also cancel it for ggAVAX instead."
                   if place.can_cancel else "")
+        after = (" after that it is stuck: it can no longer be claimed, and reclaiming it reverts while ggAVAX deposits "
+                 "are paused." if place.deposits_paused else " after that it can only be reclaimed as ggAVAX.")
         return (f"Claim it: the AVAX is set aside for you. Claim before it expires at {when(r.expiration_time)}{window};"
-                f" after that it can only be reclaimed as ggAVAX.{cancel}")
+                f"{after}{cancel}")
     if st == RequestStatus.EXPIRED_FUNDED:
         return ("It expired before it was claimed: the AVAX can no longer be claimed. Anyone can reclaim it, which "
                 "deposits the AVAX back into ggAVAX and sends you the shares.")
@@ -468,6 +483,9 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
     if place.fundable_now:
         calls = "next call" if place.depositor_calls == 1 else f"{place.depositor_calls} calls from now"
         wait = f"Wait: the vault's liquidity already covers it, and the depositor's {calls} funds it."
+    elif place.overdue:
+        wait = ("Wait: minipools whose validation has already ended return enough to fund it; the depositor funds it "
+                "once Rialto records their ends, which no one can date.")
     elif place.funding_time is not None:
         wait = f"Wait: minipool returns are expected to fund it at {when(place.funding_time)}."
     else:

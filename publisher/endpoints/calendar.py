@@ -73,12 +73,14 @@ def requester_calendar(ctx: Context):
 
 def make_calendar(network: str, window: tuple | None, inputs: tuple) -> str:
     """The requester's calendar, from the inputs of its JSON body (``requester_body``)."""
-    return calendar_text(network, window, W.requester_body(*inputs))
+    paused = any(place.deposits_paused for _, place, _ in inputs[1])
+    return calendar_text(network, window, W.requester_body(*inputs), deposits_paused=paused)
 
 
-def calendar_text(network: str, window: tuple | None, body: dict) -> str:
+def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_paused: bool = False) -> str:
     """A requester's VCALENDAR from its /withdrawals/{address} body and the announced window's end
-    (date, time, meaning, source) or None."""
+    (date, time, meaning, source) or None. ``deposits_paused``: ggAVAX takes no deposits, so a
+    funded request can be neither cancelled nor reclaimed (an expired one is stuck)."""
     who = body["requester"]
     steps = {r["id"]: r for r in body.get("receipts", [])}
     events: list[tuple[int, str, list[str]]] = []
@@ -98,16 +100,19 @@ def calendar_text(network: str, window: tuple | None, body: dict) -> str:
                              f"ggAVAX withdrawal #{rid}: claimable time ({avax} AVAX)",
                              f"Request {rid} of {who} ({avax} AVAX) reaches its claimable time, the earliest "
                              "advertised payout: once funded, its AVAX can be claimed until the request expires "
-                             f"({when_utc(r['expirationTime'])}); before this time a funded request can also be "
-                             f"cancelled for ggAVAX. {todo}"))
+                             f"({when_utc(r['expirationTime'])})"
+                             + ("" if deposits_paused else "; before this time a funded request can also be cancelled "
+                                "for ggAVAX") + f". {todo}"))
         alarm = None if r["status"] in EXPIRED else (
             ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) expires tomorrow, {when_utc(r['expirationTime'])}: "
                    "claim it before then if it is funded.")
         events.append(_event(uid(network, "expiration", rid), stamp, r["expirationTime"],
                              f"ggAVAX withdrawal #{rid} expires ({avax} AVAX)",
                              f"Request {rid} of {who} ({avax} AVAX) expires: from now on it can no longer be "
-                             "claimed, only reclaimed as ggAVAX (anyone may reclaim it; the shares go back to "
-                             f"the requester). {todo}", *([alarm] if alarm else [])))
+                             + ("claimed, and while ggAVAX deposits are paused a funded one cannot be reclaimed "
+                                "either (it is stuck until they reopen)" if deposits_paused else
+                                "claimed, only reclaimed as ggAVAX (anyone may reclaim it; the shares go back to "
+                                "the requester)") + f". {todo}", *([alarm] if alarm else [])))
     for rc in body.get("receipts", []):
         latest = max([latest, *(step["time"] for step in _steps(rc))])
     if window is not None:

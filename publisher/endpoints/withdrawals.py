@@ -31,7 +31,8 @@ ESTIMATE = {
     "aheadAvax": S.described(AVAX, "expected AVAX of the pending requests ahead of it, whole AVAX"),
     "fundableNow": S.described(S.BOOLEAN, "the vault's liquidity already covers it and every request ahead: the depositor's next calls fund it (how many: depositorCalls)"),
     "depositorCalls": S.described(S.nullable({"type": "integer", "minimum": 1}), "when fundable now: the number of depositor calls that reach it, 1 = the next call (each call takes at most maxRequestsPerDeposit steps, and a closed id still in the line costs one); null otherwise"),
-    "estimatedFundingTime": S.described(S.nullable(S.TIMESTAMP), "when the schedule's replay of the contracts funds it (a minipool's end, processed), unix seconds; null when fundable now, already funded, or beyond the returns known today"),
+    "estimatedFundingTime": S.described(S.nullable(S.TIMESTAMP), "when the schedule's replay of the contracts funds it (a minipool's end, processed), unix seconds; null when fundable now, already funded, waiting for overdue returns (awaitsOverdueReturns), or beyond the returns known today"),
+    "awaitsOverdueReturns": S.described(S.BOOLEAN, "covered by the returns of minipools whose validation has ended but whose end Rialto has not recorded yet: the depositor funds it in the block after they are recorded, which no one can date (estimatedFundingTime is null)"),
     "expiresBeforeFunding": S.described(S.BOOLEAN, "a pending request whose expiration comes before its estimated funding: funded after it, it could only be reclaimed"),
 }
 STATUS_DOC = "; ".join(f"{s.value}: {Q.STATUS_TEXT[s]}" for s in Q.RequestStatus)
@@ -65,6 +66,7 @@ LINE_ROW = S.obj({
     "fundableNow": ESTIMATE["fundableNow"],
     "depositorCalls": ESTIMATE["depositorCalls"],
     "estimatedFundingTime": ESTIMATE["estimatedFundingTime"],
+    "awaitsOverdueReturns": ESTIMATE["awaitsOverdueReturns"],
     "expiresBeforeFunding": ESTIMATE["expiresBeforeFunding"],
 })
 
@@ -268,7 +270,7 @@ QUEUE_HOLDS = Check(queue_holds, {
             "coveredCount": S.described(COUNT, "pending requests the liquidity and the known returns cover"),
             "uncoveredCount": S.described(COUNT, "pending requests beyond them"),
             "shortfallAvax": S.described(AVAX, "AVAX the line still lacks after every known return, whole AVAX"),
-            "lastFundingTime": S.described(S.nullable(S.TIMESTAMP), "estimated funding time of the last covered request (null if none waits for a return)"),
+            "lastFundingTime": S.described(S.nullable(S.TIMESTAMP), "estimated funding time of the last covered request (null if none waits for a return that can be dated)"),
             "line": S.described(S.array(LINE_ROW), "the pending line in order, with each place's estimate"),
         }, description="the funding forecast")),
         "depositor": S.nullable(DEPOSITOR_SCHEMA),
@@ -305,7 +307,8 @@ def withdrawals(ctx: Context):
     outlook = (sched.liquidity, sum(r.avax for r in sched.returns), sched.unscheduled_avax, sched.covered,
                sched.shortfall, sched.last_funding_time, s.ggavax.liquid_avax, sched.stale_entries,
                sched.front_known, sched.reverted_calls, sched.assumptions,
-               sum(1 for p in sched.places.values() if p.fundable_now), len(sched.returns))
+               sum(1 for p in sched.places.values() if p.fundable_now), len(sched.returns),
+               sum(1 for p in sched.places.values() if p.overdue))
     # The body reads the block's time only to tell which requests expired: keyed by the last
     # expiration passed, not the time itself, it is made again only when one passes.
     yield "/withdrawals", Deferred((ctx.cached(receipts_inputs), q, Q.expiry_clock(q.requests, s.block.timestamp), s.pst_avax, outlook, queue_pauses(s), depositor_inputs(ctx), announced,
@@ -371,7 +374,7 @@ def no_queue_body(reason: str, pst: PstAvax | None, announced: list) -> dict:
 def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, pauses: tuple,
                      depositor: tuple, announced: list, returns: list, restakes: list, line: list) -> dict:
     (liquidity, returns_avax, unscheduled, covered, shortfall, last_funding_time, vault_wavax, stale, front_known,
-     reverted, assumptions, fundable_now, return_count) = outlook
+     reverted, assumptions, fundable_now, return_count, overdue) = outlook
     _, deposits_paused, mm_paused = pauses
     pending = [r for r in q.requests if not r.fulfilled]
     funded = [r for r in q.requests if r.fulfilled]
@@ -398,7 +401,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
         "schedule": {
             "assumptions": list(assumptions),
             "outlook": _outlook(len(pending), fundable_now, covered, last_funding_time, shortfall, return_count,
-                                deposits_paused, mm_paused, depositor[0]),
+                                deposits_paused, mm_paused, depositor[0], overdue),
             "stale": depositor[1] is not None, "staleReason": depositor[1],
             "returns": returns,
             "returnsAvax": tokens(returns_avax),
@@ -417,7 +420,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
 
 
 def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: int, returns: int,
-             deposits_paused: bool, mm_paused: bool, activity: Shown | None) -> str:
+             deposits_paused: bool, mm_paused: bool, activity: Shown | None, overdue: int) -> str:
     """What the line waits for, in words."""
     if not pending:
         return "The line is empty: nothing waits for funding."
@@ -425,7 +428,10 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
     if now:
         parts.append(f"{now} of {pending} pending request{'s' if pending != 1 else ''} can be funded from the vault's "
                      f"liquidity now: they wait only for the depositor's next call{'s' if now > 1 else ''}")
-    later = covered - now
+    if overdue:
+        parts.append(f"{overdue} wait{'s' if overdue == 1 else ''} for the returns of minipools whose validation has "
+                     "ended: the depositor funds them once Rialto records those ends, which no one can date")
+    later = covered - now - overdue
     if later:
         parts.append(f"{later} wait{'s' if later == 1 else ''} for minipool returns, the last expected at {Q.when(last) if last else 'the known returns'}")
     rest = pending - covered
@@ -473,7 +479,8 @@ def _line_row(item: tuple[UnstakeRequest, int, Q.Place]) -> dict:
     return {"position": place.position, "id": r.id, "requester": r.requester, "status": place.status.value,
             "expectedAvax": tokens(r.expected_assets), "cumulativeAvax": tokens(total),
             "fundableNow": place.fundable_now, "depositorCalls": place.depositor_calls,
-            "estimatedFundingTime": place.funding_time, "expiresBeforeFunding": place.expires_first}
+            "estimatedFundingTime": place.funding_time, "awaitsOverdueReturns": place.overdue,
+            "expiresBeforeFunding": place.expires_first}
 
 
 def _sums(requests: list[UnstakeRequest]) -> dict:
@@ -593,6 +600,7 @@ def _request_record(r: UnstakeRequest, place: Q.Place, window_end: int | None) -
         "requestTime": r.request_time, "claimableTime": r.claimable_time, "expirationTime": r.expiration_time,
         "position": place.position, "aheadAvax": tokens(place.ahead_avax), "fundableNow": place.fundable_now,
         "depositorCalls": place.depositor_calls, "estimatedFundingTime": place.funding_time,
+        "awaitsOverdueReturns": place.overdue,
         "expiresBeforeFunding": place.expires_first,
     }
 
