@@ -33,7 +33,7 @@ from pathlib import Path
 from .build.incremental import Cache
 from .chain import abis
 from .chain.multicall import Call, Multicall
-from .chain.reader import at_hash, header_ref, registry_key
+from .chain.reader import at_hash, header_ref, quantity, registry_key
 from .chain.rpc import RpcClient
 from .config import Profile
 from .deadline import DeadlineExceeded, deadline, run_seconds
@@ -84,7 +84,8 @@ class Follower:
         if not isinstance(logs, list):
             raise PublisherError(f"{self.client.describe()} answered eth_getLogs with a malformed value")
         if logs:
-            blocks = sorted({int(entry["blockNumber"], 16) for entry in logs if isinstance(entry, dict) and "blockNumber" in entry})
+            blocks = sorted({quantity(entry["blockNumber"], "eth_getLogs (a log's blockNumber)", self.client)
+                             for entry in logs if isinstance(entry, dict) and "blockNumber" in entry})
             where = f" in block {blocks[0]}" if len(blocks) == 1 else f" in {len(blocks)} blocks" if blocks else ""
             return head, f"logs ({len(logs)}{where})"
         if seen.deadline is not None and head.timestamp >= seen.deadline:

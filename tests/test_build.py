@@ -152,6 +152,27 @@ def test_invariant_violation_exits_nonzero_and_keeps_old_out(demo_snapshot, demo
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")) == [".out.a"]
 
 
+def test_an_interrupt_just_after_the_swap_keeps_the_new_live_tree(demo_snapshot, demo_profile, tmp_path, monkeypatch):
+    """A Ctrl-C (or the run's deadline) landing once ``out`` points at the new tree must not remove
+    that tree: ``out`` would then point at nothing."""
+    from publisher.build import pipeline
+
+    out = tmp_path / "out"
+    build(demo_snapshot, demo_profile, out)
+    newer = dataclasses.replace(demo_snapshot, block=dataclasses.replace(demo_snapshot.block, number=demo_snapshot.block.number + 1))
+    real = pipeline.flip
+
+    def flip_then_interrupted(link, tree):
+        real(link, tree)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "flip", flip_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build(newer, demo_profile, out)
+    assert json.loads((out / "status.json").read_bytes())["block"]["number"] == newer.block.number
+    assert validate(load_dir(out)) == []
+
+
 def test_anomalous_apy_is_refused(demo_snapshot, demo_profile, tmp_path):
     base = demo_snapshot.apy_base
     crash = dataclasses.replace(base, assets_per_share=demo_snapshot.ggavax.assets_per_share * 2)

@@ -39,7 +39,7 @@ from ..endpoints.rewards import parsed_params
 from ..endpoints.units import dumps, dumps_value
 from ..errors import PublisherError, every_cause
 from ..snapshot import Snapshot
-from .tree import RECORD_FORMAT, Entry, Record, Records, TreeFiles, TreeWriter, flip, read_file, read_record, sha256, trees
+from .tree import RECORD_FORMAT, Entry, Record, Records, TreeFiles, TreeWriter, flip, points_at, read_file, read_record, sha256, trees
 from .validate import compare_previous, extract, invariants, older_block, schema_problems
 
 JSON = "application/json"
@@ -123,7 +123,7 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
         flip(out, target)
         made.stages["guards+status+swap"] = time.monotonic() - t
     except BaseException:
-        shutil.rmtree(target, ignore_errors=True)  # never live; the next build writes it afresh
+        _discard(out, target)
         raise
     finally:
         gc.unfreeze()
@@ -133,6 +133,13 @@ def build(snap: Snapshot, profile: Profile, out_dir: str | Path, *, force: bool 
     return Built(out, target, len(made.entries), sum(e.size for e in made.entries.values()), endpoints,
                  made.rendered, made.carried, made.writer.written, time.monotonic() - t0, made.stages,
                  Record(made.entries, made.run, 0))
+
+
+def _discard(out: Path, target: Path) -> None:
+    """Remove the tree a failed build wrote (the next build writes it afresh), unless ``out``
+    already points at it: an interrupt may land just after the swap."""
+    if not points_at(out, target):
+        shutil.rmtree(target, ignore_errors=True)
 
 
 def render_all(ctx: Context, live: Path | None, record: Record | None, target: Path) -> Made:

@@ -349,6 +349,14 @@ def flip(out: Path, tree: Path) -> None:
     os.replace(tmp, out)
 
 
+def points_at(out: Path, tree: Path) -> bool:
+    """Whether the link ``out`` names ``tree`` (the live tree)."""
+    try:
+        return os.readlink(out) == tree.name
+    except OSError:
+        return False
+
+
 class TreeFiles(Mapping):
     """URL path -> bytes of a built tree, read only when asked: the guards read a few files. With
     the tree's ``record``, only files with their recorded sha256: an edited one is not the run's."""

@@ -101,7 +101,7 @@ def pin_block(client: RpcClient, block: int | None, expected_chain_id: int) -> B
         raise PublisherError(f"block {block} is negative: give a block number ≥ 0 or omit --block for the latest")
     tag = hex(block) if block is not None else "latest"
     chain_id, header = client.batch([("eth_chainId", []), ("eth_getBlockByNumber", [tag, False])])
-    served = _quantity(chain_id, "eth_chainId", client)
+    served = quantity(chain_id, "eth_chainId", client)
     if served != expected_chain_id:
         raise PublisherError(f"{client.describe()} serves chain id {served}, expected {expected_chain_id}")
     if header is None:
@@ -109,7 +109,8 @@ def pin_block(client: RpcClient, block: int | None, expected_chain_id: int) -> B
     return header_ref(header, client)
 
 
-def _quantity(value, what: str, client: RpcClient) -> int:
+def quantity(value, what: str, client: RpcClient) -> int:
+    """A node's hex quantity, or a one-line error naming the answer (nodes are untrusted input)."""
     try:
         return int(value, 16)
     except (TypeError, ValueError):
@@ -120,8 +121,8 @@ def header_ref(header, client: RpcClient) -> BlockRef:
     """A block header's number, hash and time, checked: nodes are untrusted input too."""
     if not isinstance(header, dict) or not isinstance(header.get("hash"), str):
         raise PublisherError(f"{client.describe()} returned a malformed block header")
-    return BlockRef(_quantity(header.get("number"), "a block number", client), header["hash"],
-                    _quantity(header.get("timestamp"), "a block timestamp", client))
+    return BlockRef(quantity(header.get("number"), "a block number", client), header["hash"],
+                    quantity(header.get("timestamp"), "a block timestamp", client))
 
 
 @dataclass

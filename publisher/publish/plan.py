@@ -162,7 +162,7 @@ def parse_root(data: bytes | None) -> Root | None:
             return None
         return Root({str(k): str(v) for k, v in doc["shards"].items()}, doc.get("status"),
                     int(doc["run"]), int(doc["reconciledAt"]))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError, ArithmeticError, RecursionError):  # 1e999 is an infinite float
         return None
 
 
