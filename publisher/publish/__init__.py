@@ -29,6 +29,7 @@ from .plan import (
     RECONCILE_SECONDS,
     Item,
     Plan,
+    Root,
     items,
     make_plan,
     normalize_prefix,
@@ -155,7 +156,7 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
     live_shards = dict(zip(names, _map(lambda n: parse_shard(sink.get(shard_key(prefix, n))), names, workers), strict=True))
 
     if not force:
-        problems = _guards(_live_guarded(sink, prefix, live_status, live_shards, all_items, local), local, status, profile)
+        problems = _guards(_live_guarded(sink, prefix, live_status, live_root, live_shards, all_items, local), local, status, profile)
         if problems:
             raise PublisherError(f"refusing to publish to {target}: {every_cause(problems)}; --force overrides")
 
@@ -177,9 +178,10 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
     return result
 
 
-def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_shards: dict, all_items: list[Item],
-                  local: Local) -> dict[str, bytes]:
-    """The live objects the change bounds read. One the manifest says equals ours is not fetched."""
+def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_root: Root | None, live_shards: dict,
+                  all_items: list[Item], local: Local) -> dict[str, bytes]:
+    """The live objects the change bounds read. One the manifest says equals ours is not fetched;
+    without a readable manifest every one is (the bounds would otherwise compare ours with itself)."""
     live = {STATUS_PATH: live_status} if live_status is not None else {}
     by_url = {i.url: i for i in all_items}
     fetch = []
@@ -187,8 +189,8 @@ def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_sha
         item = by_url.get(url)
         if item is None:
             continue
-        if item.shard not in live_shards and live_status is not None:
-            live[url] = local.read(url)  # its shard is unchanged: the live object is ours
+        if live_root is not None and item.shard not in live_shards and live_status is not None:
+            live[url] = local.read(url)  # its shard is the root's, unchanged: the live object is ours
         else:
             fetch.append(url)
     for url, body in zip(fetch, _map(lambda u: sink.get(object_key(prefix, u)), fetch, 4), strict=True):
