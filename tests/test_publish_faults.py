@@ -149,6 +149,19 @@ def test_missing_bucket(runs, moto):
     assert "NoSuchBucket" in one_line(got)
 
 
+def test_the_run_deadline_holds_against_uploads_that_trickle(runs, moto, bucket):
+    """Each socket wait of a trickling answer is short, so no per-request timeout fires: the run's
+    deadline still ends the run on time, without waiting for the stalled uploads."""
+    import time
+
+    with S3FaultProxy(moto, drip_puts_under="stakers/") as proxy:
+        t0 = time.monotonic()
+        got = publish(runs["first"], bucket, proxy.url, env=aws_env(PUBLISHER_RUN_DEADLINE="3"))
+        took = time.monotonic() - t0
+    assert "deadline" in one_line(got)
+    assert took < 15, took  # the trickle alone lasts a minute per object
+
+
 def test_bad_credentials_change_nothing(runs, moto, bucket):
     assert publish(runs["first"], bucket, moto).returncode == 0
     before = objects(moto, bucket)

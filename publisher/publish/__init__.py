@@ -271,6 +271,10 @@ def _map(fn, work: list, workers: int) -> list:
         for future in as_completed(futures):
             if future.exception() is not None:
                 break
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        # The run's deadline or an interrupt: a request stalled on a slow server must not hold
+        # it (botocore bounds each socket wait, not a whole request).
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True, cancel_futures=True)
     return [f.result() for f in futures if not f.cancelled()]

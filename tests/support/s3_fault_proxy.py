@@ -6,6 +6,8 @@ Every request is forwarded unchanged (moto does not check signatures) unless a r
     S3FaultProxy(moto_url, drop_puts_after=3)        PUTs after the 3rd lose their connection
     S3FaultProxy(moto_url, fail_keys=("status",))    PUTs of these keys answer 500
     S3FaultProxy(moto_url, bad_key="AKIABAD")        requests signed with that key id answer 403
+    S3FaultProxy(moto_url, drip_puts_under="a/")     answers to PUTs of keys under a/ trickle out, a
+                                                     byte a second (each socket wait stays short)
 
 ``puts`` lists the keys of the PUTs that went through, in order.
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
@@ -51,12 +54,13 @@ def stored_objects(s3, bucket: str) -> dict[str, bytes]:
 
 class S3FaultProxy:
     def __init__(self, upstream: str, *, fail_puts_after: int | None = None, drop_puts_after: int | None = None,
-                 fail_keys: tuple[str, ...] = (), bad_key: str | None = None):
+                 fail_keys: tuple[str, ...] = (), bad_key: str | None = None, drip_puts_under: str | None = None):
         self.upstream = upstream.rstrip("/")
         self.fail_puts_after = fail_puts_after
         self.drop_puts_after = drop_puts_after
         self.fail_keys = fail_keys
         self.bad_key = bad_key
+        self.drip_puts_under = drip_puts_under
         self.puts: list[str] = []
         self.put_count = 0
         self._lock = threading.Lock()
@@ -113,7 +117,22 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command == "PUT" and resp.status_code == 200 and "?" not in self.path:
             with proxy._lock:
                 proxy.puts.append(key)
+            if proxy.drip_puts_under is not None and key.startswith(proxy.drip_puts_under):
+                return self._drip(resp)
         self._relay(resp)
+
+    def _drip(self, resp) -> None:
+        """The answer, a byte a second, until the client hangs up (or a minute passes)."""
+        head = f"HTTP/1.1 {resp.status_code} OK\r\nContent-Length: {len(resp.content)}\r\n\r\n".encode()
+        data = head + resp.content
+        try:
+            for i in range(min(len(data), 60)):
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                time.sleep(1)
+            self.wfile.write(data[60:])
+        except OSError:
+            self.close_connection = True
 
     def _put_fault(self, key: str) -> bool:
         """Fail or drop this object's upload if the proxy is told to; whether it did."""
