@@ -446,6 +446,11 @@ def test_docs_changes_make_one_invalidation_data_changes_none(dirs, bucket, endp
     assert new["Paths"]["Items"] == ["/calculator.html"] and new["CallerReference"] == result.plan.manifest_sha256
     assert f"invalidated /calculator.html ({result.invalidation})" in result.describe()
 
+    # Under a prefix (the distribution has no origin path) the paths are the objects' keys.
+    run(dirs["base"], bucket, endpoint, distribution_id=dist, prefix="v2/")
+    [prefixed] = [b for b in invalidations() if b not in batches]
+    assert sorted(prefixed["Paths"]["Items"]) == sorted("/v2" + url for url in docs)
+
 
 def test_credentials_never_appear_in_output(dirs, bucket, endpoint, monkeypatch):
     ok = cli("--dir", dirs["base"], "--bucket", bucket, "--endpoint-url", endpoint)

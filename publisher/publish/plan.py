@@ -224,12 +224,13 @@ class Plan:
 
     @property
     def invalidation_paths(self) -> list[str]:
-        """CDN paths of changed docs objects. Data needs none: its max-age is the publish cadence."""
+        """CDN paths of changed docs objects. Data needs none: its max-age is the publish cadence.
+        The distribution has no origin path, so an object is served at its key, prefix included."""
         paths = set()
         for i in self.wave("docs"):
-            paths.add(i.url)
-            if i.url == "/":
-                paths.add("/index.html")  # the object behind "/" is reachable under its own name too
+            paths.add("/" + i.key)
+            if i.url == "/":  # the index is served for its folder too: "/", or the prefix's
+                paths.add("/" + i.key.removesuffix("index.html"))
         return sorted(paths)
 
     @property
