@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections.abc import Callable
 
 import boto3
 import pytest
@@ -411,7 +412,8 @@ def test_dry_run_prints_the_plan_and_changes_nothing(dirs, s3, bucket, endpoint)
     assert listing() == before
 
 
-def test_docs_changes_make_one_invalidation_data_changes_none(dirs, bucket, endpoint, tmp_path):
+def distribution(bucket: str, endpoint: str) -> tuple[str, Callable[[], list[dict]]]:
+    """A CloudFront distribution in front of the bucket (no origin path), and its invalidations."""
     cf = boto3.client("cloudfront", endpoint_url=endpoint)
     dist = cf.create_distribution(DistributionConfig={
         "CallerReference": bucket, "Comment": "", "Enabled": True,
@@ -424,6 +426,12 @@ def test_docs_changes_make_one_invalidation_data_changes_none(dirs, bucket, endp
     def invalidations():
         items = cf.list_invalidations(DistributionId=dist)["InvalidationList"].get("Items", [])
         return [cf.get_invalidation(DistributionId=dist, Id=i["Id"])["Invalidation"]["InvalidationBatch"] for i in items]
+
+    return dist, invalidations
+
+
+def test_docs_changes_make_one_invalidation_data_changes_none(dirs, bucket, endpoint, tmp_path):
+    dist, invalidations = distribution(bucket, endpoint)
 
     run(dirs["base"], bucket, endpoint, distribution_id=dist)
     first = invalidations()
@@ -450,6 +458,19 @@ def test_docs_changes_make_one_invalidation_data_changes_none(dirs, bucket, endp
     run(dirs["base"], bucket, endpoint, distribution_id=dist, prefix="v2/")
     [prefixed] = [b for b in invalidations() if b not in batches]
     assert sorted(prefixed["Paths"]["Items"]) == sorted("/v2" + url for url in docs)
+
+
+def test_without_a_manifest_every_docs_object_is_invalidated(dirs, s3, bucket, endpoint):
+    """A run that uploaded docs and stopped before its invalidation leaves the CDN serving the old
+    ones; once the manifest is lost too, the listing shows those docs unchanged. Nothing vouches
+    for what the CDN was told, so the next run invalidates every docs object."""
+    dist, invalidations = distribution(bucket, endpoint)
+    run(dirs["base"], bucket, endpoint)  # its docs never invalidated (no distribution named)
+    s3.delete_object(Bucket=bucket, Key=MANIFEST_KEY)
+    result = run(dirs["base"], bucket, endpoint, distribution_id=dist)
+    docs = {url for url in load_dir(dirs["base"]) if match(url).cache == "docs"}
+    assert not result.plan.wave("docs") and [sorted(b["Paths"]["Items"]) for b in invalidations()] == [sorted(docs)]
+    assert run(dirs["base"], bucket, endpoint, distribution_id=dist).plan.empty and len(invalidations()) == 1
 
 
 def test_credentials_never_appear_in_output(dirs, bucket, endpoint, monkeypatch):

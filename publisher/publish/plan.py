@@ -198,6 +198,9 @@ class Plan:
     manifest: bytes = field(repr=False)
     manifest_changed: bool = False
     reconcile: bool = False
+    # No manifest vouched for the live objects: a run that failed before its invalidation may have
+    # left docs the CDN still serves stale, which the listing alone shows as unchanged.
+    unvouched: bool = False
 
     @property
     def manifest_key(self) -> str:
@@ -227,7 +230,7 @@ class Plan:
         """CDN paths of changed docs objects. Data needs none: its max-age is the publish cadence.
         The distribution has no origin path, so an object is served at its key, prefix included."""
         paths = set()
-        for i in self.wave("docs"):
+        for i in self.wave("docs") + ([i for i in self.unchanged if i.wave == "docs"] if self.unvouched else []):
             paths.add("/" + i.key)
             if i.url == "/":  # the index is served for its folder too: "/", or the prefix's
                 paths.add("/" + i.key.removesuffix("index.html"))
@@ -322,4 +325,4 @@ def make_plan(all_items: list[Item], *, prefix: str, status: dict, live_root: Ro
     return Plan(prefix, upload, unchanged, sorted(delete),
                 {shard_key(prefix, n): local_shards[n] for n in sorted(send)}, body,
                 manifest_changed=changed or live_root is None or listing is not None,
-                reconcile=listing is not None)
+                reconcile=listing is not None, unvouched=live_root is None)
