@@ -237,6 +237,18 @@ def test_a_limit_of_zero_requests_per_call_funds_nothing():
     assert all(p.fundable_now for p in unlimited.places.values())
 
 
+def test_advice_for_a_funding_after_the_announced_window_says_so():
+    r = F.request(0, avax(30), requested=NOW, expiration_delay=60 * DAY)
+    m, v = staking_pool(1, 50, NOW + 20 * DAY)
+    s = at_par(requests=[r], minipools=[m], validators=(v,), paused={"MinipoolManager": True})
+    place = Q.schedule(s).places[0]
+    assert place.funding_time == NOW + 20 * DAY and not place.expires_first
+    after = Q.advice(r, place, window_end=NOW + 10 * DAY)
+    assert "after the announced withdrawal window closes" in after and "and before the announced" not in after
+    before = Q.advice(r, place, window_end=NOW + 30 * DAY)
+    assert "after the announced" not in before and "and before the announced withdrawal window closes" in before
+
+
 def test_a_funded_requests_advice_says_it_is_stuck_after_expiry_while_deposits_are_paused():
     r = F.request(0, avax(5), fulfilled=True)
     open_ = Q.schedule(at_par(requests=[r]))

@@ -493,6 +493,10 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
     if place.expires_first:
         wait += (f" It expires at {when(r.expiration_time)}, before that: funded later, it could only be reclaimed;"
                  " cancelling before then gets your ggAVAX back.")
+    elif window and place.funding_time is not None and window_end is not None and place.funding_time >= window_end:
+        wait += (f" That is after the announced withdrawal window closes ({when(window_end)}): cancelling before "
+                 "then gets your ggAVAX back.")
+        window = ""  # a claim cannot come before a funding that comes after it
     return wait + cancel + (f" Once funded, claim it before it expires at {when(r.expiration_time)}{window}."
                             if not place.expires_first else "")
 

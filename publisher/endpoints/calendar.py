@@ -104,7 +104,7 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                              + ("" if deposits_paused else "; before this time a funded request can also be cancelled "
                                 "for ggAVAX") + f". {todo}"))
         alarm = None if r["status"] in EXPIRED else (
-            ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) expires tomorrow, {when_utc(r['expirationTime'])}: "
+            ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) expires at {when_utc(r['expirationTime'])}: "
                    "claim it before then if it is funded.")
         events.append(_event(uid(network, "expiration", rid), stamp, r["expirationTime"],
                              f"ggAVAX withdrawal #{rid} expires ({avax} AVAX)",
