@@ -51,13 +51,15 @@ def published_against_replay(net, profile, tmp_path, name: str) -> dict:
     for row in sched["line"]:
         funded = got.funded.get(row["id"])
         rows.append({"id": row["id"], "fundableNow": row["fundableNow"], "depositorCalls": row["depositorCalls"],
-                     "published": row["estimatedFundingTime"], "replayed": funded})
+                     "published": row["estimatedFundingTime"], "overdue": row["awaitsOverdueReturns"], "replayed": funded})
     (tmp_path / f"{name}.json").write_text(json.dumps(rows, indent=1))
     first = snap.block.timestamp + 1
     for r in rows:
         funded = r["replayed"]
         if r["fundableNow"]:
             assert funded == (first, 1, r["depositorCalls"]), (name, r)
+        elif r["overdue"]:  # undated: funded once the overdue ends are recorded, which the replay does next block
+            assert r["published"] is None and funded is not None and funded[0] == first and funded[1] > 1, (name, r)
         elif r["published"] is not None:
             assert funded is not None and funded[0] == r["published"] and funded[1] > 1, (name, r)
         else:
@@ -151,6 +153,19 @@ def test_the_demo_with_the_oracle_price_divided_by_10(demo, demo_profile, tmp_pa
         got = published_against_replay(demo, dataclasses.replace(demo_profile, price_api_url=None), tmp_path, "price-10")
     plain = Q.schedule(snap0)
     assert len(got["body"]["schedule"]["restakes"]) < len(plain.restakes), "a tenth of the price refuses some restakes"
+
+
+def test_a_per_call_limit_of_0_funds_nothing(demo, demo_profile, tmp_path):
+    """The setter has no lower bound: at 0 the depositor's loop takes no step, and the chain funds
+    nothing however liquid the vault is."""
+    def zero(op, sender, now):
+        with sender.one_block(now + 1):
+            op.send("WithdrawQueue", set_max_per_deposit.encode(0), "limit 0")
+
+    with changed(demo, zero):
+        got = published_against_replay(demo, demo_profile, tmp_path, "limit-0")
+    assert got["rows"] and not any(r["fundableNow"] or r["published"] or r["replayed"] for r in got["rows"])
+    assert any("maxRequestsPerDeposit is 0" in a for a in got["body"]["schedule"]["assumptions"])
 
 
 def test_a_per_call_limit_of_3_with_closed_ids_at_the_front(demo, demo_profile, tmp_path):
