@@ -19,6 +19,10 @@ from pathlib import Path
 from .errors import PublisherError, every_cause
 from .protocol import MinipoolStatus
 
+# 9999-12-31 23:59:59 UTC: the last second a date can show (a calendar's, an ISO date's). A later
+# time read from the chain or an API is no protocol's, and would fail every page that dates it.
+LAST_TIME = 253_402_300_799
+
 SNAPSHOT_FORMAT = 1
 T = typing.TypeVar("T")
 
@@ -465,8 +469,8 @@ def queue_problems(q: WithdrawQueue) -> list[str]:
     if allocated != q.total_allocated_funds:
         out.append(f"{label}: fulfilled requests hold {allocated} wei, totalAllocatedFunds() says {q.total_allocated_funds}")
     for r in q.requests:
-        if not r.request_time <= r.claimable_time <= r.expiration_time:
-            out.append(f"{label}: request {r.id} has times out of order "
+        if not r.request_time <= r.claimable_time <= r.expiration_time <= LAST_TIME:
+            out.append(f"{label}: request {r.id} has times out of order or past year 9999 "
                        f"({r.request_time}, {r.claimable_time}, {r.expiration_time})")
         elif r.fulfilled != (r.allocated_funds > 0) and r.expected_assets > 0:
             out.append(f"{label}: request {r.id} is {'fulfilled' if r.fulfilled else 'pending'} "
@@ -511,6 +515,12 @@ def _data_problems(snap: Snapshot) -> list[str]:
         problems.append(f"{len(snap.minipools)} minipools read, getMinipoolCount() is {snap.minipool_count}")
     if any(m.status > _LAST_STATUS for m in snap.minipools):
         problems.append("a minipool has an unknown status")
+    late = next((m for m in snap.minipools if max(m.creation_time, m.initial_start_time, m.start_time, m.end_time) > LAST_TIME), None)
+    if late is not None:
+        problems.append(f"minipool {late.index} has a time past year 9999")
+    late_v = next((v for v in snap.validators if max(v.start_timestamp, v.end_timestamp) > LAST_TIME), None)
+    if late_v is not None:
+        problems.append(f"the validator record of {late_v.node_id} has a time past year 9999")
     if snap.oracle.price <= 0:
         problems.append("oracle GGP price is not positive")
     if snap.ggavax.amount_available_for_staking > snap.ggavax.total_assets:

@@ -1,12 +1,17 @@
-"""What a run reads back from the world it publishes to (the bucket's manifest and /status, the live
-price history) and the node's logs is untrusted input: a value JSON allows but no integer can hold
-(1e999 loads as an infinite float), or a log with a malformed block number, is a clear refusal or an
-unusable prior, never an unexpected exception."""
+"""What a run reads from the node and the APIs, and back from the world it publishes to (the
+bucket's manifest and /status, the live price history, the queue's files), is untrusted input: a
+value JSON allows but no integer can hold (1e999 loads as an infinite float), a malformed id, topic
+or block number, a time past year 9999, is a clear refusal, a warning of a secondary source or an
+unusable prior, never an unexpected exception nor a wrong value."""
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from support import factory as F
 from support.jsonrpc import JsonRpcServer
 
 from publisher.chain.rpc import RpcClient
@@ -14,8 +19,10 @@ from publisher.config import load_profile
 from publisher.errors import PublisherError
 from publisher.publish import _block
 from publisher.publish.plan import MANIFEST_FORMAT, parse_root
-from publisher.snapshot import BlockRef
+from publisher.snapshot import LAST_TIME, BlockRef, check
+from publisher.sources import history, prices, queuelog, shareprice
 from publisher.sources.history_file import load_published
+from publisher.sources.http import HttpClient
 from publisher.watch import Examined, Follower
 
 ROOT = {"format": MANIFEST_FORMAT, "shards": {}, "status": None, "run": 3, "reconciledAt": 1_800_000_000}
@@ -59,3 +66,89 @@ def test_a_log_with_a_malformed_block_number_is_a_one_line_refusal():
         follower.examined = Examined(seen, ("0x" + "11" * 20,), "0x" + "22" * 20, "digest")
         with pytest.raises(PublisherError, match=r"eth_getLogs .* malformed value"):
             follower.look()
+
+
+@pytest.mark.parametrize("ident", [[1], {"n": 1}, True], ids=["a list", "an object", "true"])
+def test_an_answer_whose_id_is_not_an_integer_is_no_answer(ident):
+    with (JsonRpcServer(lambda item: {"jsonrpc": "2.0", "id": ident, "result": "0xdead"}) as server,
+          pytest.raises(PublisherError, match="no answer for eth_chainId")):
+        RpcClient([server.url], max_attempts=1).request("eth_chainId")
+
+
+def test_an_error_whose_code_is_not_an_integer_is_reported():
+    with (JsonRpcServer(lambda item: {"jsonrpc": "2.0", "id": item["id"], "error": {"code": [1], "message": "boom"}}) as server,
+          pytest.raises(PublisherError, match="boom")):
+        RpcClient([server.url], max_attempts=2).request("eth_chainId")
+
+
+def test_a_feed_that_answers_a_call_with_no_data_is_named():
+    with (JsonRpcServer(lambda item: {"jsonrpc": "2.0", "id": item["id"], "result": None}) as server,
+          pytest.raises(PublisherError, match=r"phaseId .* malformed value")):
+        history.feed_event_sources(RpcClient([server.url], max_attempts=1), "0x" + "0a" * 20, 100)
+
+
+WORD = "0x" + "00" * 31
+
+
+@pytest.mark.parametrize("topic, data", [("-0x1", WORD + "10"), (WORD + "01", "0x" + "ff" * 32)],
+                         ids=["a negative price topic", "a timestamp past year 9999"])
+def test_a_price_log_with_a_malformed_topic_or_time_is_refused(topic, data):
+    raw = [{"address": "0x" + "11" * 20, "blockNumber": "0x5", "logIndex": "0x0", "topics": [history.TOPIC_ORACLE, topic], "data": data}]
+    with pytest.raises(PublisherError, match="malformed log"):
+        history._decode(raw, "0x" + "11" * 20, "oracle", 0, 10)
+
+
+@pytest.mark.parametrize("topic", ["0xnothex", None, 7, "-0x7"])
+def test_a_vault_log_with_a_malformed_topic_is_refused(topic):
+    raw = {"address": "0x" + "22" * 20, "blockNumber": "0x5", "logIndex": "0x0",
+           "topics": [shareprice.TOPIC_SYNC, topic], "data": WORD + "01"}
+    with pytest.raises(PublisherError, match="malformed log"):
+        shareprice._decode(raw, "0x" + "22" * 20, 0, 10)
+
+
+@pytest.mark.parametrize("date", ["not-a-date", "9999-12-31", "2026-02-30"])
+def test_a_published_history_with_a_day_no_calendar_has_is_no_prior(tmp_path, date):
+    point = {"date": date, "ggpInAvaxWei": "1", "avaxUsdAnswer": "1", "block": 1, "timestamp": 1}
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps({"points": [point], "meta": {"block": {"number": 5}}}))
+    assert load_published(path) is None
+
+
+def test_queue_files_nested_past_any_parser_are_no_prior(tmp_path):
+    out = tmp_path / "out"
+    (out / "withdrawals").mkdir(parents=True)
+    (out / "withdrawals.json").write_text("[" * 100_000)
+    assert queuelog.load_published(out / "withdrawals.json", out / "withdrawals") is None
+
+
+def test_times_past_year_9999_are_refused_by_the_snapshot_check():
+    m = F.minipool(0, liquid=F.avax(10))
+    check(F.snapshot(minipools=[m], validators=(F.validator(m, LAST_TIME),)))
+    for bad in (F.snapshot(minipools=[m], validators=(F.validator(m, LAST_TIME + 1),)),
+                F.snapshot(minipools=[dataclasses.replace(m, end_time=3 * 10**11)]),
+                F.snapshot(requests=[F.request(0, F.avax(1), expiration_delay=LAST_TIME)])):
+        with pytest.raises(PublisherError, match="year 9999"):
+            check(bad)
+
+
+def test_a_price_too_small_to_be_one_is_a_malformed_answer():
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b'{"avalanche-2": {"usd": 1e-999999999}, "gogopool": {"usd": 5.1}}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        http = HttpClient("price API", f"http://127.0.0.1:{server.server_address[1]}", max_attempts=1)
+        with pytest.raises(PublisherError, match="implausibly small"):
+            prices.fetch_usd(http)
+    finally:
+        server.shutdown()
+        server.server_close()

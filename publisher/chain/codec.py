@@ -18,6 +18,7 @@ back lower-case with 0x, as eth_abi returns them.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache, lru_cache, partial
 from typing import Any
@@ -86,6 +87,16 @@ Decoder = Callable[[bytes, int], Any]
 Encoder = Callable[[Any], bytes]
 Word = Callable[[bytes], Any]
 ZERO = bytes(32)
+_TOPIC = re.compile(r"0x[0-9a-fA-F]{64}")
+
+
+def topic_bytes(text) -> bytes:
+    """A log topic: 32 bytes written as 0x and 64 hex digits; ValueError for anything else (a
+    node's answer is untrusted, and int(text, 16) would take "-0x1")."""
+    if type(text) is not str or _TOPIC.fullmatch(text) is None:
+        raise ValueError("a log topic is not 32 bytes of hex")
+    return bytes.fromhex(text[2:])
+
 ONE = (1).to_bytes(32, "big")
 _from_word = partial(int.from_bytes, byteorder="big")
 

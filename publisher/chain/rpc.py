@@ -140,7 +140,8 @@ class RpcClient:
         self.counters.eth_calls += sum(1 for m, _ in calls if m == "eth_call")
         answer = self._post(payload, calls[0][0] if len(calls) == 1 else f"batch of {len(calls)}")
         items = answer if isinstance(answer, list) else [answer]
-        by_id = {item.get("id"): item for item in items if isinstance(item, dict)}
+        # Only integer ids are ours (True == 1 and a list is no key: both are a node's malformed answer).
+        by_id = {item["id"]: item for item in items if isinstance(item, dict) and type(item.get("id")) is int}
         results: list[Any] = []
         for i, (method, _) in zip(ids, calls, strict=True):
             item = by_id.get(i)
@@ -224,4 +225,5 @@ def _transient(err) -> bool:
         return False
     if "rate limit" in text or "too many requests" in text:
         return True
-    return err.get("code") in RETRY_RPC_CODES and not any(w in text for w in _REQUEST_TOO_BIG)
+    code = err.get("code")
+    return type(code) is int and code in RETRY_RPC_CODES and not any(w in text for w in _REQUEST_TOO_BIG)

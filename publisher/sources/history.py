@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 
 from ..chain import abis
 from ..chain.abi import Fn, event_topic
-from ..chain.codec import DecodingError
+from ..chain.codec import DecodingError, topic_bytes
 from ..chain.rpc import RpcClient, RpcError
 from ..errors import PublisherError
-from ..snapshot import PricePoint, Snapshot
+from ..snapshot import LAST_TIME, PricePoint, Snapshot
 from .history_file import PriorHistory, share_fields
 from .http import one_line
 
@@ -99,6 +99,8 @@ def feed_event_sources(client: RpcClient, feed: str, block: int) -> list[str]:
     proxy, or the feed itself when it is an aggregator."""
     def call(fn: Fn, *args):
         data = client.request("eth_call", [{"to": feed, "data": "0x" + fn.encode(*args).hex()}, hex(block)])
+        if type(data) is not str or not data.startswith("0x"):
+            raise PublisherError(f"{client.describe()} answered eth_call of {fn.name} on {feed} with a malformed value")
         return fn.decode(bytes.fromhex(data[2:]))
 
     try:
@@ -107,7 +109,10 @@ def feed_event_sources(client: RpcClient, feed: str, block: int) -> list[str]:
         return [feed]
     out = []
     for phase in range(1, min(phases, 64) + 1):
-        addr = call(_phase_aggregators, phase)
+        try:
+            addr = call(_phase_aggregators, phase)
+        except (DecodingError, ValueError):
+            raise PublisherError(f"{client.describe()} answered phaseAggregators({phase}) of {feed} with a malformed value") from None
         if int(addr, 16):
             out.append(addr)
     return out or [feed]
@@ -291,12 +296,15 @@ def _decode(raw, sources, kind: str, a: int, b: int) -> list[_Log]:
             if item["address"].lower() not in allowed or not a <= block <= b or len(data) != 32:
                 raise ValueError("unexpected log")
             if kind == "oracle" and len(topics) == 2 and topics[0] == TOPIC_ORACLE:
-                value = int(topics[1], 16)
+                value = int.from_bytes(topic_bytes(topics[1]), "big")
             elif kind == "answer" and len(topics) == 3 and topics[0] == TOPIC_ANSWER:
-                value = int.from_bytes(bytes.fromhex(topics[1][2:]), "big", signed=True)
+                value = int.from_bytes(topic_bytes(topics[1]), "big", signed=True)
             else:
                 raise ValueError("unexpected topics")
+            timestamp = int.from_bytes(data, "big")
+            if timestamp > LAST_TIME:
+                raise ValueError("a timestamp past year 9999")
         except (AttributeError, KeyError, TypeError, ValueError, IndexError):
             raise PublisherError(f"price history: eth_getLogs for blocks {a}..{b} returned a malformed log") from None
-        out.append(_Log(block, index, kind, value, int.from_bytes(data, "big")))
+        out.append(_Log(block, index, kind, value, timestamp))
     return out

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
-from ..snapshot import PricePoint, Snapshot
+from ..snapshot import LAST_TIME, PricePoint, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def load_published(path: str | Path) -> PriorHistory | None:
     try:
         data = json.loads(Path(path).read_text())
         points = tuple(
-            PricePoint(str(i["date"]), int(i["ggpInAvaxWei"]), int(i["avaxUsdAnswer"]), int(i["block"]), int(i["timestamp"]),
+            PricePoint(_date(i["date"]), int(i["ggpInAvaxWei"]), int(i["avaxUsdAnswer"]), int(i["block"]), _time(i["timestamp"]),
                        _optional_int(i.get("ggavaxAssetsPerShareWei")), _optional_int(i.get("ggavaxTime")),
                        _optional_int(i.get("ggavaxBlock")), _optional_str(i.get("ggavaxSource")))
             for i in data["points"]
@@ -121,6 +122,21 @@ def load_published(path: str | Path) -> PriorHistory | None:
         log.warning("cannot resume price history from %s (no usable cursor): rebuilding it", path)
         return None
     return PriorHistory(points, cursor, network, chain_id, cursor_hash, vault)
+
+
+def _date(value) -> str:
+    """A point's day, YYYY-MM-DD, before the last day a next day follows (the history adds one)."""
+    if type(value) is not str or value >= "9999-12-31":
+        raise ValueError("not a day of the history")
+    datetime.strptime(value, "%Y-%m-%d")  # ValueError when it is no date
+    return value
+
+
+def _time(value) -> int:
+    t = int(value)
+    if not 0 <= t <= LAST_TIME:
+        raise ValueError("a time no date shows")
+    return t
 
 
 def _optional_int(value) -> int | None:

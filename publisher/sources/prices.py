@@ -18,6 +18,7 @@ COINGECKO_IDS = {"avax": "avalanche-2", "ggp": "gogopool"}
 # No token of this protocol is worth a billion dollars: a larger quote is a broken API, and
 # refusing it keeps absurd exponents (1e400) out of the arithmetic.
 MAX_USD = Decimal(10) ** 9
+MIN_USD = Decimal(10) ** -9
 
 
 def validate_feed(feed: FeedRound, block: BlockRef, max_age: int) -> None:
@@ -92,5 +93,7 @@ def fetch_usd(http: HttpClient) -> dict[str, Decimal]:
             raise http.malformed(path, f"{coin}.usd is not a positive number")
         if value > MAX_USD:
             raise http.malformed(path, f"{coin}.usd is implausibly large")
+        if value < MIN_USD:  # 1e-999999999 is a number too, whose exact fraction takes minutes to build
+            raise http.malformed(path, f"{coin}.usd is implausibly small")
         out[key] = Decimal(value)
     return out

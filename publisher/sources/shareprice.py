@@ -43,7 +43,7 @@ from datetime import UTC, datetime, timedelta
 
 from ..chain import abis
 from ..chain.abi import event_topic
-from ..chain.codec import DecodingError
+from ..chain.codec import DecodingError, topic_bytes
 from ..chain.reader import WAD, at_hash, find_blocks_at, headers
 from ..chain.rpc import RpcClient, RpcError
 from ..errors import PublisherError
@@ -253,12 +253,13 @@ def _decode(raw, vault: str, a: int, b: int) -> _VaultLog | None:
                                    TOPIC_SYNC: ("sync", 2, 1), TOPIC_TRANSFER: ("transfer", 3, 1)}[topics[0]]
         if len(topics) != n_topics or len(data) != 32 * n_words:
             raise ValueError("unexpected layout")
+        indexed = [int.from_bytes(topic_bytes(t), "big") for t in topics[1:]]
     except (AttributeError, KeyError, TypeError, ValueError, IndexError):
         raise PublisherError(f"ggAVAX share price: eth_getLogs for blocks {a}..{b} returned a malformed log") from None
     if kind == "sync":
-        return _VaultLog(block, index, "sync", words[0], int(topics[1], 16))
+        return _VaultLog(block, index, "sync", words[0], indexed[0])
     if kind == "transfer":
-        mint, burn = int(topics[1], 16) == 0, int(topics[2], 16) == 0
+        mint, burn = indexed[0] == 0, indexed[1] == 0
         if mint and burn:
             raise EventsDisagree(f"log {index} of block {block} moves shares from and to the zero address")
         return _VaultLog(block, index, "mint" if mint else "burn", words[0])

@@ -19,7 +19,7 @@ from typing import TypeVar
 from ..compute.nodeid import node_id
 from ..errors import PublisherError
 from ..protocol import ACTIVE_STATUSES
-from ..snapshot import Minipool, Validator
+from ..snapshot import LAST_TIME, Minipool, Validator
 from .http import HttpClient, SourceUnavailable, one_line
 
 log = logging.getLogger(__name__)
@@ -161,8 +161,8 @@ class Glacier:
         return Validator(
             node_id=p.node_id("nodeId"),
             tx_hash=p.text("txHash"),
-            start_timestamp=p.integer("startTimestamp"),
-            end_timestamp=p.integer("endTimestamp"),
+            start_timestamp=p.time(p.integer("startTimestamp"), "startTimestamp"),
+            end_timestamp=p.time(p.integer("endTimestamp"), "endTimestamp"),
             amount_staked=p.navax("amountStaked"),
             amount_delegated=p.maybe_navax("amountDelegated") or 0,
             delegation_fee_pct=p.percent_text("delegationFee"),
@@ -208,8 +208,8 @@ class PChain:
         return Validator(
             node_id=p.node_id("nodeID"),
             tx_hash=p.text("txID"),
-            start_timestamp=p.navax("startTime"),
-            end_timestamp=p.navax("endTime"),
+            start_timestamp=p.time(p.navax("startTime"), "startTime"),
+            end_timestamp=p.time(p.navax("endTime"), "endTime"),
             amount_staked=stake,
             amount_delegated=p.maybe_navax("delegatorWeight") or 0,
             delegation_fee_pct=p.percent_text("delegationFee"),
@@ -281,6 +281,12 @@ class _Fields:
         if not isinstance(value, str) or not _NAVAX.match(value):
             raise self._bad(key, "is not an integer string")
         return int(value)
+
+    def time(self, value: int, key: str) -> int:
+        """A unix time a date can show (through year 9999)."""
+        if value > LAST_TIME:
+            raise self._bad(key, "is past year 9999")
+        return value
 
     def integer(self, key: str) -> int:
         value = self.maybe_integer(key, optional=False)
