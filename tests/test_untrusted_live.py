@@ -152,3 +152,13 @@ def test_a_price_too_small_to_be_one_is_a_malformed_answer():
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize("number", ["-0x10", "0x_5", "12", 12, None])
+def test_a_block_header_with_a_malformed_number_is_refused(number):
+    from publisher.chain.reader import header_ref
+
+    client = RpcClient(["http://127.0.0.1:9"])
+    assert header_ref({"number": "0x10", "hash": "0x" + "aa" * 32, "timestamp": "0x5"}, client).number == 16
+    with pytest.raises(PublisherError, match="malformed value"):
+        header_ref({"number": number, "hash": "0x" + "aa" * 32, "timestamp": "0x5"}, client)

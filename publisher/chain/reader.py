@@ -10,6 +10,7 @@ import bisect
 import itertools
 import logging
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -109,12 +110,15 @@ def pin_block(client: RpcClient, block: int | None, expected_chain_id: int) -> B
     return header_ref(header, client)
 
 
+_QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")
+
+
 def quantity(value, what: str, client: RpcClient) -> int:
-    """A node's hex quantity, or a one-line error naming the answer (nodes are untrusted input)."""
-    try:
-        return int(value, 16)
-    except (TypeError, ValueError):
-        raise PublisherError(f"{client.describe()} answered {what} with a malformed value") from None
+    """A node's hex quantity, or a one-line error naming the answer (nodes are untrusted input:
+    int(text, 16) alone would take "-0x10" and "0x_5")."""
+    if type(value) is not str or _QUANTITY.fullmatch(value) is None:
+        raise PublisherError(f"{client.describe()} answered {what} with a malformed value")
+    return int(value, 16)
 
 
 def header_ref(header, client: RpcClient) -> BlockRef:
