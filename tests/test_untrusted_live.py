@@ -162,3 +162,13 @@ def test_a_block_header_with_a_malformed_number_is_refused(number):
     assert header_ref({"number": "0x10", "hash": "0x" + "aa" * 32, "timestamp": "0x5"}, client).number == 16
     with pytest.raises(PublisherError, match="malformed value"):
         header_ref({"number": number, "hash": "0x" + "aa" * 32, "timestamp": "0x5"}, client)
+
+
+def test_a_live_history_keyed_by_anything_but_a_day_protects_nothing_and_breaks_nothing():
+    from publisher.build.validate import compare_accumulated
+
+    new = {"/prices/history": json.dumps({"points": [{"date": "2026-12-01", "x": 1}]}).encode()}
+    listed = {"/prices/history": json.dumps({"points": [{"date": ["2026-12-01"], "x": 1}]}).encode()}
+    assert compare_accumulated(listed, new) == []
+    longer = {"/prices/history": json.dumps({"points": [{"date": "2026-11-30"}, {"date": "2026-12-01"}]}).encode()}
+    assert "would shrink" in compare_accumulated(longer, new)[0]

@@ -313,8 +313,8 @@ def compare_accumulated(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> l
             continue
         try:
             before = strict_loads(old[path])[field]
-            if not isinstance(before, list) or not all(isinstance(e, dict) and key in e for e in before):
-                continue
+            if not isinstance(before, list) or not all(isinstance(e, dict) and type(e.get(key)) in (str, int) for e in before):
+                continue  # entries keyed by anything but a string or number are no file this code wrote
         except (ValueError, KeyError, TypeError):
             continue  # a previous file we cannot read protects nothing
         try:
