@@ -237,6 +237,19 @@ def test_a_limit_of_zero_requests_per_call_funds_nothing():
     assert all(p.fundable_now for p in unlimited.places.values())
 
 
+def test_a_request_the_reward_streams_end_funds_is_not_said_to_wait_for_minipools():
+    v = F.vault(released=avax(1000), supply=avax(1000), staking=avax(990), rewards=avax(20), last_sync=NOW - 5 * DAY,
+                cycle_end=NOW + 5 * DAY)
+    r = F.request(0, avax(25))  # 10 AVAX liquid now, 20 more once the stream has released it all
+    place = Q.schedule(F.snapshot(ggavax=v, requests=[r])).places[0]
+    assert (place.funding_time, place.funded_by) == (NOW + 5 * DAY, "stream")
+    assert "reward stream" in Q.advice(r, place) and "minipool" not in Q.advice(r, place)
+    m, val = staking_pool(1, 50, NOW + 2 * DAY)
+    later = Q.schedule(F.snapshot(ggavax=v, requests=[F.request(0, avax(70))], minipools=[m], validators=(val,),
+                                  paused={"MinipoolManager": True})).places[0]
+    assert later.funded_by == "returns"  # the stream's end and a minipool's return both needed: the last is a return
+
+
 def test_advice_for_a_funding_after_the_announced_window_says_so():
     r = F.request(0, avax(30), requested=NOW, expiration_delay=60 * DAY)
     m, v = staking_pool(1, 50, NOW + 20 * DAY)

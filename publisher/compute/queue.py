@@ -92,7 +92,7 @@ class Place:
     funding_time: int | None  # estimated funding time (None: fundable now, overdue, or beyond the known returns)
     fundable_now: bool  # the liquidity covers it (and everything ahead) at the depositor's next calls
     depositor_calls: int | None  # fundable now: how many depositor calls reach it (1 = the next)
-    funded_by: str | None  # "liquidity", "returns" or None (not covered by what is known)
+    funded_by: str | None  # "liquidity", "returns", "stream" (the reward stream's end) or None (not covered)
     expires_first: bool  # pending, and its expiration comes before its estimated funding
     # Covered by the returns of minipools whose validation has ended but whose end is not recorded:
     # funded in the block after Rialto records them, which no one can date (no funding time, then).
@@ -318,6 +318,7 @@ class Events:
     returns: tuple[Return, ...]
     restakes: tuple[Restake, ...]
     unscheduled: int
+    stream_serve: int | None = None  # the index in serves of the reward stream's end, when no minipool ends then
 
 
 def minipool_events(snap: Snapshot) -> Events:
@@ -338,6 +339,7 @@ def minipool_events(snap: Snapshot) -> Events:
         todo.append((v.rewards_cycle_end, -1, len(todo), None))
     heapq.heapify(todo)
     pushed = len(todo)
+    stream = None
     while todo:
         t = todo[0][0]
         delta = 0
@@ -352,9 +354,11 @@ def minipool_events(snap: Snapshot) -> Events:
             if later is not None:
                 heapq.heappush(todo, (later.end, p.m.index, pushed, later))
                 pushed += 1
+        if not ended:  # only the stream's end is due then
+            stream = len(serves)
         serves.append((t, delta))
     returns.sort(key=lambda r: (r.time, r.node_id))
-    return Events(tuple(serves), tuple(returns), tuple(restaked), unscheduled)
+    return Events(tuple(serves), tuple(returns), tuple(restaked), unscheduled, stream)
 
 
 def _staking_pools(snap: Snapshot) -> tuple[list[_Pool], int]:
@@ -426,7 +430,7 @@ def schedule(snap: Snapshot) -> Schedule:
         places[r.id] = Place(
             st, False, True, can_reclaim(r, now, paused_deposits), None, k + 1, ahead,
             None if first or overdue else when, first, call if first else None,
-            None if when is None else ("liquidity" if first else "returns"),
+            None if n is None else "liquidity" if first else "stream" if n - 1 == ev.stream_serve else "returns",
             when is not None and not overdue and when >= r.expiration_time and st == RequestStatus.PENDING,
             overdue=overdue, deposits_paused=paused_deposits)
         ahead += r.expected_assets
@@ -487,7 +491,9 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
         wait = ("Wait: minipools whose validation has already ended return enough to fund it; the depositor funds it "
                 "once Rialto records their ends, which no one can date.")
     elif place.funding_time is not None:
-        wait = f"Wait: minipool returns are expected to fund it at {when(place.funding_time)}."
+        source = ("the vault's current reward stream, all released then, is" if place.funded_by == "stream"
+                  else "minipool returns are")
+        wait = f"Wait: {source} expected to fund it at {when(place.funding_time)}."
     else:
         wait = "Wait or cancel: no minipool return known today covers it."
     if place.expires_first:
