@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import sys
 import types
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import jsonin
 from .errors import PublisherError, every_cause
 from .protocol import MinipoolStatus
 
@@ -399,7 +399,7 @@ class Snapshot:
     @classmethod
     def from_json(cls, text: str) -> Snapshot:
         try:
-            data = _parse(text)
+            data = jsonin.loads(text)
         except (ValueError, RecursionError) as exc:
             raise PublisherError(f"snapshot is not valid JSON: {exc}") from None
         if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
@@ -532,21 +532,6 @@ def _data_problems(snap: Snapshot) -> list[str]:
 
 
 _SAFE = 2**53
-# The C JSON parser recurses on the C stack. py_ecc (pulled in by web3) raises the recursion limit
-# to 100 000, deep enough for a crafted, deeply nested file to overflow that stack and crash the
-# interpreter instead of raising RecursionError; parse under the ordinary limit.
-_JSON_RECURSION_LIMIT = 2000
-
-
-def _parse(text: str):
-    limit = sys.getrecursionlimit()
-    if limit <= _JSON_RECURSION_LIMIT:
-        return json.loads(text)
-    sys.setrecursionlimit(_JSON_RECURSION_LIMIT)
-    try:
-        return json.loads(text)
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 def to_jsonable(obj):

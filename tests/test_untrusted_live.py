@@ -172,3 +172,21 @@ def test_a_live_history_keyed_by_anything_but_a_day_protects_nothing_and_breaks_
     assert compare_accumulated(listed, new) == []
     longer = {"/prices/history": json.dumps({"points": [{"date": "2026-11-30"}, {"date": "2026-12-01"}]}).encode()}
     assert "would shrink" in compare_accumulated(longer, new)[0]
+
+
+def test_deep_nesting_is_refused_even_where_a_library_raised_the_recursion_limit(tmp_path):
+    """web3's py_ecc sets the limit to 100 000, where json.loads of 100 000 brackets overflows the C
+    stack and kills the interpreter: the loaders of what comes from outside parse within their own
+    depth."""
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(100_000)
+    try:
+        deep = b"[" * 100_000
+        assert parse_root(deep) is None
+        path = tmp_path / "history.json"
+        path.write_bytes(deep)
+        assert load_published(path) is None
+    finally:
+        sys.setrecursionlimit(limit)

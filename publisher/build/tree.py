@@ -28,6 +28,7 @@ from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 from typing import NamedTuple
 
+from .. import jsonin
 from ..endpoints.registry import file_for, url_for
 
 RECORD = ".build.json"
@@ -110,7 +111,7 @@ def read_record(tree: Path | None, known: Records | None = None) -> Record | Non
         hit = known.get(digest) if known is not None else None
         if hit is not None:
             return Record(hit[0], hit[1], written - RACY_NS)
-        doc = json.loads(data)
+        doc = jsonin.loads(data)
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("format") != RECORD_FORMAT or not isinstance(doc.get("files"), dict):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import jsonschema_rs
 
+from .. import jsonin
 from ..endpoints.meta import STATUS_PATH
 from ..endpoints.registry import Accumulates, Bound, Check, Endpoint, Limits, Row, Run, load_all, match, url_for
 from ..errors import PublisherError
@@ -40,7 +41,7 @@ def strict_loads(data: bytes | str):
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", data, 0)
     else:
         data = data.decode(json.detect_encoding(data), "surrogatepass")
-    return _STRICT.decode(data)
+    return jsonin.within(_STRICT.decode, data)
 
 
 @cache

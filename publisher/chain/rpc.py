@@ -14,6 +14,7 @@ from typing import Any
 
 import requests
 
+from .. import jsonin
 from ..errors import PublisherError
 from ..transport import Backoff, BodyTooLarge, Exhausted, Retry, check_url, mask_url, with_retries  # noqa: F401 (mask_url: re-export)
 from ..transport import attempt as send_attempt
@@ -182,7 +183,7 @@ class RpcClient:
             if resp.status_code != 200:
                 raise RpcUnavailable(f"{self._where()} answered HTTP {resp.status_code} to {what}")
             try:
-                answer = json.loads(body)
+                answer = jsonin.loads(body)
             except (ValueError, RecursionError):  # RecursionError: hostile nesting such as 50 MB of "["
                 raise Retry("malformed JSON") from None
             if self._retryable_error(answer):

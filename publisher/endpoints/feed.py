@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import json
 import time
 import xml.etree.ElementTree as ET
 from calendar import timegm
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
+from .. import jsonin
 from ..snapshot import Receipt
 from . import withdrawals as W
 from .calendar import DOMAIN, amount, when_utc
@@ -229,7 +229,7 @@ def _state(digest: bytes, network: str, chain_id: int, data: bytes) -> dict | No
 
 def _parse_state(data: bytes, network: str, chain_id: int) -> dict | None:
     try:
-        body = json.loads(data)
+        body = jsonin.loads(data)
         meta = body["meta"]
         if body["status"] != "ok" or meta["network"] != network or meta["chainId"] != chain_id:
             return None

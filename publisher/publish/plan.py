@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from .. import jsonin
 from ..endpoints.registry import CACHE_POLICIES, match
 
 MANIFEST_KEY = "_manifest.json"
@@ -157,7 +158,7 @@ def parse_root(data: bytes | None) -> Root | None:
     if not data:
         return None
     try:
-        doc = json.loads(data)
+        doc = jsonin.loads(data)
         if doc["format"] != MANIFEST_FORMAT or not isinstance(doc["shards"], dict):
             return None
         return Root({str(k): str(v) for k, v in doc["shards"].items()}, doc.get("status"),
@@ -168,7 +169,7 @@ def parse_root(data: bytes | None) -> Root | None:
 
 def parse_shard(data: bytes | None) -> dict[str, dict] | None:
     try:
-        doc = json.loads(data or b"")
+        doc = jsonin.loads(data or b"")
     except ValueError:
         return None
     return {k: v for k, v in doc.items() if isinstance(v, dict)} if isinstance(doc, dict) else None

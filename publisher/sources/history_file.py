@@ -5,12 +5,12 @@ chain: the endpoint writes these fields without a node, and ``publisher check`` 
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from .. import jsonin
 from ..snapshot import LAST_TIME, PricePoint, Snapshot
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def load_published(path: str | Path) -> PriorHistory | None:
     was written by an earlier version: it resumes all the same). None when the file is absent or
     unusable, which costs only a full rebuild."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = jsonin.loads(Path(path).read_text())
         points = tuple(
             PricePoint(_date(i["date"]), int(i["ggpInAvaxWei"]), int(i["avaxUsdAnswer"]), int(i["block"]), _time(i["timestamp"]),
                        _optional_int(i.get("ggavaxAssetsPerShareWei")), _optional_int(i.get("ggavaxTime")),

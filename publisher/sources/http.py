@@ -13,6 +13,7 @@ from decimal import Decimal
 
 import requests
 
+from .. import jsonin
 from ..errors import PublisherError
 from ..transport import Backoff, BodyTooLarge, Exhausted, check_url, with_retries
 from ..transport import attempt as send_attempt
@@ -104,7 +105,7 @@ class HttpClient:
                 raise SourceUnavailable(f"{self.where(path)} failed: HTTP {resp.status_code}")
             try:
                 # Decimals keep numbers exact as the source wrote them (prices, uptime percent).
-                return json.loads(body, parse_float=Decimal)
+                return jsonin.loads(body, parse_float=Decimal)
             except (ValueError, RecursionError):
                 raise self.malformed(path, "not JSON") from None
 

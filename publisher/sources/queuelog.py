@@ -36,7 +36,6 @@ are all a pruned node needs to answer.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import re
@@ -46,6 +45,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
+from .. import jsonin
 from ..chain import abis
 from ..chain.abi import event_topic
 from ..chain.codec import checksum
@@ -557,7 +557,7 @@ def load_published(path: str | Path, requesters: str | Path | None = None) -> Pr
     the logs from the start block again."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = jsonin.loads(path.read_text())
         meta, summary = data["meta"], data.get("receipts")
         block = meta["block"]
         queue, network, chain_id, number, block_hash = data["address"], meta["network"], meta["chainId"], block["number"], block["hash"]
@@ -628,7 +628,7 @@ def load_receipts(folder: Path) -> tuple[Receipt, ...]:
         hit = _PARSED.get(entry.path)
         if hit is None or hit[0] != identity:
             with open(entry.path, "rb") as fh:
-                body = json.loads(fh.read())
+                body = jsonin.loads(fh.read())
             who = body["requester"]
             if not isinstance(who, str) or checksum(who) != who or who.lower() != entry.name[:-5]:
                 raise ValueError(f"{entry.name} names requester {who!r}")
