@@ -60,18 +60,19 @@ def build(snap: Snapshot, profile: Profile, out: str | Path, *, cache: Cache, wo
 
 def read_and_build(profile: Profile, out: str | Path, block: int | None = None, *, cache: Cache, workers: int,
                    force: bool = False, full: bool = False, progress: Progress | None = None,
-                   history_from: Path | None = None) -> Run:
+                   history_from: Path | None = None, not_older: bool = False) -> Run:
     """The snapshot at ``block`` (the head when None), built into ``out`` (see ``build``). The price
     history resumes from ``history_from`` (a published ``/prices/history``), else from the one
     ``out`` already holds; the withdraw queue's log scan (its activity and receipts) from the
-    ``/withdrawals`` and the requester files ``out`` holds."""
+    ``/withdrawals`` and the requester files ``out`` holds. ``not_older``: refuse a block older than
+    ``out``'s even when ``force`` lets the build through."""
     from .collect import collect
     from .sources import queuelog
 
     t0 = time.monotonic()
     prior = history_file.load_published(history_from or Path(out) / "prices" / "history.json")
     got = collect(profile, block, progress, history_prior=prior, queue_prior=_queue_prior(Path(out), cache), known=cache.known)
-    if got.replaced is not None and not force:
+    if (got.replaced is not None and not force) or not_older:
         _new_head_not_older(got, Path(out))
     t1 = time.monotonic()
     built = build(got.snapshot, profile, out, cache=cache, workers=workers, force=force, full=full)
@@ -97,17 +98,23 @@ def _queue_prior(out: Path, cache: Cache) -> PriorActivity | None:
 
 
 def _new_head_not_older(got: Collected, out: Path) -> None:
-    """After a reorg the run read the new head: one older than the live run's block is refused
-    naming the reorg, its cause (build's own guard would name only the older block)."""
+    """A block older than the one ``out`` holds is refused before anything is built: after a
+    reorg, naming it (the build's own guard would name only the older block), or from a node behind
+    the one read last (a lagging fallback URL): built anyway, ``out`` would move back, its price
+    history rebuilt shorter than the live one, which every later run would then be refused for."""
     snap = got.snapshot
     try:
         status = (out / "status.json").read_bytes()
     except OSError:
         return
-    if older_block(status, snap.network, snap.chain_id, snap.block.number) and got.replaced is not None:
-        live = strict_loads(status)["block"]["number"]
+    if not older_block(status, snap.network, snap.chain_id, snap.block.number):
+        return
+    live = strict_loads(status)["block"]["number"]
+    if got.replaced is not None:
         raise PublisherError(f"{got.replaced.what()}, and the new head, block {snap.block.number}, is older than the "
                              f"last run's {live}: nothing was written")
+    raise PublisherError(f"block {snap.block.number} is older than the last run's {live} (a node behind the one read "
+                         "last?): nothing was written")
 
 
 def read_build_publish(profile: Profile, out: str | Path, target: Target, *, cache: Cache, workers: int,
@@ -120,7 +127,7 @@ def read_build_publish(profile: Profile, out: str | Path, target: Target, *, cac
     # The change bounds are applied once, by publish, against the live data users see: the local
     # tree may be older than what is live (a move published by hand with --force), and bounding
     # against it would refuse that move forever. Schemas and invariants still hold every build.
-    run = read_and_build(profile, out, cache=cache, workers=workers, force=True, history_from=history_from)
+    run = read_and_build(profile, out, cache=cache, workers=workers, force=True, history_from=history_from, not_older=True)
     t0 = time.monotonic()
     run.published = publish(out, target.bucket, target.prefix, endpoint_url=target.endpoint_url,
                             region=target.region, distribution_id=target.distribution_id, max_age=target.max_age,

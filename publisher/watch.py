@@ -34,7 +34,7 @@ from .build.incremental import Cache
 from .chain import abis
 from .chain.multicall import Call, Multicall
 from .chain.reader import at_hash, header_ref, quantity, registry_key
-from .chain.rpc import RpcClient
+from .chain.rpc import RpcClient, RpcError
 from .config import Profile
 from .deadline import DeadlineExceeded, deadline, run_seconds
 from .errors import PublisherError, cause
@@ -79,15 +79,9 @@ class Follower:
             return head, None
         if head.number - seen.block.number > LOG_SPAN:
             return head, f"{head.number - seen.block.number} blocks since the last look"
-        logs = self.client.request("eth_getLogs", [{"fromBlock": hex(seen.block.number + 1), "toBlock": hex(head.number),
-                                                    "address": list(seen.addresses)}])
-        if not isinstance(logs, list):
-            raise PublisherError(f"{self.client.describe()} answered eth_getLogs with a malformed value")
-        if logs:
-            blocks = sorted({quantity(entry["blockNumber"], "eth_getLogs (a log's blockNumber)", self.client)
-                             for entry in logs if isinstance(entry, dict) and "blockNumber" in entry})
-            where = f" in block {blocks[0]}" if len(blocks) == 1 else f" in {len(blocks)} blocks" if blocks else ""
-            return head, f"logs ({len(logs)}{where})"
+        logged = self._logs(seen, head)
+        if logged:
+            return head, logged
         if seen.deadline is not None and head.timestamp >= seen.deadline:
             return head, "deadline (a withdrawal request's claimable or expiration time passed)"
         digest = self._digest(head, seen.dao)
@@ -106,6 +100,23 @@ class Follower:
         now, q = snap.block.timestamp, snap.withdraw_queue
         times = [t for r in (q.requests if q else ()) for t in (r.claimable_time, r.expiration_time) if t > now]
         self.examined = Examined(snap.block, tuple(sorted(watched)), dao, self._digest(snap.block, dao), min(times, default=None))
+
+    def _logs(self, seen: Examined, head: BlockRef) -> str | None:
+        """Why the blocks after ``seen`` through ``head`` must be published for their logs; None
+        when they have none of the watched contracts'."""
+        try:
+            logs = self.client.request("eth_getLogs", [{"fromBlock": hex(seen.block.number + 1), "toBlock": hex(head.number),
+                                                        "address": list(seen.addresses)}])
+        except RpcError as exc:  # a node that serves no logs (or not this range): a run reads what changed
+            return f"logs unreadable ({exc.rpc_message})"
+        if not isinstance(logs, list):
+            raise PublisherError(f"{self.client.describe()} answered eth_getLogs with a malformed value")
+        if not logs:
+            return None
+        blocks = sorted({quantity(entry["blockNumber"], "eth_getLogs (a log's blockNumber)", self.client)
+                         for entry in logs if isinstance(entry, dict) and "blockNumber" in entry})
+        where = f" in block {blocks[0]}" if len(blocks) == 1 else f" in {len(blocks)} blocks" if blocks else ""
+        return f"logs ({len(logs)}{where})"
 
     def _head(self) -> BlockRef:
         return header_ref(self.client.request("eth_getBlockByNumber", ["latest", False]), self.client)
@@ -166,7 +177,6 @@ def _watch(profile: Profile, out: str | Path, target: Target, *, poll: float, he
                 run = read_build_publish(profile, out, target, cache=cache, workers=workers, history_from=history_from,
                                          sink=live.sink)
                 live.published()
-                follower.published(run.collected.snapshot)
         except (PublisherError, DeadlineExceeded, OSError) as exc:
             failures += 1
             pending = why
@@ -176,6 +186,12 @@ def _watch(profile: Profile, out: str | Path, target: Target, *, poll: float, he
         failures, pending, done = 0, None, done + 1
         last_publish = time.monotonic()
         echo(describe(run, why, head, last_publish - seen_at))
+        try:  # published: a failure here only costs the next look its starting point
+            with deadline(POLL_DEADLINE, "a look at the published block"):
+                follower.published(run.collected.snapshot)
+        except (PublisherError, DeadlineExceeded) as exc:
+            follower.examined = None
+            echo(f"warning   {cause(exc)}; the next look starts from the head")
         del run
         collect_between_turns()  # now that the block is live
     return done
@@ -247,4 +263,5 @@ def describe(run: Run, why: str, head: BlockRef, seconds: float) -> str:
 
 
 def _backoff(poll: float, failures: int) -> float:
-    return round(min(max(poll, 0.5) * 2 ** failures, MAX_BACKOFF), 1)
+    # The exponent capped: a float poll times 2 ** 1024 overflows, after some 17 hours of failures.
+    return round(min(max(poll, 0.5) * 2 ** min(failures, 16), MAX_BACKOFF), 1)

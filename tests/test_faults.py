@@ -216,6 +216,24 @@ def test_headers_dripped_to_a_worker_thread_are_cut_at_the_deadline():
     assert box["seconds"] < 4  # the whole answer would take 16 s to drip
 
 
+def test_a_block_older_than_outs_is_refused_before_anything_is_built(demo, demo_profile, tmp_path):
+    """A fallback node behind the one read last: a watch's run (forced past the build's own bound)
+    refuses before building, so out/ does not move back to a block whose rebuilt price history would
+    be shorter than the live one, which every later run would then be refused for."""
+    from publisher.build.incremental import Cache
+    from publisher.build.validate import load_dir
+    from publisher.errors import PublisherError
+    from publisher.runs import read_and_build
+
+    out = tmp_path / "out"
+    first = read_and_build(demo_profile, out, cache=Cache(), workers=1)
+    before = load_dir(out)
+    older = first.collected.snapshot.block.number - 1
+    with pytest.raises(PublisherError, match=f"block {older} is older than the last run's"):
+        read_and_build(demo_profile, out, older, cache=Cache(), workers=1, force=True, not_older=True)
+    assert load_dir(out) == before
+
+
 def test_head_moving_during_the_run_keeps_one_block(demo, tmp_path):
     """A block is mined before every request: the run still reads one block, and the published
     hash is that block's canonical hash."""

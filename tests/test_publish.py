@@ -299,6 +299,20 @@ def test_a_lost_manifest_means_a_reconcile_not_a_full_upload(dirs, s3, bucket, e
     assert run(dirs["base"], bucket, endpoint).plan.empty
 
 
+def test_a_reconcile_time_ahead_of_the_clock_is_due(dirs, s3, bucket, endpoint):
+    """A root whose last reconcile is in the future (a skewed clock, or an edit) would otherwise
+    never be reconciled again: an object lost meanwhile would stay lost."""
+    import time
+
+    run(dirs["base"], bucket, endpoint)
+    root = json.loads(get(s3, bucket, MANIFEST_KEY))
+    s3.put_object(Bucket=bucket, Key=MANIFEST_KEY, Body=json.dumps({**root, "reconciledAt": int(time.time()) + 10**9}).encode())
+    s3.delete_object(Bucket=bucket, Key="prices/tj")
+    result = run(dirs["base"], bucket, endpoint)
+    assert result.plan.reconcile and "prices/tj" in [i.key for i in result.plan.upload]
+    assert published(s3, bucket) == etags(expected(dirs["base"]))
+
+
 def test_a_reconcile_runs_when_the_last_is_old(dirs, s3, bucket, endpoint, monkeypatch):
     import time
 

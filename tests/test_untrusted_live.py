@@ -190,3 +190,10 @@ def test_deep_nesting_is_refused_even_where_a_library_raised_the_recursion_limit
         assert load_published(path) is None
     finally:
         sys.setrecursionlimit(limit)
+
+
+def test_the_watch_backs_off_at_most_its_bound_however_long_it_fails():
+    from publisher.watch import MAX_BACKOFF, _backoff
+
+    assert _backoff(0.1, 1) == 0.5 * 2 and _backoff(0.1, 2000) == MAX_BACKOFF  # 2.0 ** 2000 would overflow
+

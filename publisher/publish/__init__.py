@@ -161,7 +161,8 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
             raise PublisherError(f"refusing to publish to {target}: {every_cause(problems)}; --force overrides")
 
     now = int(time.time())
-    reconcile = verify or live_root is None or now - live_root.reconciled_at >= RECONCILE_SECONDS
+    # A reconcile time ahead of this clock (skewed, or written by hand) is no reason never to reconcile.
+    reconcile = verify or live_root is None or not 0 <= now - live_root.reconciled_at < RECONCILE_SECONDS
     listing = md5 = None
     if reconcile:
         listing = sink.listing(prefix)

@@ -170,7 +170,7 @@ def parse_root(data: bytes | None) -> Root | None:
 def parse_shard(data: bytes | None) -> dict[str, dict] | None:
     try:
         doc = jsonin.loads(data or b"")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return {k: v for k, v in doc.items() if isinstance(v, dict)} if isinstance(doc, dict) else None
 
