@@ -185,13 +185,15 @@ def _watch(profile: Profile, out: str | Path, target: Target, *, poll: float, he
             continue
         failures, pending, done = 0, None, done + 1
         last_publish = time.monotonic()
-        echo(describe(run, why, head, last_publish - seen_at))
+        lost = None
         try:  # published: a failure here only costs the next look its starting point
             with deadline(POLL_DEADLINE, "a look at the published block"):
                 follower.published(run.collected.snapshot)
         except (PublisherError, DeadlineExceeded) as exc:
-            follower.examined = None
-            echo(f"warning   {cause(exc)}; the next look starts from the head")
+            follower.examined, lost = None, exc
+        echo(describe(run, why, head, last_publish - seen_at))
+        if lost is not None:
+            echo(f"warning   {cause(lost)}; the next look starts from the head")
         del run
         collect_between_turns()  # now that the block is live
     return done
