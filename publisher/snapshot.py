@@ -400,7 +400,7 @@ class Snapshot:
     def from_json(cls, text: str) -> Snapshot:
         try:
             data = jsonin.loads(text)
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             raise PublisherError(f"snapshot is not valid JSON: {exc}") from None
         if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
             raise PublisherError(f"snapshot format is not {SNAPSHOT_FORMAT}")

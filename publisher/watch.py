@@ -193,7 +193,7 @@ def _watch(profile: Profile, out: str | Path, target: Target, *, poll: float, he
             follower.examined, lost = None, exc
         echo(describe(run, why, head, last_publish - seen_at))
         if lost is not None:
-            echo(f"warning   {cause(lost)}; the next look starts from the head")
+            echo(f"warning   {cause(lost)}; the next look publishes afresh")
         del run
         collect_between_turns()  # now that the block is live
     return done

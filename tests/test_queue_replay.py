@@ -166,6 +166,7 @@ def test_a_per_call_limit_of_0_funds_nothing(demo, demo_profile, tmp_path):
         got = published_against_replay(demo, demo_profile, tmp_path, "limit-0")
     assert got["rows"] and not any(r["fundableNow"] or r["published"] or r["replayed"] for r in got["rows"])
     assert any("maxRequestsPerDeposit is 0" in a for a in got["body"]["schedule"]["assumptions"])
+    assert "maxRequestsPerDeposit is 0" in got["body"]["schedule"]["outlook"]
 
 
 def test_a_per_call_limit_of_3_with_closed_ids_at_the_front(demo, demo_profile, tmp_path):

@@ -219,6 +219,12 @@ def test_an_overdue_end_is_processed_in_the_block_after_and_launched_pools_retur
                                   paused={"MinipoolManager": True}))
     assert later.places[0] == place  # an hour later: the same place, so the same requester file
     assert plan.unscheduled_avax == avax(70)
+    # The estimate before a request follows the same rule: no date, and a caveat saying why.
+    p = Q.estimate_params(s, None, None, plan)
+    assert p is not None
+    out = L.estimate(p, avax=avax(30))
+    assert out["awaitsOverdueReturns"] and out["estimatedFundingTime"] is None and not out["fundableNow"]
+    assert any("Rialto records their ends" in c for c in out["caveats"])
 
 
 def test_a_limit_of_zero_requests_per_call_funds_nothing():
@@ -229,10 +235,14 @@ def test_a_limit_of_zero_requests_per_call_funds_nothing():
     plan = Q.schedule(zero)
     assert plan.covered == 0 and not any(p.fundable_now for p in plan.places.values())
     assert any("maxRequestsPerDeposit is 0" in a for a in plan.assumptions)
+    text = Q.advice(reqs[0], plan.places[0])
+    assert "maxRequestsPerDeposit is 0" in text and "no minipool return" not in text
     p = Q.estimate_params(zero, None, None)
     assert p is not None and p.limit == 0
     out = L.estimate(p, avax=avax(1))
     assert not out["fundableNow"] and out["estimatedFundingTime"] is None
+    assert any("maxRequestsPerDeposit is 0" in c for c in out["caveats"])
+    assert not any("no minipool return" in c for c in out["caveats"])
     unlimited = Q.schedule(at_par(withdraw_queue=F.queue(reqs, max_requests_per_deposit=None)))
     assert all(p.fundable_now for p in unlimited.places.values())
 

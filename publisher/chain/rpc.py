@@ -184,7 +184,7 @@ class RpcClient:
                 raise RpcUnavailable(f"{self._where()} answered HTTP {resp.status_code} to {what}")
             try:
                 answer = jsonin.loads(body)
-            except (ValueError, RecursionError):  # RecursionError: hostile nesting such as 50 MB of "["
+            except ValueError:  # hostile nesting such as 50 MB of "[" too (jsonin)
                 raise Retry("malformed JSON") from None
             if self._retryable_error(answer):
                 raise Retry("node busy (JSON-RPC error)")

@@ -279,12 +279,16 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     served = _serve_new(p, b, new, resume)
     when, serve, call = served.funded.get(p.next_request_id, (None, None, None))
     now_fundable = serve == 1
-    caveats = _state_caveats(p, expires) + _request_caveats(p, expected, delay, when, expires)
+    # A later serve in the block after the params' is an overdue end's, which no one can date (the schedule's rule).
+    overdue = when is not None and not now_fundable and when <= t0 + 1
+    if overdue:
+        when = None
+    caveats = _state_caveats(p, expires) + _request_caveats(p, expected, delay, when, expires, overdue)
     return {
         "sharesWei": str(shares), "expectedAvaxWei": str(expected),
         "position": p.pending_count + 1, "aheadAvaxWei": str(p.pending_avax),
         "fundableNow": now_fundable, "depositorCalls": call if now_fundable else None,
-        "estimatedFundingTime": None if when is None or now_fundable else when,
+        "estimatedFundingTime": None if when is None or now_fundable else when, "awaitsOverdueReturns": overdue,
         "requestTime": t0, "claimableTime": claimable, "expirationDelay": delay, "expirationTime": expires,
         "expiresBeforeFunding": when is not None and when >= expires,
         "caveats": caveats,
@@ -323,14 +327,20 @@ def _state_caveats(p: Params, expires: int) -> list[str]:
     return caveats
 
 
-def _request_caveats(p: Params, expected: int, delay: int, when: int | None, expires: int) -> list[str]:
+def _request_caveats(p: Params, expected: int, delay: int, when: int | None, expires: int, overdue: bool) -> list[str]:
     """What is wrong with this request itself, or with when it would be funded."""
     caveats = []
     if expected == 0:
         caveats.append("these shares are worth 0 AVAX: the queue refuses such a request")
     if delay > p.max_expiration_delay:
         caveats.append(f"the queue refuses an expiration delay above its maximum of {p.max_expiration_delay} seconds")
-    if when is None:
+    if p.limit == 0:
+        caveats.append("maxRequestsPerDeposit is 0: the depositor's calls fund no request until the queue's admin "
+                       "raises it")
+    elif overdue:
+        caveats.append("it waits for minipools whose validation has ended: the depositor funds it once Rialto records "
+                       "their ends, which no one can date")
+    elif when is None:
         caveats.append("no minipool return known today covers it: it waits for new deposits or returns the "
                        "schedule cannot date")
     elif when >= expires:

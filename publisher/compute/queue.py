@@ -98,6 +98,7 @@ class Place:
     # funded in the block after Rialto records them, which no one can date (no funding time, then).
     overdue: bool = False
     deposits_paused: bool = False  # ggAVAX takes no deposits: a funded request that expires is stuck
+    calls_fund_nothing: bool = False  # the queue's per-call limit is 0: no depositor call funds a request
 
 
 @dataclass(frozen=True)
@@ -432,7 +433,7 @@ def schedule(snap: Snapshot) -> Schedule:
             None if first or overdue else when, first, call if first else None,
             None if n is None else "liquidity" if first else "stream" if n - 1 == ev.stream_serve else "returns",
             when is not None and not overdue and when >= r.expiration_time and st == RequestStatus.PENDING,
-            overdue=overdue, deposits_paused=paused_deposits)
+            overdue=overdue, deposits_paused=paused_deposits, calls_fund_nothing=limit == 0)
         ahead += r.expected_assets
     for r in q.requests:
         if r.fulfilled:
@@ -484,18 +485,7 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
                 "anyone reclaim it (your original shares back). The depositor may still fund it, and a request "
                 "funded after its expiration can only be reclaimed.")
     cancel = " You may cancel it at any time (ggAVAX back at today's rate)."
-    if place.fundable_now:
-        calls = "next call" if place.depositor_calls == 1 else f"{place.depositor_calls} calls from now"
-        wait = f"Wait: the vault's liquidity already covers it, and the depositor's {calls} funds it."
-    elif place.overdue:
-        wait = ("Wait: minipools whose validation has already ended return enough to fund it; the depositor funds it "
-                "once Rialto records their ends, which no one can date.")
-    elif place.funding_time is not None:
-        source = ("the vault's current reward stream, all released then, is" if place.funded_by == "stream"
-                  else "minipool returns are")
-        wait = f"Wait: {source} expected to fund it at {when(place.funding_time)}."
-    else:
-        wait = "Wait or cancel: no minipool return known today covers it."
+    wait = _wait(place)
     if place.expires_first:
         wait += (f" It expires at {when(r.expiration_time)}, before that: funded later, it could only be reclaimed;"
                  " cancelling before then gets your ggAVAX back.")
@@ -505,6 +495,24 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
         window = ""  # a claim cannot come before a funding that comes after it
     return wait + cancel + (f" Once funded, claim it before it expires at {when(r.expiration_time)}{window}."
                             if not place.expires_first else "")
+
+
+def _wait(place: Place) -> str:
+    """What a pending request waits for, in a sentence."""
+    if place.fundable_now:
+        calls = "next call" if place.depositor_calls == 1 else f"{place.depositor_calls} calls from now"
+        return f"Wait: the vault's liquidity already covers it, and the depositor's {calls} funds it."
+    if place.overdue:
+        return ("Wait: minipools whose validation has already ended return enough to fund it; the depositor funds it "
+                "once Rialto records their ends, which no one can date.")
+    if place.funding_time is not None:
+        source = ("the vault's current reward stream, all released then, is" if place.funded_by == "stream"
+                  else "minipool returns are")
+        return f"Wait: {source} expected to fund it at {when(place.funding_time)}."
+    if place.calls_fund_nothing:
+        return ("Wait or cancel: the queue's maxRequestsPerDeposit is 0, so the depositor's calls fund no request "
+                "until its admin raises it.")
+    return "Wait or cancel: no minipool return known today covers it."
 
 
 def estimate_params(snap: Snapshot, window_end: int | None, stale_reason: str | None,

@@ -401,7 +401,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
         "schedule": {
             "assumptions": list(assumptions),
             "outlook": _outlook(len(pending), fundable_now, covered, last_funding_time, shortfall, return_count,
-                                deposits_paused, mm_paused, depositor[0], overdue),
+                                deposits_paused, mm_paused, depositor[0], overdue, q.max_requests_per_deposit == 0),
             "stale": depositor[1] is not None, "staleReason": depositor[1],
             "returns": returns,
             "returnsAvax": tokens(returns_avax),
@@ -420,7 +420,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
 
 
 def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: int, returns: int,
-             deposits_paused: bool, mm_paused: bool, activity: Shown | None, overdue: int) -> str:
+             deposits_paused: bool, mm_paused: bool, activity: Shown | None, overdue: int, no_steps: bool) -> str:
     """What the line waits for, in words."""
     if not pending:
         return "The line is empty: nothing waits for funding."
@@ -435,7 +435,10 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
     if later:
         parts.append(f"{later} wait{'s' if later == 1 else ''} for minipool returns, the last expected at {Q.when(last) if last else 'the known returns'}")
     rest = pending - covered
-    if rest:
+    if rest and no_steps:
+        parts.append(f"{rest} wait{'s' if rest == 1 else ''} for the queue's admin: maxRequestsPerDeposit is 0, so the "
+                     "depositor's calls fund no request")
+    elif rest:
         why = []
         if not returns:
             why.append("no minipool return is expected" + (" (MinipoolManager is paused and no minipool is staking)" if mm_paused else ""))

@@ -220,7 +220,7 @@ def _block(status: bytes | None) -> int | None:
         return None
     try:
         return int(strict_loads(status)["block"]["number"])
-    except (TypeError, ValueError, KeyError, ArithmeticError, RecursionError):  # 1e400 is an infinite float
+    except (TypeError, ValueError, KeyError, ArithmeticError):  # 1e400 is an infinite float
         return None
 
 

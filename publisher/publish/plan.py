@@ -163,14 +163,14 @@ def parse_root(data: bytes | None) -> Root | None:
             return None
         return Root({str(k): str(v) for k, v in doc["shards"].items()}, doc.get("status"),
                     int(doc["run"]), int(doc["reconciledAt"]))
-    except (ValueError, KeyError, TypeError, AttributeError, ArithmeticError, RecursionError):  # 1e999 is an infinite float
+    except (ValueError, KeyError, TypeError, AttributeError, ArithmeticError):  # 1e999 is an infinite float
         return None
 
 
 def parse_shard(data: bytes | None) -> dict[str, dict] | None:
     try:
         doc = jsonin.loads(data or b"")
-    except (ValueError, RecursionError):
+    except ValueError:
         return None
     return {k: v for k, v in doc.items() if isinstance(v, dict)} if isinstance(doc, dict) else None
 

@@ -113,7 +113,7 @@ def load_published(path: str | Path) -> PriorHistory | None:
         network, chain_id = meta.get("network"), meta.get("chainId")
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, ArithmeticError, RecursionError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ArithmeticError) as exc:
         log.warning("cannot resume price history from %s (%s): rebuilding it", path, type(exc).__name__)
         return None
     if not points:

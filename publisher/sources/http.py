@@ -106,7 +106,7 @@ class HttpClient:
             try:
                 # Decimals keep numbers exact as the source wrote them (prices, uptime percent).
                 return jsonin.loads(body, parse_float=Decimal)
-            except (ValueError, RecursionError):
+            except ValueError:
                 raise self.malformed(path, "not JSON") from None
 
         def on_retry(n: int) -> None:

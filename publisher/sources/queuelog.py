@@ -566,7 +566,7 @@ def load_published(path: str | Path, requesters: str | Path | None = None) -> Pr
         activity = _depositor_activity(data.get("depositor"), number)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, ArithmeticError, RecursionError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ArithmeticError) as exc:
         log.warning("cannot resume the withdraw queue activity from %s (%s): reading the queue's logs again",
                     path, type(exc).__name__)
         return None
@@ -600,7 +600,7 @@ def _published_receipts(path: Path, requesters: str | Path | None, summary: dict
         receipts = load_receipts(Path(requesters) if requesters is not None else path.with_suffix(""))
         if len(receipts) != _int(summary["count"]):
             raise ValueError(f"{len(receipts)} receipts in the requester files, /withdrawals says {summary['count']}")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, ArithmeticError, RecursionError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ArithmeticError) as exc:
         log.warning("cannot resume the withdraw queue receipts from %s (%s): reading the queue's logs again",
                     path, exc if isinstance(exc, ValueError) else type(exc).__name__)
         return None
