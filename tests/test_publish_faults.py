@@ -162,6 +162,30 @@ def test_the_run_deadline_holds_against_uploads_that_trickle(runs, moto, bucket)
     assert took < 15, took  # the trickle alone lasts a minute per object
 
 
+def test_a_run_after_one_its_deadline_stopped_waits_for_its_stragglers(runs, moto, bucket, monkeypatch):
+    """In a long-lived process (the watch) the requests a stopped run left in flight must not land
+    after the next run's: that run is refused until they have ended."""
+    import threading
+
+    from publisher.deadline import DeadlineExceeded, deadline
+    from publisher.errors import PublisherError
+    from publisher.publish import publish as publish_dir
+
+    for k, v in aws_env().items():
+        monkeypatch.setenv(k, v)
+    with S3FaultProxy(moto, drip_puts_under="stakers/", drip_seconds=8) as proxy:
+        with pytest.raises(DeadlineExceeded), deadline(2, "the run") as token:
+            if token is None:
+                pytest.fail("no alarm could be set in this process")
+            publish_dir(runs["first"], bucket, endpoint_url=proxy.url)
+        with pytest.raises(PublisherError, match="of an earlier run are still in flight"):
+            publish_dir(runs["first"], bucket, endpoint_url=proxy.url)
+        for t in threading.enumerate():
+            if t.name.startswith("publish-request"):
+                t.join(30)
+        assert publish_dir(runs["first"], bucket, endpoint_url=moto).block
+
+
 def test_bad_credentials_change_nothing(runs, moto, bucket):
     assert publish(runs["first"], bucket, moto).returncode == 0
     before = objects(moto, bucket)

@@ -13,6 +13,7 @@ its recorded digest. Any other directory is read and validated whole, as ``check
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -137,6 +138,12 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
     else one is made for this run. ``built``: the record of the tree ``directory`` points at, as
     the caller's build just wrote it (see ``Local``)."""
     t0 = time.monotonic()
+    stragglers = [t.name for t in threading.enumerate() if t.name.startswith(_THREADS) and t.is_alive()]
+    if stragglers:
+        # Left by a run its deadline stopped (``_map``): one landing after this run's upload of
+        # the same object would put the older bytes back under this run's manifest.
+        raise PublisherError(f"{len(stragglers)} request(s) of an earlier run are still in flight: publishing once "
+                             "they end")
     prefix = normalize_prefix(prefix)
     local = Local(directory, built)
     profile = local.check(directory)
@@ -261,12 +268,15 @@ class _Files(Mapping):
         return len(self.local.files)
 
 
+_THREADS = "publish-request"  # the name of _map's threads
+
+
 def _map(fn, work: list, workers: int) -> list:
     """fn over work on a thread pool, results in order; a failure stops the run, and the one
     reported is the first in work's order among those that failed (the same on every rerun)."""
     if len(work) <= 1:
         return [fn(w) for w in work]
-    pool = ThreadPoolExecutor(max_workers=min(workers, len(work)), thread_name_prefix="publish")
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(work)), thread_name_prefix=_THREADS)
     try:
         futures = [pool.submit(fn, w) for w in work]
         for future in as_completed(futures):

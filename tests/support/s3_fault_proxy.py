@@ -54,13 +54,15 @@ def stored_objects(s3, bucket: str) -> dict[str, bytes]:
 
 class S3FaultProxy:
     def __init__(self, upstream: str, *, fail_puts_after: int | None = None, drop_puts_after: int | None = None,
-                 fail_keys: tuple[str, ...] = (), bad_key: str | None = None, drip_puts_under: str | None = None):
+                 fail_keys: tuple[str, ...] = (), bad_key: str | None = None, drip_puts_under: str | None = None,
+                 drip_seconds: int = 60):
         self.upstream = upstream.rstrip("/")
         self.fail_puts_after = fail_puts_after
         self.drop_puts_after = drop_puts_after
         self.fail_keys = fail_keys
         self.bad_key = bad_key
         self.drip_puts_under = drip_puts_under
+        self.drip_seconds = drip_seconds
         self.puts: list[str] = []
         self.put_count = 0
         self._lock = threading.Lock()
@@ -122,15 +124,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._relay(resp)
 
     def _drip(self, resp) -> None:
-        """The answer, a byte a second, until the client hangs up (or a minute passes)."""
+        """The answer, a byte a second, until the client hangs up (or ``drip_seconds`` pass)."""
         head = f"HTTP/1.1 {resp.status_code} OK\r\nContent-Length: {len(resp.content)}\r\n\r\n".encode()
         data = head + resp.content
         try:
-            for i in range(min(len(data), 60)):
+            n = min(len(data), self.proxy.drip_seconds)
+            for i in range(n):
                 self.wfile.write(data[i:i + 1])
                 self.wfile.flush()
                 time.sleep(1)
-            self.wfile.write(data[60:])
+            self.wfile.write(data[n:])
         except OSError:
             self.close_connection = True
 
