@@ -197,3 +197,18 @@ def test_the_watch_backs_off_at_most_its_bound_however_long_it_fails():
 
     assert _backoff(0.1, 1) == 0.5 * 2 and _backoff(0.1, 2000) == MAX_BACKOFF  # 2.0 ** 2000 would overflow
 
+
+
+def test_a_node_answering_another_block_than_asked_is_named_in_the_search_by_time():
+    from publisher.chain.reader import find_block_at
+
+    head = BlockRef(1000, "0x" + "cc" * 32, 1_800_010_000)
+
+    def answer(item: dict) -> dict:
+        n = int(item["params"][0], 16)
+        lied = n + 1 if n else n  # every block but the genesis answered as the next one
+        return {"jsonrpc": "2.0", "id": item["id"],
+                "result": {"number": hex(lied), "hash": "0x" + "ab" * 32, "timestamp": hex(1_800_000_000 + 10 * lied)}}
+
+    with JsonRpcServer(answer) as server, pytest.raises(PublisherError, match=r"answered block \d+ for block \d+"):
+        find_block_at(RpcClient([server.url], max_attempts=1), 1_800_005_000, head)

@@ -492,8 +492,8 @@ def find_block_at(client: RpcClient, timestamp: int, head: BlockRef, floor: int 
         if hi - lo <= 1 and lo_ref is not None:
             break
         points = sorted({lo + (hi - lo) * i // fanout for i in range(fanout)} | {lo})
-        headers = client.batch([("eth_getBlockByNumber", [hex(n), False]) for n in points])
-        refs = [header_ref(h, client) for h in headers if h]
+        answers = client.batch([("eth_getBlockByNumber", [hex(n), False]) for n in points])
+        refs = [numbered(h, n, client) for n, h in zip(points, answers, strict=True) if h]
         below = [r for r in refs if r.timestamp <= timestamp]
         if not below:
             return None  # even the floor block is later than the target
@@ -602,11 +602,16 @@ def headers(client: RpcClient, numbers: Sequence[int], batch_size: int = 200) ->
         for n, h in zip(part, answers, strict=True):
             if h is None:
                 raise PublisherError(f"{client.describe()} has no block {n}")
-            ref = header_ref(h, client)
-            if ref.number != n:
-                raise PublisherError(f"{client.describe()} answered block {ref.number} for block {n}")
-            into[n] = ref
+            into[n] = numbered(h, n, client)
     return into
+
+
+def numbered(header, n: int, client: RpcClient) -> BlockRef:
+    """The header asked for as block ``n``, checked to be that block's."""
+    ref = header_ref(header, client)
+    if ref.number != n:
+        raise PublisherError(f"{client.describe()} answered block {ref.number} for block {n}")
+    return ref
 
 
 def _snake(name: str) -> str:
