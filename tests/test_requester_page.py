@@ -225,6 +225,12 @@ def test_the_wound_down_pages_show_stuck_requests(wound_site, page, shots):
     address = next(a for a in addresses if any(r["status"] == "stuck" for r in requests.get(f"{wound_site}/withdrawals/{a}").json()["requests"]))
     page.goto(f"{wound_site}/withdrawals/{address}.html")
     assert "deposits are paused" in page.eval("document.getElementById('banner-stuck').textContent")
+    # A funded request's banner says what expiry means while deposits are paused: stuck, not reclaimable.
+    funded = [a for a in addresses if any(r["canClaim"] for r in requests.get(f"{wound_site}/withdrawals/{a}").json()["requests"])]
+    assert funded, "the wound-down scenario has a funded request to claim"
+    page.goto(f"{wound_site}/withdrawals/{funded[0]}.html")
+    expires = page.eval("[...document.querySelectorAll('#banners [id^=banner-expires-]')].map(b => b.textContent).join(' ')")
+    assert "stuck while ggAVAX deposits are paused" in expires and "only be reclaimed" not in expires
     for scheme in ("light", "dark"):
         page.send("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
         for width, height in WIDTHS.items():
