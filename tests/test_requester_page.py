@@ -166,7 +166,8 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
         assert ("already covers it" in s["estimate"]) == r["fundableNow"], where
         if r["estimatedFundingTime"] is not None:
             assert [t["ts"] for t in s["times"]["estimate"]] == [r["estimatedFundingTime"]], where
-        assert ("It expires before that" in s["estimate"]) == r["expiresBeforeFunding"], where
+        warned = "It has already expired" if r["status"] == "pendingExpired" else "It expires before that"
+        assert (warned in s["estimate"]) == r["expiresBeforeFunding"], where
     # The deadlines: one banner per request to claim (its expiration) or expiring before its funding.
     banners = set(page.eval("[...document.querySelectorAll('#banners [id^=banner-expires-]')].map(b => +b.id.split('-').pop())"))
     assert banners == {r["id"] for r in body["requests"] if r["canClaim"] or r["expiresBeforeFunding"]}

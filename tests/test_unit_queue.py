@@ -314,6 +314,27 @@ def test_an_expired_pending_request_is_flagged_and_advice_says_what_to_do():
     assert "before that" in Q.advice(soon, plan.places[1])
 
 
+def test_an_expired_request_still_in_line_is_flagged_when_the_schedule_funds_it_and_told_it_would_be_stuck():
+    """The depositor may fund a request past its expiration (no check in the contract): it then
+    lands funded and expired, never claimable, and stuck while ggAVAX deposits are paused. Its
+    requester is told before it happens, while cancel and reclaim still give the shares back."""
+    old = F.request(0, avax(2), requested=NOW - 30 * DAY)  # expired 9 days ago, covered by the 10 liquid
+    place = Q.schedule(at_par(requests=[old])).places[0]
+    assert place.status == Q.RequestStatus.PENDING_EXPIRED and place.fundable_now and place.expires_first
+    text = Q.advice(old, place)
+    assert "next call funds it" in text and "could only be reclaimed, as ggAVAX" in text and "Until then you may cancel" in text
+    paused = Q.schedule(at_par(requests=[old], paused={"TokenggAVAX": True})).places[0]
+    assert paused.expires_first and paused.can_cancel and paused.can_reclaim  # a pending request's shares go back
+    text = Q.advice(old, paused)
+    assert "it would be stuck" in text and "To avoid that, cancel it" in text and "as ggAVAX" not in text
+    # Nothing funds it: no flag, and the advice says only that the depositor may.
+    unfunded = F.request(0, avax(50), requested=NOW - 30 * DAY)
+    place = Q.schedule(at_par(requests=[unfunded], paused={"TokenggAVAX": True})).places[0]
+    assert place.status == Q.RequestStatus.PENDING_EXPIRED and not place.expires_first
+    text = Q.advice(unfunded, place)
+    assert "The depositor may still fund it" in text and "stuck" in text
+
+
 def test_no_queue_gives_an_empty_schedule():
     plan = Q.schedule(F.snapshot())
     assert plan.places == {} and plan.covered == 0 and plan.liquidity == avax(10_500 - 9_000)

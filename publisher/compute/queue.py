@@ -93,7 +93,7 @@ class Place:
     fundable_now: bool  # the liquidity covers it (and everything ahead) at the depositor's next calls
     depositor_calls: int | None  # fundable now: how many depositor calls reach it (1 = the next)
     funded_by: str | None  # "liquidity", "returns", "stream" (the reward stream's end) or None (not covered)
-    expires_first: bool  # pending, and its expiration comes before its estimated funding
+    expires_first: bool  # in line, and the schedule funds it after its expiration (pendingExpired: funded at all)
     # Covered by the returns of minipools whose validation has ended but whose end is not recorded:
     # funded in the block after Rialto records them, which no one can date (no funding time, then).
     overdue: bool = False
@@ -432,7 +432,9 @@ def schedule(snap: Snapshot) -> Schedule:
             st, False, True, can_reclaim(r, now, paused_deposits), None, k + 1, ahead,
             None if first or overdue else when, first, call if first else None,
             None if n is None else "liquidity" if first else "stream" if n - 1 == ev.stream_serve else "returns",
-            when is not None and not overdue and when >= r.expiration_time and st == RequestStatus.PENDING,
+            # In line past its expiration, any funding comes after it, dated or not.
+            when is not None and (st == RequestStatus.PENDING_EXPIRED
+                                  or (st == RequestStatus.PENDING and not overdue and when >= r.expiration_time)),
             overdue=overdue, deposits_paused=paused_deposits, calls_fund_nothing=limit == 0)
         ahead += r.expected_assets
     for r in q.requests:
@@ -481,9 +483,16 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
         return (f"Nothing can be done with it now: it expired before it was claimed, and reclaiming it reverts because "
                 f"{DEPOSITS_PAUSED.split(':')[0]}. It stays in the queue, its AVAX set aside, until deposits reopen.")
     if st == RequestStatus.PENDING_EXPIRED:
-        return ("Its expiration has passed while it waited in line: cancel it (ggAVAX back at today's rate) or let "
-                "anyone reclaim it (your original shares back). The depositor may still fund it, and a request "
-                "funded after its expiration can only be reclaimed.")
+        then = ("it would be stuck: it could not be claimed, and reclaiming it reverts while ggAVAX deposits are "
+                "paused" if place.deposits_paused else "it could only be reclaimed, as ggAVAX")
+        act = "cancel it (ggAVAX back at today's rate) or let anyone reclaim it (your original shares back)"
+        funding = _funding(place) if place.expires_first else None
+        if funding is not None:
+            return (f"Its expiration has passed while it waited in line: {funding}. Funded after its expiration, "
+                    f"{then}. " + (f"To avoid that, {act} before then." if place.deposits_paused
+                                   else f"Until then you may {act}."))
+        return (f"Its expiration has passed while it waited in line: {act}. The depositor may still fund it; funded "
+                f"after its expiration, {then}.")
     cancel = " You may cancel it at any time (ggAVAX back at today's rate)."
     wait = _wait(place)
     if place.expires_first:
@@ -499,20 +508,28 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
 
 def _wait(place: Place) -> str:
     """What a pending request waits for, in a sentence."""
-    if place.fundable_now:
-        calls = "next call" if place.depositor_calls == 1 else f"{place.depositor_calls} calls from now"
-        return f"Wait: the vault's liquidity already covers it, and the depositor's {calls} funds it."
-    if place.overdue:
-        return ("Wait: minipools whose validation has already ended return enough to fund it; the depositor funds it "
-                "once Rialto records their ends, which no one can date.")
-    if place.funding_time is not None:
-        source = ("the vault's current reward stream, all released then, is" if place.funded_by == "stream"
-                  else "minipool returns are")
-        return f"Wait: {source} expected to fund it at {when(place.funding_time)}."
+    funding = _funding(place)
+    if funding is not None:
+        return f"Wait: {funding}."
     if place.calls_fund_nothing:
         return ("Wait or cancel: the queue's maxRequestsPerDeposit is 0, so the depositor's calls fund no request "
                 "until its admin raises it.")
     return "Wait or cancel: no minipool return known today covers it."
+
+
+def _funding(place: Place) -> str | None:
+    """How the schedule funds a request in line, as a clause; None when it does not."""
+    if place.fundable_now:
+        calls = "next call" if place.depositor_calls == 1 else f"{place.depositor_calls} calls from now"
+        return f"the vault's liquidity already covers it, and the depositor's {calls} funds it"
+    if place.overdue:
+        return ("minipools whose validation has already ended return enough to fund it; the depositor funds it once "
+                "Rialto records their ends, which no one can date")
+    if place.funding_time is not None:
+        source = ("the vault's current reward stream, all released then, is" if place.funded_by == "stream"
+                  else "minipool returns are")
+        return f"{source} expected to fund it at {when(place.funding_time)}"
+    return None
 
 
 def estimate_params(snap: Snapshot, window_end: int | None, stale_reason: str | None,

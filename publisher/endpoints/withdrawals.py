@@ -33,7 +33,7 @@ ESTIMATE = {
     "depositorCalls": S.described(S.nullable({"type": "integer", "minimum": 1}), "when fundable now: the number of depositor calls that reach it, 1 = the next call (each call takes at most maxRequestsPerDeposit steps, and a closed id still in the line costs one); null otherwise"),
     "estimatedFundingTime": S.described(S.nullable(S.TIMESTAMP), "when the schedule's replay of the contracts funds it (a minipool's end, processed), unix seconds; null when fundable now, already funded, waiting for overdue returns (awaitsOverdueReturns), or beyond the returns known today"),
     "awaitsOverdueReturns": S.described(S.BOOLEAN, "covered by the returns of minipools whose validation has ended but whose end Rialto has not recorded yet: the depositor funds it in the block after they are recorded, which no one can date (estimatedFundingTime is null)"),
-    "expiresBeforeFunding": S.described(S.BOOLEAN, "a pending request whose expiration comes before its estimated funding: funded after it, it could only be reclaimed"),
+    "expiresBeforeFunding": S.described(S.BOOLEAN, "a request in line that the schedule funds after its expiration (a pending one whose expiration comes before its funding, or a pendingExpired one that the schedule funds at all): funded then, it could not be claimed, only reclaimed, and it is stuck while ggAVAX deposits are paused"),
 }
 STATUS_DOC = "; ".join(f"{s.value}: {Q.STATUS_TEXT[s]}" for s in Q.RequestStatus)
 
