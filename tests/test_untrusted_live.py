@@ -212,3 +212,27 @@ def test_a_node_answering_another_block_than_asked_is_named_in_the_search_by_tim
 
     with JsonRpcServer(answer) as server, pytest.raises(PublisherError, match=r"answered block \d+ for block \d+"):
         find_block_at(RpcClient([server.url], max_attempts=1), 1_800_005_000, head)
+
+
+def test_an_object_larger_than_a_run_reads_is_refused_before_its_body_is_read(moto, tmp_path):
+    """The bucket is untrusted input too: a live object (here /status) larger than the bound a
+    run reads of one object is a one-line refusal, and publish then changes nothing."""
+    import boto3
+
+    from publisher.build.pipeline import build
+    from publisher.publish import publish
+    from publisher.publish.s3 import S3Sink
+
+    s3 = boto3.client("s3", endpoint_url=moto, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    s3.create_bucket(Bucket="huge")
+    s3.put_object(Bucket="huge", Key="small", Body=b"x" * 1000)
+    s3.put_object(Bucket="huge", Key="status", Body=b"{" + b" " * 5000 + b"}")
+    session = boto3.Session(aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1")
+    sink = S3Sink("huge", endpoint_url=moto, session=session, max_read_bytes=1000)
+    assert sink.get("small") == b"x" * 1000 and sink.get("absent") is None
+    with pytest.raises(PublisherError, match=r"^s3://huge/status: larger than the 1000 bytes a run reads of one object$"):
+        sink.get("status")
+    build(F.snapshot(), load_profile("mainnet"), tmp_path / "out")
+    with pytest.raises(PublisherError, match="larger than the 1000 bytes"):
+        publish(tmp_path / "out", "huge", sink=sink)
+    assert sink.requests["PUT"] == 0

@@ -17,12 +17,17 @@ from .plan import Item
 
 MISSING = {"NoSuchKey", "404", "NotFound"}
 DELETE_BATCH = 1000  # DeleteObjects limit
+# The most a run reads of one object (/status, the manifest, the objects the change bounds compare,
+# the live price history): /stakers at 100 000 stakers is some 40 MB. A larger object is refused
+# before its body is read, so what the bucket holds cannot exhaust this process's memory.
+MAX_READ_BYTES = 256 << 20
 
 
 class S3Sink:
     def __init__(self, bucket: str, *, endpoint_url: str | None = None, region: str | None = None,
-                 session: boto3.Session | None = None, workers: int = 16):
+                 session: boto3.Session | None = None, workers: int = 16, max_read_bytes: int = MAX_READ_BYTES):
         self.bucket = bucket
+        self.max_read_bytes = max_read_bytes
         self.endpoint_url = endpoint_url
         session = session or boto3.Session()
         # Standard retry mode (backoff with jitter on throttling and 5xx); attempts follow the AWS
@@ -71,15 +76,28 @@ class S3Sink:
             raise PublisherError(f"s3://{self.bucket}/{key}: {action} failed: {self._reason(exc)}") from None
 
     def get(self, key: str) -> bytes | None:
+        limit = self.max_read_bytes
         with self._errors("read", key):
             try:
-                body = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-                self._add("bytes received", len(body))
-                return body
+                got = self.s3.get_object(Bucket=self.bucket, Key=key)
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") in MISSING:
                     return None
                 raise
+            stream, size = got["Body"], got.get("ContentLength")
+            body: bytes | None = None
+            try:
+                # The announced length first, then what actually comes: a server may say nothing.
+                if not (isinstance(size, int) and size > limit):
+                    body = stream.read(limit + 1)
+                    if len(body) <= limit:
+                        body += stream.read()  # nothing more: the stream checks the length announced
+            finally:
+                stream.close()
+        if body is None or len(body) > limit:
+            raise PublisherError(f"s3://{self.bucket}/{key}: larger than the {limit} bytes a run reads of one object")
+        self._add("bytes received", len(body))
+        return body
 
     def listing(self, prefix: str) -> dict[str, tuple[int, str]]:
         """Every key under the prefix with its size and ETag."""
