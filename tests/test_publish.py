@@ -19,8 +19,9 @@ from moto.server import ThreadedMotoServer
 from support.trees import copy_of
 
 from publisher.build.pipeline import build
+from publisher.build.tree import trees
 from publisher.build.validate import load_dir
-from publisher.endpoints.registry import CACHE_POLICIES, match
+from publisher.endpoints.registry import CACHE_POLICIES, file_for, match
 from publisher.errors import PublisherError
 from publisher.publish import publish
 from publisher.publish.plan import MANIFEST_FORMAT, MANIFEST_KEY, SHARD_DIR, object_key
@@ -63,15 +64,22 @@ def bucket(s3):
 
 
 class Recorder:
-    """Records S3 writes in call order through botocore's event hooks; can fail the Nth upload."""
+    """Records S3 writes (and apart, reads) in call order through botocore's event hooks; can fail the
+    Nth upload."""
 
     def __init__(self, fail_put: int | None = None):
         self.ops: list[tuple[str, str]] = []
+        self.gets: list[str] = []  # reads, in call order (not in ops: those are the writes)
         self.fail_put = fail_put
         self.lock = threading.Lock()
         self.session = boto3.Session()
         self.session.events.register("provide-client-params.s3.PutObject", self._put)
         self.session.events.register("provide-client-params.s3.DeleteObjects", self._delete)
+        self.session.events.register("provide-client-params.s3.GetObject", self._get)
+
+    def _get(self, params, **_):
+        with self.lock:
+            self.gets.append(params["Key"])
 
     def _put(self, params, **_):
         with self.lock:
@@ -410,6 +418,31 @@ def test_change_bounds_and_network_switches_need_force(dirs, demo_profile, s3, b
     assert get(s3, bucket, "status") == expected(dirs["base"])["status"]
     run(jump, bucket, endpoint, force=True)
     assert get(s3, bucket, "status") == expected(jump)["status"]
+
+
+def test_the_bounds_read_a_changed_live_object_from_the_tree_built_before(dirs, demo_profile, s3, bucket, endpoint, tmp_path):
+    """out/ flips between two trees, and the one it left is what a watch published last: the change
+    bounds read a live object that changed from there when its digest is the manifest's, instead
+    of fetching it. One edited there since is fetched; the bounds hold either way."""
+    out, base = tmp_path / "out", dirs["base_snapshot"]
+    build(base, demo_profile, out)
+    run(out, bucket, endpoint)
+    snap = with_newer_block(base)
+    build(dataclasses.replace(snap, oracle=dataclasses.replace(snap.oracle, price=snap.oracle.price * 3)), demo_profile, out,
+          force=True)  # the build's own bounds against the tree before: the publish's are tested
+    rec = Recorder()
+    with pytest.raises(PublisherError, match=r"ggpInAvax moved 200\.0% since the last run"):
+        run(out, bucket, endpoint, rec)
+    assert "prices" not in rec.gets and rec.gets[:2] == ["status", MANIFEST_KEY]
+    before = trees(out)[1] / file_for("/prices")
+    kept = before.read_bytes()
+    before.unlink()  # replaced, not edited in place: an unchanged file is a link both trees share
+    before.write_bytes(kept.replace(b'"ggpInAvax"', b'"ggpInAvax" '))
+    rec = Recorder()
+    with pytest.raises(PublisherError, match=r"ggpInAvax moved 200\.0% since the last run"):
+        run(out, bucket, endpoint, rec)
+    assert "prices" in rec.gets
+    assert get(s3, bucket, "status") == expected(dirs["base"])["status"]
 
 
 def test_dry_run_prints_the_plan_and_changes_nothing(dirs, s3, bucket, endpoint):

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..build.tree import Record, changes, read_record
+from ..build.tree import Record, changes, read_record, trees
 from ..build.validate import bounded_paths, compare_previous, load_dir, network_profile, strict_loads, validate
 from ..endpoints.meta import STATUS_PATH
 from ..endpoints.registry import file_for
@@ -86,6 +86,9 @@ class Local:
 
     def __init__(self, directory: str | Path, built: Record | None = None):
         self.root = Path(directory).resolve()  # one tree, even if a build flips out/ meanwhile
+        link = Path(directory)
+        # The other tree of a build's two (``tree.trees``): the build before this one's.
+        self.other = trees(link)[1] if link.is_symlink() else None
         self.cache: dict[str, bytes] = {}
         try:
             status = (self.root / "status.json").read_bytes()
@@ -116,6 +119,17 @@ class Local:
                 raise PublisherError(f"refusing to publish {self.root}: {url} changed since it was built "
                                      "(publisher check says more)")
         return data
+
+    def earlier(self, url: str, digest: str) -> bytes | None:
+        """``url``'s file in the other tree behind ``out`` (the build before this one), if it is
+        there with this sha256; else None."""
+        if self.other is None:
+            return None
+        try:
+            data = (self.other / file_for(url)).read_bytes()
+        except OSError:
+            return None
+        return data if sha256(data) == digest else None
 
     def check(self, directory) -> object:
         """Refuse a directory that would not pass `publisher check`; returns its network's profile."""
@@ -188,8 +202,10 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
 
 def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_root: Root | None, live_shards: dict,
                   all_items: list[Item], local: Local) -> dict[str, bytes]:
-    """The live objects the change bounds read. One the manifest says equals ours is not fetched;
-    without a readable manifest every one is (the bounds would otherwise compare ours with itself)."""
+    """The live objects the change bounds read. Without a readable manifest every one is fetched
+    (the bounds would otherwise compare ours with itself). With it, one the manifest says equals
+    ours is ours, and one it says equals the tree built before ours (still beside it: a watch's
+    last publish) is read from there, its digest checked; only the others are fetched."""
     live = {STATUS_PATH: live_status} if live_status is not None else {}
     by_url = {i.url: i for i in all_items}
     fetch = []
@@ -197,8 +213,18 @@ def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_roo
         item = by_url.get(url)
         if item is None:
             continue
-        if live_root is not None and item.shard not in live_shards and live_status is not None:
+        known = live_root is not None and live_status is not None
+        if known and item.shard not in live_shards:
             live[url] = local.read(url)  # its shard is the root's, unchanged: the live object is ours
+            continue
+        entry = (live_shards.get(item.shard) or {}).get(item.key) if known else None
+        digest = entry.get("sha256") if isinstance(entry, dict) else None
+        if digest == item.sha256:
+            live[url] = local.read(url)
+            continue
+        body = local.earlier(url, digest) if isinstance(digest, str) else None
+        if body is not None:
+            live[url] = body
         else:
             fetch.append(url)
     for url, body in zip(fetch, _map(lambda u: sink.get(object_key(prefix, u)), fetch, 4), strict=True):
