@@ -433,7 +433,7 @@ def test_the_bounds_read_a_changed_live_object_from_the_tree_built_before(dirs, 
     rec = Recorder()
     with pytest.raises(PublisherError, match=r"ggpInAvax moved 200\.0% since the last run"):
         run(out, bucket, endpoint, rec)
-    assert "prices" not in rec.gets and rec.gets[:2] == ["status", MANIFEST_KEY]
+    assert "prices" not in rec.gets and set(rec.gets[:2]) == {"status", MANIFEST_KEY}  # read side by side
     before = trees(out)[1] / file_for("/prices")
     kept = before.read_bytes()
     before.unlink()  # replaced, not edited in place: an unchanged file is a link both trees share

@@ -83,7 +83,10 @@ def test_every_requester_has_a_calendar_with_the_times_of_its_json(built):
                     assert r["advice"] in str(e["DESCRIPTION"]) and f"#{rid}" in str(e["SUMMARY"])
                     assert e["DTSTAMP"].dt <= _at(block_time)
             alarms = expire.walk("VALARM")
-            if r["status"] in ("pendingExpired", "expiredFunded", "stuck"):
+            past = r["status"] in ("pendingExpired", "expiredFunded", "stuck")
+            # Past its expiration a request can no longer be claimed, funded or not: no payout promised.
+            assert ("can be claimed until the request expires" in str(claim["DESCRIPTION"])) == (not past)
+            if past:
                 assert not alarms  # past its expiration: an alarm could only fire late
             else:
                 assert [(a["ACTION"], a["TRIGGER"].dt) for a in alarms] == [("DISPLAY", -DAY)]

@@ -335,6 +335,23 @@ def test_an_expired_request_still_in_line_is_flagged_when_the_schedule_funds_it_
     assert "The depositor may still fund it" in text and "stuck" in text
 
 
+def test_funded_after_its_expiration_a_request_is_told_it_would_be_stuck_while_deposits_are_paused():
+    """The same consequence in every branch that warns of a funding after the expiration: a pending
+    request whose funding is dated past it, and an expired one the depositor cannot fund yet."""
+    soon = F.request(1, avax(50), requested=NOW - 20 * DAY)  # expires tomorrow; a return 3 days out funds it
+    m, v = staking_pool(1, 60, NOW + 3 * DAY)
+    paused = {"MinipoolManager": True, "TokenggAVAX": True}
+    place = Q.schedule(at_par(requests=[soon], minipools=[m], validators=(v,), paused=paused)).places[1]
+    assert place.expires_first and place.status == Q.RequestStatus.PENDING
+    text = Q.advice(soon, place)
+    assert "funded later, it would be stuck" in text and "as ggAVAX" not in text
+    old = F.request(0, avax(2), requested=NOW - 30 * DAY)
+    zero = Q.schedule(at_par(withdraw_queue=F.queue([old], max_requests_per_deposit=0))).places[0]
+    assert zero.status == Q.RequestStatus.PENDING_EXPIRED and not zero.expires_first
+    text = Q.advice(old, zero)
+    assert "maxRequestsPerDeposit is 0" in text and "may still fund it" not in text and "as ggAVAX" in text
+
+
 def test_no_queue_gives_an_empty_schedule():
     plan = Q.schedule(F.snapshot())
     assert plan.places == {} and plan.covered == 0 and plan.liquidity == avax(10_500 - 9_000)

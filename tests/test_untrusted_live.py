@@ -6,11 +6,13 @@ unusable prior, never an unexpected exception nor a wrong value."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from botocore.response import StreamingBody
 from support import factory as F
 from support.jsonrpc import JsonRpcServer
 
@@ -214,7 +216,7 @@ def test_a_node_answering_another_block_than_asked_is_named_in_the_search_by_tim
         find_block_at(RpcClient([server.url], max_attempts=1), 1_800_005_000, head)
 
 
-def test_an_object_larger_than_a_run_reads_is_refused_before_its_body_is_read(moto, tmp_path):
+def test_an_object_larger_than_a_run_reads_is_refused_by_its_length_or_what_comes(moto, tmp_path):
     """The bucket is untrusted input too: a live object (here /status) larger than the bound a
     run reads of one object is a one-line refusal, and publish then changes nothing."""
     import boto3
@@ -236,3 +238,9 @@ def test_an_object_larger_than_a_run_reads_is_refused_before_its_body_is_read(mo
     with pytest.raises(PublisherError, match="larger than the 1000 bytes"):
         publish(tmp_path / "out", "huge", sink=sink)
     assert sink.requests["PUT"] == 0
+    # A server that announces no length: refused once one byte past the bound has come.
+    unannounced = {"Body": StreamingBody(io.BytesIO(b"x" * 5000), None)}
+    sink.s3.get_object = lambda **_: unannounced
+    with pytest.raises(PublisherError, match=r"^s3://huge/status: larger than the 1000 bytes"):
+        sink.get("status")
+    assert unannounced["Body"]._raw_stream.tell() == 1001

@@ -83,6 +83,9 @@ def test_every_queue_value_equals_the_chain(built, chain, demo_snapshot):
     assert q["liquidity"]["queueAvax"] == liquidity / WAD
     requesters = {r[0] for r in records.values()}
     assert q["requesters"] == len(requesters)
+    # Requests past their expiration that the schedule funds are named in the outlook.
+    late = [row for row in q["schedule"]["line"] if row["status"] == "pendingExpired" and row["expiresBeforeFunding"]]
+    assert late and f"{len(late)} of the requests the schedule funds" in q["schedule"]["outlook"]
     ggavax = body(built, "ggAvax.json")
     assert (ggavax["withdrawQueue"], ggavax["queuePendingCount"]) == (queue.address, len(pending))
     for who in requesters:

@@ -483,20 +483,21 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
         return (f"Nothing can be done with it now: it expired before it was claimed, and reclaiming it reverts because "
                 f"{DEPOSITS_PAUSED.split(':')[0]}. It stays in the queue, its AVAX set aside, until deposits reopen.")
     if st == RequestStatus.PENDING_EXPIRED:
-        then = ("it would be stuck: it could not be claimed, and reclaiming it reverts while ggAVAX deposits are "
-                "paused" if place.deposits_paused else "it could only be reclaimed, as ggAVAX")
+        then = _after_expiry(place)
         act = "cancel it (ggAVAX back at today's rate) or let anyone reclaim it (your original shares back)"
         funding = _funding(place) if place.expires_first else None
         if funding is not None:
             return (f"Its expiration has passed while it waited in line: {funding}. Funded after its expiration, "
                     f"{then}. " + (f"To avoid that, {act} before then." if place.deposits_paused
                                    else f"Until then you may {act}."))
-        return (f"Its expiration has passed while it waited in line: {act}. The depositor may still fund it; funded "
-                f"after its expiration, {then}.")
+        may = ("The queue's maxRequestsPerDeposit is 0, so the depositor's calls fund no request until its admin "
+               "raises it; funded after that" if place.calls_fund_nothing
+               else "The depositor may still fund it; funded after its expiration")
+        return f"Its expiration has passed while it waited in line: {act}. {may}, {then}."
     cancel = " You may cancel it at any time (ggAVAX back at today's rate)."
     wait = _wait(place)
     if place.expires_first:
-        wait += (f" It expires at {when(r.expiration_time)}, before that: funded later, it could only be reclaimed;"
+        wait += (f" It expires at {when(r.expiration_time)}, before that: funded later, {_after_expiry(place)};"
                  " cancelling before then gets your ggAVAX back.")
     elif window and place.funding_time is not None and window_end is not None and place.funding_time >= window_end:
         wait += (f" That is after the announced withdrawal window closes ({when(window_end)}): cancelling before "
@@ -515,6 +516,12 @@ def _wait(place: Place) -> str:
         return ("Wait or cancel: the queue's maxRequestsPerDeposit is 0, so the depositor's calls fund no request "
                 "until its admin raises it.")
     return "Wait or cancel: no minipool return known today covers it."
+
+
+def _after_expiry(place: Place) -> str:
+    """What a request funded after its expiration is, as a clause."""
+    return ("it would be stuck: it could not be claimed, and reclaiming it reverts while ggAVAX deposits are paused"
+            if place.deposits_paused else "it could only be reclaimed, as ggAVAX")
 
 
 def _funding(place: Place) -> str | None:

@@ -96,13 +96,15 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                                  f"Request {rid} of {who} ({avax} AVAX) is expected to be funded about now: an "
                                  "estimate of the queue's funding schedule, which moves when the line or the "
                                  f"minipools' returns do. {todo}"))
+        # Past its expiration, a request funded or not can no longer be claimed: no promise of a payout.
+        payout = "" if r["status"] in EXPIRED else (
+            ": once funded, its AVAX can be claimed until the request expires "
+            f"({when_utc(r['expirationTime'])})"
+            + ("" if deposits_paused else "; before this time a funded request can also be cancelled for ggAVAX"))
         events.append(_event(uid(network, "claimable", rid), stamp, r["claimableTime"],
                              f"ggAVAX withdrawal #{rid}: claimable time ({avax} AVAX)",
                              f"Request {rid} of {who} ({avax} AVAX) reaches its claimable time, the earliest "
-                             "advertised payout: once funded, its AVAX can be claimed until the request expires "
-                             f"({when_utc(r['expirationTime'])})"
-                             + ("" if deposits_paused else "; before this time a funded request can also be cancelled "
-                                "for ggAVAX") + f". {todo}"))
+                             f"advertised payout{payout}. {todo}"))
         alarm = None if r["status"] in EXPIRED else (
             ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) expires at {when_utc(r['expirationTime'])}: "
                    "claim it before then if it is funded.")

@@ -175,7 +175,7 @@ def _receipt_entry(entry_id: str, r: Receipt, what: str) -> Entry:
                      f"Request {r.id} funded: {avax} AVAX set aside for {_short(r.requester)}",
                      f"The depositor funded request {r.id} at block {r.funded.block} (transaction "
                      f"{r.funded.tx}): {avax} AVAX is set aside for its requester, who can claim it "
-                     f"until the request expires. {filed}", link)
+                     f"until the request expires (funded after its expiration, it can only be reclaimed). {filed}", link)
     at = r.closed_at
     assert at is not None
     title, text = _closing_words(r, f"at block {at.block} (transaction {at.tx})")

@@ -401,7 +401,9 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
         "schedule": {
             "assumptions": list(assumptions),
             "outlook": _outlook(len(pending), fundable_now, covered, last_funding_time, shortfall, return_count,
-                                deposits_paused, mm_paused, depositor[0], overdue, q.max_requests_per_deposit == 0),
+                                deposits_paused, mm_paused, depositor[0], overdue, q.max_requests_per_deposit == 0,
+                                sum(1 for row in line if row["status"] == Q.RequestStatus.PENDING_EXPIRED
+                                    and row["expiresBeforeFunding"])),
             "stale": depositor[1] is not None, "staleReason": depositor[1],
             "returns": returns,
             "returnsAvax": tokens(returns_avax),
@@ -420,8 +422,10 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
 
 
 def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: int, returns: int,
-             deposits_paused: bool, mm_paused: bool, activity: Shown | None, overdue: int, no_steps: bool) -> str:
-    """What the line waits for, in words."""
+             deposits_paused: bool, mm_paused: bool, activity: Shown | None, overdue: int, no_steps: bool,
+             expired_funded: int) -> str:
+    """What the line waits for, in words. ``expired_funded``: the requests past their expiration that
+    the schedule funds (they land funded and expired)."""
     if not pending:
         return "The line is empty: nothing waits for funding."
     parts = []
@@ -445,6 +449,12 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
         why.append("new ggAVAX deposits are paused" if deposits_paused else "only new ggAVAX deposits or unscheduled returns can fund them")
         parts.append(f"{rest} {'is' if rest == 1 else 'are'} beyond every known return, {tokens(shortfall)} AVAX short: "
                      + "; ".join(why))
+    if expired_funded:
+        one = expired_funded == 1
+        parts.append(f"{expired_funded} of the requests the schedule funds {'is' if one else 'are'} already past "
+                     f"{'its' if one else 'their'} expiration, and a request funded after its expiration "
+                     + ("is stuck while ggAVAX deposits are paused (not claimable, and reclaiming it reverts): cancel "
+                        "or reclaim such a request first" if deposits_paused else "can only be reclaimed, as ggAVAX"))
     calls = ("Nothing is funded until the depositor calls depositFromStaking: "
              + (f"its last call on record was at {Q.when(activity.last_call_time)} (block {activity.last_call_block})"
                 if activity is not None and activity.last_call_time is not None

@@ -18,8 +18,9 @@ from .plan import Item
 MISSING = {"NoSuchKey", "404", "NotFound"}
 DELETE_BATCH = 1000  # DeleteObjects limit
 # The most a run reads of one object (/status, the manifest, the objects the change bounds compare,
-# the live price history): /stakers at 100 000 stakers is some 40 MB. A larger object is refused
-# before its body is read, so what the bucket holds cannot exhaust this process's memory.
+# the live price history): /stakers at 100 000 stakers is some 40 MB. A larger object is refused by
+# the length its server announces, before its body is read, or else once one byte more than the
+# bound has come: what the bucket holds cannot exhaust this process's memory.
 MAX_READ_BYTES = 256 << 20
 
 
@@ -94,9 +95,9 @@ class S3Sink:
                         body += stream.read()  # nothing more: the stream checks the length announced
             finally:
                 stream.close()
+        self._add("bytes received", len(body or b""))
         if body is None or len(body) > limit:
             raise PublisherError(f"s3://{self.bucket}/{key}: larger than the {limit} bytes a run reads of one object")
-        self._add("bytes received", len(body))
         return body
 
     def listing(self, prefix: str) -> dict[str, tuple[int, str]]:
