@@ -239,8 +239,12 @@ def test_an_object_larger_than_a_run_reads_is_refused_by_its_length_or_what_come
         publish(tmp_path / "out", "huge", sink=sink)
     assert sink.requests["PUT"] == 0
     # A server that announces no length: refused once one byte past the bound has come.
-    unannounced = {"Body": StreamingBody(io.BytesIO(b"x" * 5000), None)}
-    sink.s3.get_object = lambda **_: unannounced
+    raw = io.BytesIO(b"x" * 5000)
+    took = []
+    read = raw.read
+    raw.read = lambda n=-1: took.append(n) or read(n)  # what the sink asked of the stream
+    sink.s3.get_object = lambda **_: {"Body": StreamingBody(raw, None)}
+    before = sink.requests["bytes received"]
     with pytest.raises(PublisherError, match=r"^s3://huge/status: larger than the 1000 bytes"):
         sink.get("status")
-    assert unannounced["Body"]._raw_stream.tell() == 1001
+    assert took == [1001] and raw.closed and sink.requests["bytes received"] - before == 1001

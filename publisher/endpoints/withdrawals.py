@@ -308,7 +308,8 @@ def withdrawals(ctx: Context):
                sched.shortfall, sched.last_funding_time, s.ggavax.liquid_avax, sched.stale_entries,
                sched.front_known, sched.reverted_calls, sched.assumptions,
                sum(1 for p in sched.places.values() if p.fundable_now), len(sched.returns),
-               sum(1 for p in sched.places.values() if p.overdue))
+               sum(1 for p in sched.places.values() if p.overdue),
+               sum(1 for p in sched.places.values() if p.expires_first and p.status == Q.RequestStatus.PENDING_EXPIRED))
     # The body reads the block's time only to tell which requests expired: keyed by the last
     # expiration passed, not the time itself, it is made again only when one passes.
     yield "/withdrawals", Deferred((ctx.cached(receipts_inputs), q, Q.expiry_clock(q.requests, s.block.timestamp), s.pst_avax, outlook, queue_pauses(s), depositor_inputs(ctx), announced,
@@ -374,7 +375,7 @@ def no_queue_body(reason: str, pst: PstAvax | None, announced: list) -> dict:
 def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, pauses: tuple,
                      depositor: tuple, announced: list, returns: list, restakes: list, line: list) -> dict:
     (liquidity, returns_avax, unscheduled, covered, shortfall, last_funding_time, vault_wavax, stale, front_known,
-     reverted, assumptions, fundable_now, return_count, overdue) = outlook
+     reverted, assumptions, fundable_now, return_count, overdue, expired_funded) = outlook
     _, deposits_paused, mm_paused = pauses
     pending = [r for r in q.requests if not r.fulfilled]
     funded = [r for r in q.requests if r.fulfilled]
@@ -402,8 +403,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
             "assumptions": list(assumptions),
             "outlook": _outlook(len(pending), fundable_now, covered, last_funding_time, shortfall, return_count,
                                 deposits_paused, mm_paused, depositor[0], overdue, q.max_requests_per_deposit == 0,
-                                sum(1 for row in line if row["status"] == Q.RequestStatus.PENDING_EXPIRED
-                                    and row["expiresBeforeFunding"])),
+                                expired_funded),
             "stale": depositor[1] is not None, "staleReason": depositor[1],
             "returns": returns,
             "returnsAvax": tokens(returns_avax),
