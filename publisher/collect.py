@@ -137,14 +137,14 @@ def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history
     publishing."""
     prior = history.verified(client, prior, snap, warnings)
     start = profile.history_from_block
-    if prior is None and snap.feed is not None:
-        floor = find_block_at(client, snap.block.timestamp - profile.history_days * DAY, snap.block, start)
-        start = max(start, floor.number if floor else 0)
     span = profile.history_log_span
-    if progress:
-        first = max(start, prior.cursor + 1 if prior else 0)
-        progress.start("price history", max(0, snap.block.number - first) // max(1, span) + 1)
     try:
+        if prior is None and snap.feed is not None:
+            floor = find_block_at(client, snap.block.timestamp - profile.history_days * DAY, snap.block, start)
+            start = max(start, floor.number if floor else 0)
+        if progress:
+            first = max(start, prior.cursor + 1 if prior else 0)
+            progress.start("price history", max(0, snap.block.number - first) // max(1, span) + 1)
         got = history.build_for(client, snap, start=start, span=span, prior=prior, warnings=warnings,
                                 on_range=progress.advance if progress else None)
     except PublisherError as exc:

@@ -17,6 +17,7 @@ from support import factory as F
 from support.jsonrpc import JsonRpcServer
 
 from publisher.chain.rpc import RpcClient
+from publisher.collect import _history
 from publisher.config import load_profile
 from publisher.errors import PublisherError
 from publisher.publish import _block
@@ -212,8 +213,15 @@ def test_a_node_answering_another_block_than_asked_is_named_in_the_search_by_tim
         return {"jsonrpc": "2.0", "id": item["id"],
                 "result": {"number": hex(lied), "hash": "0x" + "ab" * 32, "timestamp": hex(1_800_000_000 + 10 * lied)}}
 
-    with JsonRpcServer(answer) as server, pytest.raises(PublisherError, match=r"answered block \d+ for block \d+"):
-        find_block_at(RpcClient([server.url], max_attempts=1), 1_800_005_000, head)
+    with JsonRpcServer(answer) as server:
+        client = RpcClient([server.url], max_attempts=1)
+        with pytest.raises(PublisherError, match=r"answered block \d+ for block \d+"):
+            find_block_at(client, 1_800_005_000, head)
+        # The price history is secondary: its search failing leaves it unextended, with a warning.
+        snap, warnings = F.snapshot(number=head.number, now=head.timestamp), []
+        profile = dataclasses.replace(load_profile("mainnet"), history_from_block=0)
+        assert _history(client, snap, profile, None, warnings, None) == ()
+        assert any(w.startswith("price history not updated (") and "answered block" in w for w in warnings), warnings
 
 
 def test_an_object_larger_than_a_run_reads_is_refused_by_its_length_or_what_comes(moto, tmp_path):
