@@ -148,8 +148,11 @@ def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history
         got = history.build_for(client, snap, start=start, span=span, prior=prior, warnings=warnings,
                                 on_range=progress.advance if progress else None)
     except PublisherError as exc:
+        if prior is None:  # nothing to keep (a live history then refuses the shrink when published)
+            warnings.append(f"price history not built ({exc}): publishing none")
+            return ()
         warnings.append(f"price history not updated ({exc}): publishing the previous run's points")
-        return prior.points if prior else ()
+        return prior.points
     finally:
         if progress:
             progress.finish()

@@ -221,7 +221,7 @@ def test_a_node_answering_another_block_than_asked_is_named_in_the_search_by_tim
         snap, warnings = F.snapshot(number=head.number, now=head.timestamp), []
         profile = dataclasses.replace(load_profile("mainnet"), history_from_block=0)
         assert _history(client, snap, profile, None, warnings, None) == ()
-        assert any(w.startswith("price history not updated (") and "answered block" in w for w in warnings), warnings
+        assert any(w.startswith("price history not built (") and "answered block" in w for w in warnings), warnings
 
 
 def test_an_object_larger_than_a_run_reads_is_refused_by_its_length_or_what_comes(moto, tmp_path):
