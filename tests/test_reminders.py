@@ -120,6 +120,19 @@ def test_calendars_follow_the_announced_window(demo_snapshot, demo_profile):
         assert "window-end" not in text and "BEGIN:VEVENT" in text
 
 
+def test_the_windows_alarms_go_once_it_has_passed(demo_snapshot, demo_profile):
+    """After the announced window's end its event stays, dated, without the alarms that could
+    only fire late (a holder subscribing then would get them as missed reminders)."""
+    end = next(a.time for a in demo_profile.announced() if a.key == WINDOW_END)
+    after = dataclasses.replace(demo_snapshot, block=dataclasses.replace(demo_snapshot.block, timestamp=end + 60))
+    for snap, alarms in ((demo_snapshot, [-7 * DAY, -DAY]), (after, [])):
+        made = [resolve(value) for _, value in C.requester_calendar(context(snap, demo_profile))]
+        assert made
+        for text in made:
+            window = next(e for u, e in _events(text.encode()).items() if "window-end" in u)
+            assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == alarms
+
+
 def test_calendars_say_what_expiry_means_while_ggavax_deposits_are_paused(demo_snapshot, demo_profile):
     """A funded request can be neither cancelled nor reclaimed while ggAVAX takes no deposits: its
     events do not offer either, and its expiration says it would be stuck."""

@@ -272,6 +272,51 @@ def test_advice_for_a_funding_after_the_announced_window_says_so():
     assert "after the announced" not in before and "and before the announced withdrawal window closes" in before
 
 
+def test_after_the_announced_window_a_pending_requests_advice_says_a_funding_depends_on_the_depositor():
+    r = F.request(0, avax(30), requested=NOW, expiration_delay=60 * DAY)
+    m, v = staking_pool(1, 50, NOW + 20 * DAY)
+    place = Q.schedule(at_par(requests=[r], minipools=[m], validators=(v,), paused={"MinipoolManager": True})).places[0]
+    assert "window" not in Q.advice(r, place)
+    text = Q.advice(r, place, window_closed=NOW - DAY)
+    assert f"window closed at {Q.when(NOW - DAY)}: a funding now depends on the depositor still calling" in text
+    assert "You may cancel it at any time" in text
+
+
+def test_the_windows_last_day_is_less_than_a_day_left_as_the_dashboard_says():
+    from publisher.endpoints.withdrawals import window_record
+
+    end = {"key": "withdrawalWindowEnd", "time": NOW + 3600, "passed": False}
+    assert "(less than a day left)" in window_record([{**end, "daysLeft": 0}])["note"]
+    assert "(1 day left)" in window_record([{**end, "daysLeft": 1}])["note"]
+
+
+def test_the_estimate_tells_a_funding_after_the_announced_window_from_a_claim_before_it():
+    """Nothing can be claimed before it is funded: a new request funded only after the window is told
+    so, never to claim before the window closes; one funded now whose expiration is later is."""
+    s = at_par(requests=[F.request(0, avax(5))])
+    early = Q.estimate_params(s, NOW + 5 * DAY, None)
+    assert early is not None
+    now = L.estimate(early, avax=avax(1))  # the liquidity covers it: funded at the next call
+    assert now["fundableNow"] and any("claim before the window closes" in c for c in now["caveats"])
+    later = L.estimate(early, avax=avax(50))  # beyond the liquidity, no return known
+    assert not any("claim before the window closes" in c for c in later["caveats"])
+    assert any("not expected to be funded before the announced withdrawal window closes" in c for c in later["caveats"])
+    closed = L.estimate(Q.estimate_params(s, NOW - DAY, None), avax=avax(1))
+    said = [c for c in closed["caveats"] if "window has closed" in c]
+    assert said and "only if the depositor still funds it" in said[0] and "still take requests and pay" not in said[0]
+
+
+def test_a_funded_requests_advice_keeps_the_contracts_deadline_apart_from_the_announced_window():
+    """The window is the operator's date: a claim still pays until the request's own expiration, so
+    "after that" in the advice is the expiration, and the window is a separate, earlier date."""
+    r = F.request(0, avax(5), fulfilled=True)
+    place = Q.schedule(at_par(requests=[r])).places[0]
+    text = Q.advice(r, place, window_end=r.expiration_time - DAY)
+    assert f"Claim before it expires at {Q.when(r.expiration_time)}; after that it can only be reclaimed" in text
+    assert "window closes earlier" in text and "the contract pays a claim until the expiration" in text
+    assert "window" not in Q.advice(r, place, window_end=r.expiration_time + DAY)  # the expiration comes first
+
+
 def test_a_funded_requests_advice_says_it_is_stuck_after_expiry_while_deposits_are_paused():
     r = F.request(0, avax(5), fulfilled=True)
     open_ = Q.schedule(at_par(requests=[r]))

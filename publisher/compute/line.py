@@ -316,12 +316,9 @@ def _state_caveats(p: Params, expires: int) -> list[str]:
     if p.deposits_paused:
         caveats.append("ggAVAX deposits are paused: a funded request can then be neither cancelled nor reclaimed, "
                        "so claim it before it expires")
-    if p.window_end is not None:
-        if t0 >= p.window_end:
-            caveats.append("the announced withdrawal window has closed; the contracts still take requests and pay them")
-        elif expires > p.window_end:
-            caveats.append("its expiration falls after the announced end of the withdrawal window: claim before the "
-                           "window closes")
+    if p.window_end is not None and t0 >= p.window_end:
+        caveats.append("the announced withdrawal window has closed: the contracts know no such date, but a request "
+                       "is paid only if the depositor still funds it (a pending one can be cancelled at any time)")
     if p.stale_reason:
         caveats.append(f"the depositor looks stale ({p.stale_reason}): nothing is funded until it calls")
     return caveats
@@ -345,6 +342,15 @@ def _request_caveats(p: Params, expected: int, delay: int, when: int | None, exp
                        "schedule cannot date")
     elif when >= expires:
         caveats.append("it would expire before it is funded: choose a longer expiration delay")
+    window = p.window_end
+    if window is not None and p.block_time < window and p.limit != 0 and not overdue:
+        if when is None or when >= window:
+            # Nothing can be claimed before it is funded: no advice to claim before the window closes.
+            caveats.append("it is not expected to be funded before the announced withdrawal window closes: after "
+                           "that date, a funding depends on the depositor still calling")
+        elif expires > window:
+            caveats.append("its expiration falls after the announced end of the withdrawal window: claim before the "
+                           "window closes")
     return caveats
 
 

@@ -463,9 +463,9 @@ def when(t: int) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> str:
+def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, window_closed: int | None = None) -> str:
     """What the requester can do now, and until when, in one or two sentences. ``window_end``: the
-    announced end of the withdrawal window, when there is one."""
+    announced end of the withdrawal window while it is ahead; ``window_closed``: that end, once passed."""
     st = place.status
     window = (f", and before the announced withdrawal window closes ({when(window_end)})"
               if window_end is not None and window_end > r.request_time else "")
@@ -474,8 +474,12 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
                   if place.can_cancel else "")
         after = (" after that it is stuck: it can no longer be claimed, and reclaiming it reverts while ggAVAX deposits "
                  "are paused." if place.deposits_paused else " after that it can only be reclaimed as ggAVAX.")
-        return (f"Claim it: the AVAX is set aside for you. Claim before it expires at {when(r.expiration_time)}{window};"
-                f"{after}{cancel}")
+        # The window is the operator's date, not the contract's: a claim pays until the expiration.
+        note = (f" The announced withdrawal window closes earlier, at {when(window_end)}: claim by then if you can, "
+                "though the contract pays a claim until the expiration."
+                if window_end is not None and window_end < r.expiration_time else "")
+        return (f"Claim it: the AVAX is set aside for you. Claim before it expires at {when(r.expiration_time)};"
+                f"{after}{cancel}{note}")
     if st == RequestStatus.EXPIRED_FUNDED:
         return ("It expired before it was claimed: the AVAX can no longer be claimed. Anyone can reclaim it, which "
                 "deposits the AVAX back into ggAVAX and sends you the shares.")
@@ -497,12 +501,14 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None) -> st
     cancel = " You may cancel it at any time (ggAVAX back at today's rate)."
     wait = _wait(place)
     if place.expires_first:
-        wait += (f" It expires at {when(r.expiration_time)}, before that: funded later, {_after_expiry(place)};"
-                 " cancelling before then gets your ggAVAX back.")
+        wait += f" It expires at {when(r.expiration_time)}, before that: funded later, {_after_expiry(place)}."
     elif window and place.funding_time is not None and window_end is not None and place.funding_time >= window_end:
-        wait += (f" That is after the announced withdrawal window closes ({when(window_end)}): cancelling before "
-                 "then gets your ggAVAX back.")
+        wait += (f" That is after the announced withdrawal window closes ({when(window_end)}): after that date, a "
+                 "funding depends on the depositor still calling.")
         window = ""  # a claim cannot come before a funding that comes after it
+    if window_closed is not None:
+        wait += (f" The announced withdrawal window closed at {when(window_closed)}: a funding now depends on the "
+                 "depositor still calling.")
     return wait + cancel + (f" Once funded, claim it before it expires at {when(r.expiration_time)}{window}."
                             if not place.expires_first else "")
 

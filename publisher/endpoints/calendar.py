@@ -62,7 +62,9 @@ def uid(network: str, kind: str, request: int | None = None, requester: str | No
 )
 def requester_calendar(ctx: Context):
     s = ctx.snap
-    window = next(((a.date, a.time, a.meaning, a.source) for a in ctx.announcements if a.key == WINDOW_END), None)
+    # Whether the window has passed is an input: its alarms go once it has (they could only fire late).
+    window = next(((a.date, a.time, a.meaning, a.source, s.block.timestamp >= a.time)
+                   for a in ctx.announcements if a.key == WINDOW_END), None)
     for path, value in W.requester_files(ctx):
         if type(value) is not Deferred or value.make is not W.requester_body:
             raise TypeError(f"{path}: the calendar is made from requester_body's inputs, not from {value!r}")
@@ -118,9 +120,10 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
     for rc in body.get("receipts", []):
         latest = max([latest, *(step["time"] for step in _steps(rc))])
     if window is not None:
-        date, at, meaning, source = window
-        alarms = [(trigger, f"The announced ggAVAX withdrawal window closes {words} ({when_utc(at)}): claim funded "
-                            "requests before then.") for trigger, words in WINDOW_ALARMS]
+        date, at, meaning, source, passed = window
+        alarms = [] if passed else [
+            (trigger, f"The announced ggAVAX withdrawal window closes {words} ({when_utc(at)}): claim funded requests "
+                      "before then.") for trigger, words in WINDOW_ALARMS]
         events.append(_event(uid(network, "window-end", requester=who), latest, at,
                              "ggAVAX withdrawal window closes (announced)",
                              f"{meaning} Announced by the protocol's operator, not a rule of the contracts: after "

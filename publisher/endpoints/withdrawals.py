@@ -475,8 +475,9 @@ def window_record(announced: list, claimable: int = 0) -> dict:
         note = f"The announced withdrawal window closed at {Q.when(end['time'])}; {allowed}."
     else:
         left = end["daysLeft"]
-        note = (f"The announced withdrawal window closes at {Q.when(end['time'])} ({left} day{'s' if left != 1 else ''} "
-                f"left): claim funded requests before then and before their own expiration"
+        days = "less than a day" if left == 0 else f"{left} day{'s' if left != 1 else ''}"  # as the dashboard says
+        note = (f"The announced withdrawal window closes at {Q.when(end['time'])} ({days} left): claim funded "
+                f"requests before then and before their own expiration"
                 + (f" ({claimable} can be claimed now)" if claimable else "") + f". After it, {allowed}.")
     return {"closesAt": end["time"], "closed": end["passed"], "note": note}
 
@@ -547,9 +548,10 @@ def _requester_files(ctx: Context):
     if q is None:
         return
     sched = ctx.cached(Q.cached_schedule)
-    # The advice names the announced window's end while it is ahead: a file changes once when it passes.
+    # The advice names the announced window's end, and whether it has passed: a file changes once
+    # when it passes.
     now = ctx.snap.block.timestamp
-    window_end = next((a.time for a in ctx.announcements if a.key == WINDOW_END and now < a.time), None)
+    window = next(((a.time, now >= a.time) for a in ctx.announcements if a.key == WINDOW_END), None)
     mine: dict[str, list[UnstakeRequest]] = {}
     for r in q.requests:
         mine.setdefault(r.requester, []).append(r)
@@ -559,13 +561,13 @@ def _requester_files(ctx: Context):
     # Requesters with an open request, then those whose requests are all closed, by first id.
     for who in [*mine, *(w for w in receipts if w not in mine)]:
         # A file depends on its requests, what the build derived for them and its receipts, nothing else.
-        items = tuple((r, sched.places[r.id], window_end) for r in mine.get(who, ()))
+        items = tuple((r, sched.places[r.id], window) for r in mine.get(who, ()))
         yield f"/withdrawals/{who.lower()}", Deferred((who, items, tuple(receipts.get(who, ()))), requester_body)
 
 
-def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, int | None], ...],
+def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, tuple[int, bool] | None], ...],
                    receipts: tuple[Receipt, ...] = ()) -> dict:
-    rows = [_request_record(r, place, window_end) for r, place, window_end in items]
+    rows = [_request_record(r, place, window) for r, place, window in items]
     return {"requester": who, "requests": rows, "count": len(rows), "totals": {
         "shares": tokens(sum(r.shares for r, _, _ in items)),
         "expectedAvax": tokens(sum(r.expected_assets for r, _, _ in items)),
@@ -574,7 +576,7 @@ def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, int | N
     }, "receipts": [receipt_record(r) for r in receipts]}
 
 
-def request_times(items: tuple[tuple[UnstakeRequest, Q.Place, int | None], ...]) -> set[int]:
+def request_times(items: tuple[tuple[UnstakeRequest, Q.Place, tuple[int, bool] | None], ...]) -> set[int]:
     """The times ``requester_body(who, items, …)`` shows of its open requests (filed, claimable,
     expiring, estimated funding): those its page counts from the block in words."""
     return {t for r, place, _ in items
@@ -604,11 +606,13 @@ def _wei(name: str, wei: int) -> dict:
     return {name: tokens(wei), f"{name}Wei": str(wei)}
 
 
-def _request_record(r: UnstakeRequest, place: Q.Place, window_end: int | None) -> dict:
+def _request_record(r: UnstakeRequest, place: Q.Place, window: tuple[int, bool] | None) -> dict:
+    """One open request's record; ``window``: the announced window's end and whether it has passed."""
+    end, closed = window if window is not None else (None, False)
     return {
         "id": r.id, "requester": r.requester, "status": place.status.value, "fulfilled": r.fulfilled,
         "canClaim": place.can_claim, "canCancel": place.can_cancel, "canReclaim": place.can_reclaim,
-        "stuckReason": place.stuck_reason, "advice": Q.advice(r, place, window_end), "shares": tokens(r.shares),
+        "stuckReason": place.stuck_reason, "advice": Q.advice(r, place, None if closed else end, window_closed=end if closed else None), "shares": tokens(r.shares),
         "expectedAvax": tokens(r.expected_assets), "allocatedAvax": tokens(r.allocated_funds),
         "requestTime": r.request_time, "claimableTime": r.claimable_time, "expirationTime": r.expiration_time,
         "position": place.position, "aheadAvax": tokens(place.ahead_avax), "fundableNow": place.fundable_now,
