@@ -313,6 +313,26 @@ def test_parameter_changes_and_pauses_are_entries_dated_at_the_build_that_saw_th
     assert next(e for e in third.entries if e.id.endswith(f"/{resumed.block.number}")).title == "New withdrawal requests resumed"
 
 
+def test_an_announcement_pushed_out_of_the_feed_by_newer_entries_is_not_news_again(demo_snapshot, demo_profile, built):
+    """The feed holds the latest entries: after many newer steps an announcement falls out of it,
+    and the next build must not date it anew (it would come back at the top, again and again)."""
+    last = {"/withdrawals": (built / "withdrawals.json").read_bytes()}
+    early = dataclasses.replace(demo_snapshot, queue_receipts=(),
+                                block=dataclasses.replace(demo_snapshot.block, timestamp=T0 - 86_400))
+    first = _feed(early, demo_profile, last)  # the announcements, dated at this earlier block
+
+    def kinds(text: str) -> list[str]:
+        return [e.tags[0].term for e in feedparser.parse(text.encode()).entries]
+
+    assert "announcement" in kinds(first)
+    crowd = dataclasses.replace(demo_snapshot, queue_receipts=_receipts(F.MAX_ENTRIES))  # 250 newer steps
+    pushed = _feed(crowd, demo_profile, {**last, F.PATH: first.encode()})
+    assert len(kinds(pushed)) == F.MAX_ENTRIES and "announcement" not in kinds(pushed)
+    assert "announcement" not in kinds(_feed(crowd, demo_profile, {**last, F.PATH: pushed.encode()}))
+    # Without the last feed (a first build of it) the announcements are news, dated at this block.
+    assert "announcement" in kinds(_feed(crowd, demo_profile, last))
+
+
 def test_a_last_build_of_another_network_or_unreadable_is_no_prior(demo_snapshot, demo_profile, built):
     last = (built / "withdrawals.json").read_bytes()
     other = json.loads(last)

@@ -233,8 +233,11 @@ def _parse_state(data: bytes, network: str, chain_id: int) -> dict | None:
         meta = body["meta"]
         if body["status"] != "ok" or meta["network"] != network or meta["chainId"] != chain_id:
             return None
-        state = {"address": body["address"], "parameters": body["parameters"], "pauses": body["pauses"]}
-    except (ValueError, KeyError, TypeError):
+        state = {"address": body["address"], "parameters": body["parameters"], "pauses": body["pauses"],
+                 # The announced dates it listed, as (key, date): each was an entry of that build's feed.
+                 "announced": {(a["key"], a["date"]) for a in body.get("announcements") or ()
+                               if type(a.get("key")) is str and type(a.get("date")) is str}}
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
     if not isinstance(state["parameters"], dict) or not isinstance(state["pauses"], dict):
         return None
@@ -292,12 +295,18 @@ def _duration(seconds: int) -> str:
 
 
 def announcement_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
-    """One entry per announced date, dated at the block of the first build that published it."""
+    """One entry per announced date, dated at the block of the first build that published it. One the
+    last build published whose feed no longer carries it was pushed out by newer entries: it is not
+    news again (dated now, it would come back at the top every time)."""
     s = ctx.snap
+    before = previous_state(ctx.previous.get("/withdrawals"), s.network, s.chain_id)
+    shown = before["announced"] if before is not None and ctx.previous.get(PATH) is not None else set()
     out = []
     for a in ctx.announcements:
         entry_id = f"{TAG}withdrawals/{s.network}/announcement/{a.key}/{a.date}"
         was = carried.get(entry_id)
+        if was is None and (a.key, a.date) in shown:
+            continue
         what = ANNOUNCED_AS.get(a.key, a.key)
         out.append(Entry(entry_id, "announcement", was.updated if was is not None else s.block.timestamp,
                          f"Announced: {what} {a.date}",
