@@ -333,6 +333,27 @@ def test_an_announcement_pushed_out_of_the_feed_by_newer_entries_is_not_news_aga
     assert "announcement" in kinds(_feed(crowd, demo_profile, last))
 
 
+def test_the_windows_close_is_news_of_its_own_dated_at_the_first_build_past_it(demo_snapshot, demo_profile, built):
+    """Once the announced window has passed, the feed says so, with what the contracts still allow,
+    dated at the first build that saw it passed and kept at that date after."""
+    end = next(a for a in demo_profile.announced() if a.key == WINDOW_END)
+    last = {"/withdrawals": (built / "withdrawals.json").read_bytes()}
+
+    def at(t: int):
+        return dataclasses.replace(demo_snapshot, block=dataclasses.replace(demo_snapshot.block, timestamp=t))
+
+    def closed(text: str) -> list:
+        return [e for e in feedparser.parse(text.encode()).entries if e.id.endswith(f"/{WINDOW_END}/{end.date}/closed")]
+
+    assert not closed(_feed(at(end.time - 60), demo_profile, last))
+    first = _feed(at(end.time + 60), demo_profile, last)
+    [entry] = closed(first)
+    assert entry.updated_parsed[:6] == _at(end.time + 60).timetuple()[:6]
+    assert entry.title == f"Closed: the withdrawal window, {end.date}" and "contracts know no such date" in entry.summary
+    [kept] = closed(_feed(at(end.time + 86_400), demo_profile, {**last, F.PATH: first.encode()}))
+    assert kept.updated_parsed[:6] == entry.updated_parsed[:6]
+
+
 def test_a_last_build_of_another_network_or_unreadable_is_no_prior(demo_snapshot, demo_profile, built):
     last = (built / "withdrawals.json").read_bytes()
     other = json.loads(last)

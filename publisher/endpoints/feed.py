@@ -13,7 +13,9 @@ Entries, newest first, the latest ``MAX_ENTRIES``:
   feed, since no snapshot holds them. A build without a last build (a fresh ``out``) sees no
   change, and starts the record;
 - the operator's announced dates (``Context.announcements``), each an entry dated at the block of
-  the first build that published it (carried from the last feed like the changes).
+  the first build that published it (carried from the last feed like the changes), and once the
+  withdrawal window's end has passed, an entry saying what the contracts still allow, dated at the
+  first build past it. An entry newer ones pushed out of the feed stays out.
 
 Ids are tag: URIs (RFC 4151) of the network and what the entry is about, and every time is a
 block's, never the wall clock's: the file changes only when an entry does.
@@ -31,6 +33,7 @@ from xml.sax.saxutils import escape, quoteattr
 from .. import jsonin
 from ..snapshot import Receipt
 from . import withdrawals as W
+from .announcements import WINDOW_END, announcement_records
 from .calendar import DOMAIN, amount, when_utc
 from .context import Context
 from .registry import Deferred, endpoint
@@ -85,7 +88,8 @@ def feed_id(network: str) -> str:
     schema={"type": "string", "contentMediaType": ATOM, "description": "an Atom 1.0 (RFC 4287) feed, UTF-8"},
     description=f"An Atom feed (RFC 4287) of the withdrawal queue, newest first, the latest {MAX_ENTRIES}: each "
                 "request's funding, claim, cancel and reclaim (from the queue's logs, dated at their block), the "
-                "queue's pauses and parameter changes, and the operator's announced dates. The queue emits no "
+                "queue's pauses and parameter changes, the operator's announced dates, and the withdrawal window's "
+                "close once it has passed (what the contracts still allow). The queue emits no "
                 "event for a parameter change: each build compares /withdrawals' `parameters` and `pauses` with "
                 "the last build's and dates a difference at its own block, the first that saw it. Entry ids are "
                 "stable tag: URIs and every time is a block's, so the file changes only when an entry does.",
@@ -236,7 +240,10 @@ def _parse_state(data: bytes, network: str, chain_id: int) -> dict | None:
         state = {"address": body["address"], "parameters": body["parameters"], "pauses": body["pauses"],
                  # The announced dates it listed, as (key, date): each was an entry of that build's feed.
                  "announced": {(a["key"], a["date"]) for a in body.get("announcements") or ()
-                               if type(a.get("key")) is str and type(a.get("date")) is str}}
+                               if type(a.get("key")) is str and type(a.get("date")) is str},
+                 # And those it listed as passed: each was a "closed" entry of that build's feed.
+                 "passed": {(a["key"], a["date"]) for a in body.get("announcements") or ()
+                            if type(a.get("key")) is str and type(a.get("date")) is str and a.get("passed") is True}}
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
     if not isinstance(state["parameters"], dict) or not isinstance(state["pauses"], dict):
@@ -300,18 +307,27 @@ def announcement_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]
     news again (dated now, it would come back at the top every time)."""
     s = ctx.snap
     before = previous_state(ctx.previous.get("/withdrawals"), s.network, s.chain_id)
-    shown = before["announced"] if before is not None and ctx.previous.get(PATH) is not None else set()
+    fed = before is not None and ctx.previous.get(PATH) is not None
+    shown, passed = (before["announced"], before["passed"]) if fed and before is not None else (set(), set())
+    now = s.block.timestamp
     out = []
-    for a in ctx.announcements:
-        entry_id = f"{TAG}withdrawals/{s.network}/announcement/{a.key}/{a.date}"
+
+    def add(entry_id: str, seen: bool, title: str, text: str) -> None:
         was = carried.get(entry_id)
-        if was is None and (a.key, a.date) in shown:
-            continue
+        if was is None and seen:
+            return
+        out.append(Entry(entry_id, "announcement", was.updated if was is not None else now, title, text, "../withdrawals"))
+
+    for a in ctx.announcements:
+        base = f"{TAG}withdrawals/{s.network}/announcement/{a.key}/{a.date}"
         what = ANNOUNCED_AS.get(a.key, a.key)
-        out.append(Entry(entry_id, "announcement", was.updated if was is not None else s.block.timestamp,
-                         f"Announced: {what} {a.date}",
-                         f"{a.meaning} ({when_utc(a.time)}.) Announced by the protocol's operator; no contract holds "
-                         f"this date. Source: {a.source}", "../withdrawals"))
+        add(base, (a.key, a.date) in shown, f"Announced: {what} {a.date}",
+            f"{a.meaning} ({when_utc(a.time)}.) Announced by the protocol's operator; no contract holds this date. "
+            f"Source: {a.source}")
+        if a.key == WINDOW_END and now >= a.time:
+            # The window's close is news of its own, dated at the first build past it: what still works.
+            window = W.window_record(announcement_records([a], now))
+            add(base + "/closed", (a.key, a.date) in passed, f"Closed: the withdrawal window, {a.date}", window["note"])
     return out
 
 
