@@ -237,13 +237,12 @@ def _parse_state(data: bytes, network: str, chain_id: int) -> dict | None:
         meta = body["meta"]
         if body["status"] != "ok" or meta["network"] != network or meta["chainId"] != chain_id:
             return None
+        # The announced dates it listed, (key, date) -> passed: each was an entry of that build's feed,
+        # and a passed window's end a "closed" one too.
+        listed = {(a["key"], a["date"]): a.get("passed") is True for a in body.get("announcements") or ()
+                  if type(a.get("key")) is str and type(a.get("date")) is str}
         state = {"address": body["address"], "parameters": body["parameters"], "pauses": body["pauses"],
-                 # The announced dates it listed, as (key, date): each was an entry of that build's feed.
-                 "announced": {(a["key"], a["date"]) for a in body.get("announcements") or ()
-                               if type(a.get("key")) is str and type(a.get("date")) is str},
-                 # And those it listed as passed: each was a "closed" entry of that build's feed.
-                 "passed": {(a["key"], a["date"]) for a in body.get("announcements") or ()
-                            if type(a.get("key")) is str and type(a.get("date")) is str and a.get("passed") is True}}
+                 "announced": set(listed), "passed": {k for k, passed in listed.items() if passed}}
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
     if not isinstance(state["parameters"], dict) or not isinstance(state["pauses"], dict):
@@ -307,8 +306,8 @@ def announcement_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]
     news again (dated now, it would come back at the top every time)."""
     s = ctx.snap
     before = previous_state(ctx.previous.get("/withdrawals"), s.network, s.chain_id)
-    fed = before is not None and ctx.previous.get(PATH) is not None
-    shown, passed = (before["announced"], before["passed"]) if fed and before is not None else (set(), set())
+    fed = before is not None and ctx.previous.get(PATH) is not None  # both from the last build
+    shown, passed = (before["announced"], before["passed"]) if before is not None and fed else (set(), set())
     now = s.block.timestamp
     out = []
 

@@ -209,11 +209,11 @@ def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_roo
     live = {STATUS_PATH: live_status} if live_status is not None else {}
     by_url = {i.url: i for i in all_items}
     fetch = []
+    known = live_root is not None and live_status is not None
     for url in bounded_paths():
         item = by_url.get(url)
         if item is None:
             continue
-        known = live_root is not None and live_status is not None
         if known and item.shard not in live_shards:
             live[url] = local.read(url)  # its shard is the root's, unchanged: the live object is ours
             continue
