@@ -135,10 +135,12 @@ def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history
     chain's. A fresh history reaches back ``history_days`` at most, and a failure keeps what the
     previous run had: the history is secondary, so it never stops the other endpoints from
     publishing."""
-    prior = history.verified(client, prior, snap, warnings)
     start = profile.history_from_block
     span = profile.history_log_span
     try:
+        # Inside the guard: a node that cannot answer whether the prior is this chain's leaves the
+        # history as it was, like any other failure of the history's reads.
+        prior = history.verified(client, prior, snap, warnings)
         if prior is None and snap.feed is not None:
             floor = find_block_at(client, snap.block.timestamp - profile.history_days * DAY, snap.block, start)
             start = max(start, floor.number if floor else 0)

@@ -224,6 +224,25 @@ def test_a_node_answering_another_block_than_asked_is_named_in_the_search_by_tim
         assert any(w.startswith("price history not built (") and "answered block" in w for w in warnings), warnings
 
 
+def test_a_node_that_cannot_say_whether_the_prior_history_is_its_chain_leaves_the_history_as_it_was():
+    """The check that the previous history belongs to this chain reads a header; a node erring on
+    it stops the history only: the previous run's points are published again, with a warning."""
+    from publisher.sources.history_file import PriorHistory
+
+    snap = F.snapshot()
+    points = tuple(F.price_point(day) for day in (2, 1))
+    prior = PriorHistory(points, snap.block.number - 1, snap.network, snap.chain_id, "0x" + "ab" * 32)
+
+    def answer(item: dict) -> dict:
+        return {"jsonrpc": "2.0", "id": item["id"], "error": {"code": -32000, "message": "header not found"}}
+
+    with JsonRpcServer(answer) as server:
+        client, warnings = RpcClient([server.url], max_attempts=1), []
+        profile = dataclasses.replace(load_profile("mainnet"), history_from_block=0)
+        assert _history(client, snap, profile, prior, warnings, None) == prior.points
+        assert any(w.startswith("price history not updated (") and "header not found" in w for w in warnings), warnings
+
+
 def test_an_object_larger_than_a_run_reads_is_refused_by_its_length_or_what_comes(moto, tmp_path):
     """The bucket is untrusted input too: a live object (here /status) larger than the bound a
     run reads of one object is a one-line refusal, and publish then changes nothing."""
