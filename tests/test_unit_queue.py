@@ -430,3 +430,28 @@ def test_an_estimate_names_what_the_queue_would_refuse():
     for words in ("the queue is paused", "deposits are paused", "window has closed", "looks stale",
                   "worth 0 AVAX", "above its maximum of 2592000 seconds"):
         assert words in text, words
+
+
+@pytest.mark.parametrize("ends_in_days", [20, 45])
+def test_an_estimate_expiring_before_its_funding_names_the_delay_that_would_not(ends_in_days):
+    """At the shortest expiration delay (the estimate's default) the request would expire before
+    the return that funds it: the caveat names the delay that keeps it claimable then, and an
+    estimate with that delay is not expired at its funding; beyond the queue's maximum, it says no
+    delay would do."""
+    m, v = staking_pool(1, 50, NOW + ends_in_days * DAY)
+    s = at_par(withdraw_queue=F.queue([]), minipools=[m], validators=(v,), paused={"MinipoolManager": True})
+    p = Q.estimate_params(s, None, None)
+    assert p is not None
+    out = L.estimate(p, avax=avax(30))
+    assert out["expiresBeforeFunding"] and out["estimatedFundingTime"] is not None
+    said = [c for c in out["caveats"] if "expire before it is funded" in c]
+    assert len(said) == 1, out["caveats"]
+    need = out["estimatedFundingTime"] - out["claimableTime"] + 1
+    if need > p.max_expiration_delay:
+        assert "even with the longest expiration delay" in said[0] and f"{p.max_expiration_delay} s" in said[0]
+        return
+    advised = int(said[0].split("at least ")[1].split(" s")[0])
+    assert need <= advised <= p.max_expiration_delay and advised % DAY == 0
+    again = L.estimate(p, avax=avax(30), expiration_delay=advised)
+    assert not again["expiresBeforeFunding"] and again["estimatedFundingTime"] == out["estimatedFundingTime"]
+    assert not any("expire" in c for c in again["caveats"])

@@ -341,7 +341,7 @@ def _request_caveats(p: Params, expected: int, delay: int, when: int | None, exp
         caveats.append("no minipool return known today covers it: it waits for new deposits or returns the "
                        "schedule cannot date")
     elif when >= expires:
-        caveats.append("it would expire before it is funded: choose a longer expiration delay")
+        caveats.append(_expires_first(p, when, expires - delay))
     window = p.window_end
     if window is not None and p.block_time < window and p.limit != 0 and not overdue:
         if when is None or when >= window:
@@ -352,6 +352,24 @@ def _request_caveats(p: Params, expected: int, delay: int, when: int | None, exp
             caveats.append("its expiration falls after the announced end of the withdrawal window: claim before the "
                            "window closes")
     return caveats
+
+
+def _expires_first(p: Params, when: int, claimable: int) -> str:
+    """The caveat of a request funded at ``when``, after its expiration: the requester picks the
+    delay when filing (the estimate's default is the queue's shortest), so name one that would do."""
+    need = when - claimable + 1  # an expiration after the funding
+    if need > p.max_expiration_delay:
+        return (f"it would expire before it is funded, even with the longest expiration delay the queue allows "
+                f"({_days(p.max_expiration_delay)}): once funded it could only be reclaimed")
+    need = min(-(-need // 86_400) * 86_400, p.max_expiration_delay)  # whole days, within the bound
+    return (f"it would expire before it is funded: filed with an expiration delay of at least {_days(need)} (the "
+            f"queue allows up to {_days(p.max_expiration_delay)}), it could be claimed once funded")
+
+
+def _days(seconds: int) -> str:
+    """A delay as the query takes it, in seconds, with its length in days."""
+    days, rest = divmod(seconds, 86_400)
+    return f"{seconds} s ({days} day{'s' if days != 1 else ''})" if not rest else f"{seconds} s (about {seconds / 86_400:.1f} days)"
 
 
 def answer(p: Params, inputs: dict[str, str], *, shares: int | None, avax: int | None,
