@@ -83,6 +83,11 @@ def test_every_requester_has_a_calendar_with_the_times_of_its_json(built):
                     assert r["advice"] in str(e["DESCRIPTION"]) and f"#{rid}" in str(e["SUMMARY"])
                     assert e["DTSTAMP"].dt <= _at(block_time)
             alarms = expire.walk("VALARM")
+            # A request in line stays there past its expiration (cancel, reclaim or a funding still
+            # possible); a funded one can no longer be claimed.
+            in_line = r["status"] in ("pending", "pendingExpired")
+            assert ("it stays in line" in str(expire["DESCRIPTION"])) == in_line
+            assert ("from now on it can no longer be claimed" in str(expire["DESCRIPTION"])) == (not in_line)
             past = r["status"] in ("pendingExpired", "expiredFunded", "stuck")
             # Past its expiration a request can no longer be claimed, funded or not: no payout promised.
             assert ("can be claimed until the request expires" in str(claim["DESCRIPTION"])) == (not past)

@@ -428,7 +428,7 @@ def test_an_estimate_names_what_the_queue_would_refuse():
     out = L.estimate(p, shares=0, expiration_delay=40 * DAY)
     text = " ".join(out["caveats"])
     for words in ("the queue is paused", "deposits are paused", "window has closed", "looks stale",
-                  "worth 0 AVAX", "above its maximum of 2592000 seconds"):
+                  "refuses a request for 0 shares", "above its maximum of 2592000 seconds"):
         assert words in text, words
 
 
@@ -455,3 +455,16 @@ def test_an_estimate_expiring_before_its_funding_names_the_delay_that_would_not(
     again = L.estimate(p, avax=avax(30), expiration_delay=advised)
     assert not again["expiresBeforeFunding"] and again["estimatedFundingTime"] == out["estimatedFundingTime"]
     assert not any("expire" in c for c in again["caveats"])
+
+
+def test_shares_worth_nothing_are_taken_by_the_queue_but_never_funded():
+    """requestUnstake refuses 0 shares only; below a share price of 1, one share is worth 0 AVAX,
+    and redeeming it reverts the depositor's call: the estimate funds it never, and says why."""
+    s = F.snapshot(ggavax=F.vault(released=avax(500), supply=avax(1000), staking=avax(400)), withdraw_queue=F.queue([]))
+    p = Q.estimate_params(s, None, None)
+    assert p is not None
+    out = L.estimate(p, shares=1)
+    assert out["expectedAvaxWei"] == "0" and not out["fundableNow"] and out["estimatedFundingTime"] is None
+    assert any("would never be funded" in c for c in out["caveats"]), out["caveats"]
+    assert not any("no minipool return" in c or "refuses a request for 0 shares" in c for c in out["caveats"])
+    assert L.estimate(p, shares=3)["fundableNow"]  # 3 shares are worth 1 wei at 0.5: funded by the next call

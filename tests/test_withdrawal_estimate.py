@@ -142,4 +142,4 @@ def test_a_delay_beyond_the_queues_maximum_is_answered_with_its_refusal(built):
 def test_nothing_to_redeem_is_answered_with_the_queues_refusal(built):
     status, body = ask(built, "amount=0&unit=ggavax")
     assert status == 200 and body["result"]["expectedAvaxWei"] == "0"
-    assert any("the queue refuses such a request" in c for c in body["result"]["caveats"])
+    assert any("the queue refuses a request for 0 shares" in c for c in body["result"]["caveats"])

@@ -276,14 +276,15 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     claimable = t0 + p.unstake_delay
     expires = claimable + delay
     new = Entry(p.next_request_id, shares, expected)
-    served = _serve_new(p, b, new, resume)
+    # A request worth 0 AVAX is never funded (see _request_caveats).
+    served = _serve_new(p, b, new, resume) if expected else Served()
     when, serve, call = served.funded.get(p.next_request_id, (None, None, None))
     now_fundable = serve == 1
     # A later serve in the block after the params' is an overdue end's, which no one can date (the schedule's rule).
     overdue = when is not None and not now_fundable and when <= t0 + 1
     if overdue:
         when = None
-    caveats = _state_caveats(p, expires) + _request_caveats(p, expected, delay, when, expires, overdue)
+    caveats = _state_caveats(p, expires) + _request_caveats(p, shares, expected, delay, when, expires, overdue)
     return {
         "sharesWei": str(shares), "expectedAvaxWei": str(expected),
         "position": p.pending_count + 1, "aheadAvaxWei": str(p.pending_avax),
@@ -324,13 +325,20 @@ def _state_caveats(p: Params, expires: int) -> list[str]:
     return caveats
 
 
-def _request_caveats(p: Params, expected: int, delay: int, when: int | None, expires: int, overdue: bool) -> list[str]:
+def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: int | None, expires: int,
+                     overdue: bool) -> list[str]:
     """What is wrong with this request itself, or with when it would be funded."""
     caveats = []
-    if expected == 0:
-        caveats.append("these shares are worth 0 AVAX: the queue refuses such a request")
+    if shares == 0:
+        caveats.append("there are no ggAVAX shares to redeem: the queue refuses a request for 0 shares")
+    elif expected == 0:
+        # requestUnstake checks the shares only; redeeming shares worth 0 AVAX reverts the whole call.
+        caveats.append("these shares are worth 0 AVAX at today's share price: the queue would take the request, but "
+                       "a depositor call that reaches it reverts, so it would never be funded")
     if delay > p.max_expiration_delay:
         caveats.append(f"the queue refuses an expiration delay above its maximum of {p.max_expiration_delay} seconds")
+    if expected == 0:
+        return caveats  # nothing that will be funded: no funding to date or to weigh against a deadline
     if p.limit == 0:
         caveats.append("maxRequestsPerDeposit is 0: the depositor's calls fund no request until the queue's admin "
                        "raises it")

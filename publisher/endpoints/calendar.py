@@ -79,6 +79,21 @@ def make_calendar(network: str, window: tuple | None, inputs: tuple) -> str:
     return calendar_text(network, window, W.requester_body(*inputs), deposits_paused=paused)
 
 
+def _after_expiry(status: str, deposits_paused: bool) -> str:
+    """What the contracts allow a request once it has expired: a funded one can no longer be
+    claimed; a pending one stays in line, where it can still be cancelled, reclaimed or funded."""
+    if status in ("pending", "pendingExpired"):
+        funded_then = ("stuck while ggAVAX deposits are paused" if deposits_paused
+                       else "only reclaimable, which deposits its AVAX back into ggAVAX for the requester")
+        return ("it stays in line: the requester can still cancel it and anyone can reclaim it (its ggAVAX goes back "
+                f"to the requester), but a funding from now on comes too late to be claimed: the request is then {funded_then}")
+    if deposits_paused:
+        return ("from now on it can no longer be claimed, and while ggAVAX deposits are paused it cannot be reclaimed "
+                "either (it is stuck until they reopen)")
+    return ("from now on it can no longer be claimed, only reclaimed: anyone may reclaim it, which deposits its AVAX "
+            "back into ggAVAX for the requester")
+
+
 def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_paused: bool = False) -> str:
     """A requester's VCALENDAR from its /withdrawals/{address} body and the announced window's end
     (date, time, meaning, source) or None. ``deposits_paused``: ggAVAX takes no deposits, so a
@@ -112,11 +127,8 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                    "claim it before then if it is funded.")
         events.append(_event(uid(network, "expiration", rid), stamp, r["expirationTime"],
                              f"ggAVAX withdrawal #{rid} expires ({avax} AVAX)",
-                             f"Request {rid} of {who} ({avax} AVAX) expires: from now on it can no longer be "
-                             + ("claimed, and while ggAVAX deposits are paused a funded one cannot be reclaimed "
-                                "either (it is stuck until they reopen)" if deposits_paused else
-                                "claimed, only reclaimed as ggAVAX (anyone may reclaim it; the shares go back to "
-                                "the requester)") + f". {todo}", *([alarm] if alarm else [])))
+                             f"Request {rid} of {who} ({avax} AVAX) expires: {_after_expiry(r['status'], deposits_paused)}. "
+                             f"{todo}", *([alarm] if alarm else [])))
     for rc in body.get("receipts", []):
         latest = max([latest, *(step["time"] for step in _steps(rc))])
     if window is not None:

@@ -171,7 +171,7 @@ def _receipt_entry(entry_id: str, r: Receipt, what: str) -> Entry:
     link = r.requester.lower()
     filed = (f"Requester {r.requester}. Filed at block {r.requested.block} ({when_utc(r.requested.time)}) for "
              f"{amount(tokens(r.shares))} ggAVAX, to be paid {amount(tokens(r.expected_assets))} AVAX, "
-             f"claimable from {when_utc(r.claimable_time)}.")
+             f"its advertised claimable time {when_utc(r.claimable_time)}.")
     if what == "funded":
         assert r.funded is not None
         avax = amount(tokens(r.allocated or 0))

@@ -238,7 +238,7 @@ def _time(ts: float) -> str:
 
 
 # Words for the receipts' field names; any other name is shown as it is.
-RECEIPT_LABELS = {"claimableTime": "claimable from", "shares": "", "avax": "", "expectedAvax": "to pay",
+RECEIPT_LABELS = {"claimableTime": "advertised claimable time", "shares": "", "avax": "", "expectedAvax": "to pay",
                   "sharesReturned": "returned", "sharesBurnt": "burnt"}
 RECEIPT_OWN = ("id", "outcome", "requester")  # shown in the receipt's heading, not as a line
 

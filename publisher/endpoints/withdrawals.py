@@ -52,7 +52,7 @@ REQUEST = S.obj({
     "allocatedAvax": S.described(AVAX, "AVAX set aside for it (0 until funded), whole AVAX"),
     "requestTime": S.described(S.TIMESTAMP, "when it was filed, unix seconds"),
     "claimableTime": S.described(S.TIMESTAMP, "the advertised earliest payout (request time + the unstake delay); a funded request can be cancelled until then"),
-    "expirationTime": S.described(S.TIMESTAMP, "deadline: from then on it can no longer be claimed, only reclaimed as shares"),
+    "expirationTime": S.described(S.TIMESTAMP, "deadline to claim: from then on a funded request can no longer be claimed, only reclaimed (its AVAX deposited back into ggAVAX for the requester); a pending one stays in line, where it can be cancelled, reclaimed as its original ggAVAX, or still funded (and then only reclaimed)"),
     **ESTIMATE,
 })
 
@@ -243,7 +243,7 @@ QUEUE_HOLDS = Check(queue_holds, {
             "ggavaxDeposits": S.described(S.BOOLEAN, "TokenggAVAX refuses deposits: a funded request can then be neither cancelled nor reclaimed (both deposit its AVAX back)"),
             "minipoolManager": S.described(S.BOOLEAN, "MinipoolManager is paused: no minipool restakes, each hands its AVAX back at its end"),
         }, description="the pause flags the queue's rules depend on, at the block")),
-        "expired": S.nullable(S.obj({**SUMS, "fundedCount": S.described(COUNT, "of which funded before expiring (their AVAX goes back into the vault on reclaim)")},
+        "expired": S.nullable(S.obj({**SUMS, "fundedCount": S.described(COUNT, "of which funded, before or after expiring (their AVAX goes back into the vault on reclaim)")},
                                     description="requests past their expiration and not reclaimed: their shares go back to the requester on reclaim")),
         "requesters": S.described(S.nullable(COUNT), "addresses with an open request (each has a /withdrawals/{address} file)"),
         "requestersEver": S.described(S.nullable(COUNT), "addresses with a request on record, open or closed: each has a "
@@ -319,8 +319,9 @@ def withdrawals(ctx: Context):
 
 
 def queue_pauses(s: Snapshot) -> tuple[bool | None, bool, bool]:
-    """What is paused that the way out goes through: the queue's requests, ggAVAX deposits (which
-    a funding and a reclaim call), the MinipoolManager (which hands AVAX back at a minipool's end)."""
+    """What is paused that the way out goes through: the queue's requests, ggAVAX deposits (which a
+    funded request's cancel and reclaim make; a funding does not), the MinipoolManager (which hands
+    AVAX back at a minipool's end)."""
     assert s.withdraw_queue is not None
     return s.withdraw_queue.paused, Q.deposits_paused(s), bool(s.paused.get("MinipoolManager"))
 
