@@ -325,9 +325,8 @@ def _state_caveats(p: Params, expires: int) -> list[str]:
     return caveats
 
 
-def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: int | None, expires: int,
-                     overdue: bool) -> list[str]:
-    """What is wrong with this request itself, or with when it would be funded."""
+def _refusals(p: Params, shares: int, expected: int, delay: int) -> list[str]:
+    """What the queue refuses of this request, or what makes it unfundable."""
     caveats = []
     if shares == 0:
         caveats.append("there are no ggAVAX shares to redeem: the queue refuses a request for 0 shares")
@@ -337,6 +336,13 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
                        "a depositor call that reaches it reverts, so it would never be funded")
     if delay > p.max_expiration_delay:
         caveats.append(f"the queue refuses an expiration delay above its maximum of {p.max_expiration_delay} seconds")
+    return caveats
+
+
+def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: int | None, expires: int,
+                     overdue: bool) -> list[str]:
+    """What is wrong with this request itself, or with when it would be funded."""
+    caveats = _refusals(p, shares, expected, delay)
     if expected == 0:
         return caveats  # nothing that will be funded: no funding to date or to weigh against a deadline
     if p.limit == 0:
