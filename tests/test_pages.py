@@ -224,3 +224,19 @@ def test_a_page_reads_a_bodys_keys_before_a_dicts_methods():
     name that is no key; anything else as Jinja reads it."""
     page = _env().from_string("{{ d.count }} {{ d.items }} {{ d.get('x', 'none') }} {{ e.items() | list }} {{ s.upper() }}")
     assert page.render(d={"count": 3, "items": "rows"}, e={"k": 1}, s="ok") == "3 rows none [(&#39;k&#39;, 1)] OK"
+
+
+def test_the_dashboard_shows_the_windows_note_in_its_last_week_and_once_it_has_closed():
+    from publisher.endpoints.pages import _banners
+
+    def queue(days_left: int, passed: bool) -> dict:
+        return {"status": "ok", "parameters": {"paused": False}, "schedule": {"stale": False},
+                "funded": {"stuckCount": 0}, "window": {"closed": passed, "note": f"note {days_left}"},
+                "announcements": [{"key": "withdrawalWindowEnd", "daysLeft": days_left, "passed": passed}]}
+
+    def shown(q: dict) -> list[str]:
+        return [text for text, _ in _banners({}, {}, {}, q)]
+
+    assert shown(queue(30, False)) == [] and shown(queue(7, False)) == []
+    assert shown(queue(6, False)) == ["note 6"] and shown(queue(0, False)) == ["note 0"]
+    assert shown(queue(0, True)) == ["note 0"]

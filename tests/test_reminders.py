@@ -90,7 +90,8 @@ def test_every_requester_has_a_calendar_with_the_times_of_its_json(built):
             assert ("from now on it can no longer be claimed" in str(expire["DESCRIPTION"])) == (not in_line)
             past = r["status"] in ("pendingExpired", "expiredFunded", "stuck")
             # Past its expiration a request can no longer be claimed, funded or not: no payout promised.
-            assert ("can be claimed until the request expires" in str(claim["DESCRIPTION"])) == (not past)
+            assert (f"until the request expires ({C.when_utc(r['expirationTime'])})" in str(claim["DESCRIPTION"])) == (not past)
+            assert ("it is funded already" in str(claim["DESCRIPTION"])) == (r["fulfilled"] and not past)
             if past:
                 assert not alarms  # past its expiration: an alarm could only fire late
             else:
@@ -136,6 +137,9 @@ def test_the_windows_alarms_go_once_it_has_passed(demo_snapshot, demo_profile):
         for text in made:
             window = next(e for u, e in _events(text.encode()).items() if "window-end" in u)
             assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == alarms
+            # Told as closed once it has; the operator's "end of this day" quoted as said of its date.
+            assert str(window["SUMMARY"]).endswith("closed (announced)" if snap is after else "closes (announced)")
+            assert "announced for 2026-12-31 (UTC): \"" in str(window["DESCRIPTION"])
 
 
 def test_calendars_say_what_expiry_means_while_ggavax_deposits_are_paused(demo_snapshot, demo_profile):

@@ -117,6 +117,21 @@ def test_the_feed_writes_out_only_the_receipts_entries_it_shows():
     assert len(every) > 50 and newest == every[:50]
 
 
+def test_the_feed_says_whether_a_funding_came_in_time_to_be_claimed():
+    """The depositor funds a request in line past its expiration: its funded entry says it can
+    only be reclaimed; one funded in time, when it can be claimed until."""
+    from publisher.endpoints import feed
+    from publisher.snapshot import QueueStep, Receipt
+
+    who, tx = "0x" + "ab" * 20, "0x" + "11" * 32
+    late, in_time = (Receipt(i, who, WAD, WAD, 1_000, QueueStep(1, 500, tx), funded=QueueStep(9, funded_at, tx),
+                             allocated=WAD) for i, funded_at in ((1, 5_000), (2, 3_000)))
+    entries = {e.id.rsplit("/", 2)[1]: e.content for e in feed.receipt_entries("devnet", (late, in_time), None, {1: 4_000, 2: 4_000})}
+    assert "too late to be claimed: the request had expired at" in entries["1"] and "can no longer be claimed" in entries["1"]
+    assert f"who can claim it until the request expires ({feed.when_utc(4_000)})" in entries["2"]
+    assert "too late" not in entries["2"]
+
+
 def test_a_long_lists_rows_are_checked_once_and_a_bad_new_row_is_still_refused():
     """/stakers made with kept rows: the rows that passed its schema are not checked again, a new
     row is, and a row that passed another endpoint's schema counts for nothing here."""

@@ -269,7 +269,15 @@ def test_advice_for_a_funding_after_the_announced_window_says_so():
     after = Q.advice(r, place, window_end=NOW + 10 * DAY)
     assert "after the announced withdrawal window closes" in after and "and before the announced" not in after
     before = Q.advice(r, place, window_end=NOW + 30 * DAY)
-    assert "after the announced" not in before and "and before the announced withdrawal window closes" in before
+    assert "after the announced" not in before and "claim it before the announced withdrawal window closes" in before
+    # A window after the expiration is no deadline of the claim; nothing at all is expected before a
+    # window when no known return covers the request.
+    assert "window" not in Q.advice(r, place, window_end=r.expiration_time + DAY)
+    uncovered = Q.schedule(at_par(requests=[r])).places[0]
+    assert uncovered.funding_time is None and not uncovered.fundable_now and not uncovered.overdue
+    text = Q.advice(r, uncovered, window_end=NOW + 30 * DAY)
+    assert "No funding is expected before the announced withdrawal window closes" in text
+    assert "claim it before the announced" not in text and text.endswith(f"before it expires at {Q.when(r.expiration_time)}.")
 
 
 def test_after_the_announced_window_a_pending_requests_advice_says_a_funding_depends_on_the_depositor():
@@ -468,3 +476,12 @@ def test_shares_worth_nothing_are_taken_by_the_queue_but_never_funded():
     assert any("would never be funded" in c for c in out["caveats"]), out["caveats"]
     assert not any("no minipool return" in c or "refuses a request for 0 shares" in c for c in out["caveats"])
     assert L.estimate(p, shares=3)["fundableNow"]  # 3 shares are worth 1 wei at 0.5: funded by the next call
+
+
+def test_an_uncovered_estimate_while_deposits_are_paused_does_not_wait_for_new_deposits():
+    for paused, words in (({"TokenggAVAX": True}, "for ggAVAX deposits to reopen"), ({}, "or for new deposits")):
+        p = Q.estimate_params(at_par(withdraw_queue=F.queue([]), paused=paused), None, None)
+        assert p is not None
+        out = L.estimate(p, avax=avax(30))  # beyond the 10 AVAX liquid, and no minipool returns
+        assert out["estimatedFundingTime"] is None and not out["fundableNow"]
+        assert any("no minipool return known today covers it" in c and words in c for c in out["caveats"]), out["caveats"]

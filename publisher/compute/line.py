@@ -352,8 +352,8 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
         caveats.append("it waits for minipools whose validation has ended: the depositor funds it once Rialto records "
                        "their ends, which no one can date")
     elif when is None:
-        caveats.append("no minipool return known today covers it: it waits for new deposits or returns the "
-                       "schedule cannot date")
+        caveats.append("no minipool return known today covers it: it waits for returns the schedule cannot date, or "
+                       + ("for ggAVAX deposits to reopen and bring new AVAX" if p.deposits_paused else "for new deposits"))
     elif when >= expires:
         caveats.append(_expires_first(p, when, expires - delay))
     window = p.window_end

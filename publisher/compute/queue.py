@@ -49,8 +49,8 @@ STATUS_TEXT = {
     RequestStatus.PENDING: "in line for liquidity; the requester may cancel it (shares back at today's rate)",
     RequestStatus.PENDING_EXPIRED: "past its expiration and still in line: the requester may cancel it, anyone may reclaim it (its original shares go back to the requester), and the depositor may still fund it",
     RequestStatus.FUNDED: "AVAX allocated: the requester can claim it until its expiration",
-    RequestStatus.EXPIRED_FUNDED: "funded but not claimed before its expiration: anyone can reclaim it, which deposits its AVAX back into ggAVAX for the requester",
-    RequestStatus.STUCK: "funded but not claimed before its expiration, and reclaiming it reverts now (it deposits the AVAX back into ggAVAX, and ggAVAX deposits are paused): nothing can be done with it until deposits reopen",
+    RequestStatus.EXPIRED_FUNDED: "funded and past its expiration (funded late, or not claimed in time): anyone can reclaim it, which deposits its AVAX back into ggAVAX for the requester",
+    RequestStatus.STUCK: "funded and past its expiration (funded late, or not claimed in time), and reclaiming it reverts now (it deposits the AVAX back into ggAVAX, and ggAVAX deposits are paused): nothing can be done with it until deposits reopen",
 }
 
 DEPOSITS_PAUSED = "ggAVAX (TokenggAVAX) deposits are paused: reclaiming a funded request deposits its AVAX back, which reverts"
@@ -467,8 +467,6 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
     """What the requester can do now, and until when, in one or two sentences. ``window_end``: the
     announced end of the withdrawal window while it is ahead; ``window_closed``: that end, once passed."""
     st = place.status
-    window = (f", and before the announced withdrawal window closes ({when(window_end)})"
-              if window_end is not None and window_end > r.request_time else "")
     if st == RequestStatus.FUNDED:
         cancel = (f" Until {when(r.claimable_time)} you may also cancel it for ggAVAX instead."
                   if place.can_cancel else "")
@@ -480,15 +478,17 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
                 if window_end is not None and window_end < r.expiration_time else "")
         return (f"Claim it: the AVAX is set aside for you. Claim before it expires at {when(r.expiration_time)};"
                 f"{after}{cancel}{note}")
+    # Funded and expired: not always unclaimed in time, since a request can be funded after it expired.
     if st == RequestStatus.EXPIRED_FUNDED:
-        return ("It expired before it was claimed: the AVAX can no longer be claimed. Anyone can reclaim it, which "
-                "deposits the AVAX back into ggAVAX and sends you the shares.")
+        return ("It is funded and past its expiration: the AVAX can no longer be claimed. Anyone, you included, can "
+                "reclaim it, which deposits the AVAX back into ggAVAX and sends you the shares.")
     if st == RequestStatus.STUCK:
-        return (f"Nothing can be done with it now: it expired before it was claimed, and reclaiming it reverts because "
-                f"{DEPOSITS_PAUSED.split(':')[0]}. It stays in the queue, its AVAX set aside, until deposits reopen.")
+        return (f"Nothing can be done with it now: it is funded and past its expiration, and reclaiming it reverts "
+                f"because {DEPOSITS_PAUSED.split(':')[0]}. It stays in the queue, its AVAX set aside, until deposits "
+                "reopen.")
     if st == RequestStatus.PENDING_EXPIRED:
         then = _after_expiry(place)
-        act = "cancel it (ggAVAX back at today's rate) or let anyone reclaim it (your original shares back)"
+        act = "cancel it (ggAVAX back at today's rate) or reclaim it (anyone can, you included; your original shares back)"
         funding = _funding(place) if place.expires_first else None
         if funding is not None:
             return (f"Its expiration has passed while it waited in line: {funding}. Funded after its expiration, "
@@ -500,17 +500,25 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
         return f"Its expiration has passed while it waited in line: {act}. {may}, {then}."
     cancel = " You may cancel it at any time (ggAVAX back at today's rate)."
     wait = _wait(place)
+    claim = f" Once funded, claim it before it expires at {when(r.expiration_time)}."
+    window = window_end if window_end is not None and window_end > r.request_time else None
+    funding = _funding(place)
     if place.expires_first:
         wait += f" It expires at {when(r.expiration_time)}, before that: funded later, {_after_expiry(place)}."
-    elif window and place.funding_time is not None and window_end is not None and place.funding_time >= window_end:
-        wait += (f" That is after the announced withdrawal window closes ({when(window_end)}): after that date, a "
-                 "funding depends on the depositor still calling.")
-        window = ""  # a claim cannot come before a funding that comes after it
+        claim = ""
+    elif window is not None and (funding is None or (place.funding_time or 0) >= window):
+        # A claim cannot come before a funding that is not expected before the window closes.
+        said = "No funding is expected before" if funding is None else "That is after"
+        wait += (f" {said} the announced withdrawal window closes ({when(window)}): after that date, a funding "
+                 "depends on the depositor still calling.")
+    elif window is not None and window < r.expiration_time:
+        # The operator's date comes first; the contract pays a claim until the expiration.
+        claim = (f" Once funded, claim it before the announced withdrawal window closes ({when(window)}); the "
+                 f"contract pays a claim until it expires at {when(r.expiration_time)}.")
     if window_closed is not None:
         wait += (f" The announced withdrawal window closed at {when(window_closed)}: a funding now depends on the "
                  "depositor still calling.")
-    return wait + cancel + (f" Once funded, claim it before it expires at {when(r.expiration_time)}{window}."
-                            if not place.expires_first else "")
+    return wait + cancel + claim
 
 
 def _wait(place: Place) -> str:

@@ -34,7 +34,7 @@ PRODID = "-//GoGoPool (Hypha) staking data API//withdrawal reminders//EN"
 REFRESH = "PT1H"  # how often a subscribed client should fetch the file again (RFC 7986)
 LINE_OCTETS = 75  # RFC 5545 3.1: content lines are folded at 75 octets, CRLF then one space
 ALARM = "-P1D"  # the expiration's alarm: a day before
-WINDOW_ALARMS = (("-P7D", "in 7 days"), ("-P1D", "tomorrow"))
+WINDOW_ALARMS = (("-P7D", "in 7 days"), ("-P1D", "in 24 hours"))  # a day before the end of its last day: that day
 # Request statuses past their expiration: no alarm (it could only fire late).
 EXPIRED = {"pendingExpired", "expiredFunded", "stuck"}
 
@@ -114,10 +114,12 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                                  "estimate of the queue's funding schedule, which moves when the line or the "
                                  f"minipools' returns do. {todo}"))
         # Past its expiration, a request funded or not can no longer be claimed: no promise of a payout.
+        # The contract pays a claim as soon as a request is funded, before this time too.
+        until = f"until the request expires ({when_utc(r['expirationTime'])})"
         payout = "" if r["status"] in EXPIRED else (
-            ": once funded, its AVAX can be claimed until the request expires "
-            f"({when_utc(r['expirationTime'])})"
-            + ("" if deposits_paused else "; before this time a funded request can also be cancelled for ggAVAX"))
+            (f": it is funded already, so its AVAX can be claimed now, {until}" if r["fulfilled"] else
+             f": the contract pays a claim as soon as the request is funded, even before this time, {until}")
+            + ("" if deposits_paused else "; until this time a funded request can also be cancelled for ggAVAX"))
         events.append(_event(uid(network, "claimable", rid), stamp, r["claimableTime"],
                              f"ggAVAX withdrawal #{rid}: claimable time ({avax} AVAX)",
                              f"Request {rid} of {who} ({avax} AVAX) reaches its claimable time, the earliest "
@@ -136,11 +138,14 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
         alarms = [] if passed else [
             (trigger, f"The announced ggAVAX withdrawal window closes {words} ({when_utc(at)}): claim funded requests "
                       "before then.") for trigger, words in WINDOW_ALARMS]
+        # The event sits at the close itself, the first moment of the next day: the operator's words
+        # ("the end of this day") are quoted as said of their date, not of the event's.
         events.append(_event(uid(network, "window-end", requester=who), latest, at,
-                             "ggAVAX withdrawal window closes (announced)",
-                             f"{meaning} Announced by the protocol's operator, not a rule of the contracts: after "
-                             "it, a funded request can still be claimed until its own expiration while the queue "
-                             f"holds its AVAX. The window is open through {date} (UTC). Source: {source}",
+                             f"ggAVAX withdrawal window {'closed' if passed else 'closes'} (announced)",
+                             f"The protocol's operator announced for {date} (UTC): \"{meaning}\" The window "
+                             f"{'was' if passed else 'is'} open through {date}, until {when_utc(at)}. It is not a rule "
+                             "of the contracts: after it, a funded request can still be claimed until its own "
+                             f"expiration while the queue holds its AVAX. Source: {source}",
                              *alarms))
     if not events:
         raise ValueError(f"no event for {who}: a calendar holds at least one")

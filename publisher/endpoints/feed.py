@@ -27,6 +27,7 @@ import heapq
 import time
 import xml.etree.ElementTree as ET
 from calendar import timegm
+from collections.abc import Mapping
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
@@ -99,7 +100,9 @@ def queue_feed(ctx: Context):
     if s.withdraw_queue is None:
         return  # no queue at this block: no feed of it (a noQueue /withdrawals says why)
     carried = previous_entries(ctx.previous.get(PATH), s.network)
-    entries = [*receipt_entries(s.network, s.queue_receipts, MAX_ENTRIES),
+    # An open request's expiration tells whether its funding came in time to be claimed.
+    expirations = {r.id: r.expiration_time for r in s.withdraw_queue.requests}
+    entries = [*receipt_entries(s.network, s.queue_receipts, MAX_ENTRIES, expirations),
                *change_entries(ctx, carried),
                *announcement_entries(ctx, carried)]
     entries.sort(key=lambda e: (-e.updated, e.id))
@@ -139,10 +142,13 @@ def _short(address: str) -> str:
     return f"{address[:6]}…{address[-4:]}"
 
 
-def receipt_entries(network: str, receipts: tuple[Receipt, ...], newest: int | None = None) -> list[Entry]:
+def receipt_entries(network: str, receipts: tuple[Receipt, ...], newest: int | None = None,
+                    expirations: Mapping[int, int] | None = None) -> list[Entry]:
     """An entry for each funding and each closing (claim, cancel, reclaim) on record; with
     ``newest``, only the entries that sort first in the feed (tens of thousands of receipts, a
-    hundred entries shown: only those are written out)."""
+    hundred entries shown: only those are written out). ``expirations``: the open requests'
+    expiration times, by id (a receipt does not carry it)."""
+    expirations = expirations or {}
     if newest is not None and newest <= 0:
         return []
     cutoff = None
@@ -164,10 +170,10 @@ def receipt_entries(network: str, receipts: tuple[Receipt, ...], newest: int | N
         if r.closed is not None and r.closed_at is not None:
             steps.append(((-r.closed_at.time, base + r.closed), r, r.closed))
     chosen = steps if newest is None else heapq.nsmallest(newest, steps, key=lambda x: x[0])
-    return [_receipt_entry(key[1], r, what) for key, r, what in chosen]
+    return [_receipt_entry(key[1], r, what, expirations.get(r.id)) for key, r, what in chosen]
 
 
-def _receipt_entry(entry_id: str, r: Receipt, what: str) -> Entry:
+def _receipt_entry(entry_id: str, r: Receipt, what: str, expires: int | None = None) -> Entry:
     link = r.requester.lower()
     filed = (f"Requester {r.requester}. Filed at block {r.requested.block} ({when_utc(r.requested.time)}) for "
              f"{amount(tokens(r.shares))} ggAVAX, to be paid {amount(tokens(r.expected_assets))} AVAX, "
@@ -178,12 +184,24 @@ def _receipt_entry(entry_id: str, r: Receipt, what: str) -> Entry:
         return Entry(entry_id, "funded", r.funded.time,
                      f"Request {r.id} funded: {avax} AVAX set aside for {_short(r.requester)}",
                      f"The depositor funded request {r.id} at block {r.funded.block} (transaction "
-                     f"{r.funded.tx}): {avax} AVAX is set aside for its requester, who can claim it "
-                     f"until the request expires (funded after its expiration, it can only be reclaimed). {filed}", link)
+                     f"{r.funded.tx}): {avax} AVAX is set aside for its requester, {_claim_window(r.funded.time, expires)} "
+                     f"{filed}", link)
     at = r.closed_at
     assert at is not None
     title, text = _closing_words(r, f"at block {at.block} (transaction {at.tx})")
     return Entry(entry_id, what, at.time, title, f"{text} {filed}", link)
+
+
+def _claim_window(funded: int, expires: int | None) -> str:
+    """Whether a funding came in time to be claimed (``expires``: the request's expiration, known
+    while it is open), as the end of a sentence."""
+    late = ("can no longer be claimed, only reclaimed, which deposits the AVAX back into ggAVAX for the requester "
+            "and reverts while ggAVAX deposits are paused")
+    if expires is None:
+        return f"who can claim it until the request expires (funded after its expiration, it {late})."
+    if funded < expires:
+        return f"who can claim it until the request expires ({when_utc(expires)})."
+    return f"but too late to be claimed: the request had expired at {when_utc(expires)}, so it {late}."
 
 
 def _closing_words(r: Receipt, where: str) -> tuple[str, str]:

@@ -27,7 +27,7 @@ from ..compute import rewards as R
 from ..protocol import STATUS_LABELS
 from . import schema as S
 from . import svg
-from .announcements import announcement_records
+from .announcements import WINDOW_END, announcement_records
 from .context import Context
 from .openapi import document
 from .registry import Deferred, endpoint, excerpt, load_all, resolve
@@ -282,7 +282,9 @@ def _banners(prices: dict, params: dict, ggavax: dict, queue: dict | None) -> li
     if queue and queue.get("status") == "ok" and queue["funded"]["stuckCount"]:
         out.append((f"{queue['funded']['stuckCount']} funded withdrawal requests are stuck: "
                     f"{queue['funded']['stuckReason']}.", "withdrawals"))
-    if queue and queue["window"]["closed"]:
+    # The window's note once it has closed, and in its last week, when a holder must act.
+    end = next((a for a in (queue or {}).get("announcements") or () if a.get("key") == WINDOW_END), None)
+    if queue and (queue["window"]["closed"] or (end is not None and not end["passed"] and end["daysLeft"] < 7)):
         out.append((queue["window"]["note"], "withdrawals"))
     return out
 

@@ -41,7 +41,7 @@ REQUEST = S.obj({
     "id": S.described(COUNT, "request id (ids count up from 0 in filing order)"),
     "requester": S.described(S.ADDRESS, "owner of the request: the only one who may claim or cancel it, and the one paid"),
     "status": {"enum": STATUSES, "description": STATUS_DOC},
-    "fulfilled": S.described(S.BOOLEAN, "AVAX has been allocated to it (true for funded requests, and for expired ones that were funded first)"),
+    "fulfilled": S.described(S.BOOLEAN, "AVAX has been allocated to it (true for funded requests, and for expired ones funded before or after their expiration)"),
     "canClaim": S.described(S.BOOLEAN, "the requester's claimUnstake succeeds at the block: funded and not expired"),
     "canCancel": S.described(S.BOOLEAN, "the requester's cancelRequest succeeds at the block: a pending request any time, a funded one only before its claimable time and while ggAVAX takes deposits (its AVAX is deposited back)"),
     "canReclaim": S.described(S.BOOLEAN, "anyone's reclaimExpiredRequest succeeds at the block: past its expiration, and for a funded request only while ggAVAX takes deposits (its AVAX is deposited back as shares)"),
@@ -51,7 +51,7 @@ REQUEST = S.obj({
     "expectedAvax": S.described(AVAX, "AVAX the requester is paid, fixed when the request was filed, whole AVAX"),
     "allocatedAvax": S.described(AVAX, "AVAX set aside for it (0 until funded), whole AVAX"),
     "requestTime": S.described(S.TIMESTAMP, "when it was filed, unix seconds"),
-    "claimableTime": S.described(S.TIMESTAMP, "the advertised earliest payout (request time + the unstake delay); a funded request can be cancelled until then"),
+    "claimableTime": S.described(S.TIMESTAMP, "the advertised earliest payout (request time + the unstake delay), though the contract pays a claim as soon as the request is funded; a funded request can be cancelled until then"),
     "expirationTime": S.described(S.TIMESTAMP, "deadline to claim: from then on a funded request can no longer be claimed, only reclaimed (its AVAX deposited back into ggAVAX for the requester); a pending one stays in line, where it can be cancelled, reclaimed as its original ggAVAX, or still funded (and then only reclaimed)"),
     **ESTIMATE,
 })
@@ -432,7 +432,8 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
     parts = []
     if now:
         parts.append(f"{now} of {pending} pending request{'s' if pending != 1 else ''} can be funded from the vault's "
-                     f"liquidity now: they wait only for the depositor's next call{'s' if now > 1 else ''}")
+                     f"liquidity now: {'they wait' if now > 1 else 'it waits'} only for the depositor's next "
+                     f"call{'s' if now > 1 else ''}")
     if overdue:
         parts.append(f"{overdue} wait{'s' if overdue == 1 else ''} for the returns of minipools whose validation has "
                      "ended: the depositor funds them once Rialto records those ends, which no one can date")
