@@ -44,6 +44,29 @@ def test_a_warm_build_takes_only_digests_a_fresh_one_would_give():
     assert all(keys.memo[id(r)] == (r, d) for r, d in zip(again + others, warmed[0][1] + warmed[1][1], strict=True))
 
 
+@dataclasses.dataclass(frozen=True)
+class Tagged:
+    n: int
+    tag: object
+
+
+def test_records_of_enum_members_are_taken_while_the_member_is_the_same():
+    """A schedule's places hold a status, a StrEnum: an equal member is the same object, so its
+    record's digest is taken without digesting it; the string it equals is not (another pickle)."""
+    from publisher.compute.queue import RequestStatus
+
+    first_list = (Tagged(1, RequestStatus.PENDING), Tagged(2, RequestStatus.FUNDED))
+    first = Keys().warm((first_list,))
+    again = (Tagged(1, RequestStatus.PENDING), Tagged(2, "funded"))
+    assert again[1] == first_list[1]  # "funded" == RequestStatus.FUNDED
+    keys = Keys()
+    warmed = keys.warm((again,), first)
+    assert warmed[0][1] == digests(again)
+    assert warmed[0][1][0] == first[0][1][0] and warmed[0][1][1] != first[0][1][1]
+    assert keys.exact == {(int, RequestStatus): True}  # the equal member compared, not digested
+    assert Keys()._same(again[1], first_list[1]) is False
+
+
 def test_a_longer_or_shorter_list_is_compared_where_both_have_a_record():
     stakers = tuple(factory.staker(n) for n in range(1, 5))
     first = Keys().warm((stakers,))

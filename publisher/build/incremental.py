@@ -25,6 +25,7 @@ import pickle
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from enum import Enum
 from functools import cache, partial
 from itertools import chain
 from operator import attrgetter
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..config import Profile
 from ..endpoints.context import Context
-from ..endpoints.registry import Deferred, Each, Rows, file_for, load_all, resolve
+from ..endpoints.registry import KEYED_RECORDS, Deferred, Each, Rows, file_for, load_all, resolve
 from ..endpoints.units import dumps
 from ..errors import PublisherError
 from ..snapshot import Known, Snapshot
@@ -111,13 +112,14 @@ class _Layer:
 
         t = time.monotonic()
         keys = Keys()
-        # The snapshot's long lists of records, digested once, here, for the workers and the
-        # aggregates alike.
-        snap = ctx.snap
-        self.cache.digests = keys.warm((snap.stakers, snap.minipools, snap.queue_receipts,
-                                        snap.withdraw_queue.requests if snap.withdraw_queue else ()), self.cache.digests)
         if self.workers > 1:
             _share_derived(ctx)
+        # The long lists of records, the snapshot's and those the build derives for many files,
+        # digested once, here, for the workers and the aggregates alike.
+        snap = ctx.snap
+        lists = (snap.stakers, snap.minipools, snap.queue_receipts,
+                 snap.withdraw_queue.requests if snap.withdraw_queue else (), *(derive(ctx) for derive in KEYED_RECORDS))
+        self.cache.digests = keys.warm(lists, self.cache.digests)
         carry = old if same_run and live is not None else {}
         job = partial(_entities, ctx, made.writer, live, racy_from, carry, keys, self.cache.rows)
         with Workers(self.workers, job) as pool:
@@ -315,8 +317,8 @@ class Keys:
 
     def _same(self, x, y) -> bool:
         """Whether the records ``x`` and ``y`` digest alike without digesting either: the same
-        object, or of one class with equal field values of the same exact scalar types (a value
-        that is a float, a container or a record is left to the digest: 0.0 equals -0.0 and 1
+        object, or of one class with equal field values of the same exact scalar or enum types (a
+        value that is a float, a container or a record is left to the digest: 0.0 equals -0.0 and 1
         equals True, and their pickles differ)."""
         if x is y:
             return True
@@ -332,7 +334,8 @@ class Keys:
             return False
         exact = self.exact.get(types)
         if exact is None:
-            exact = self.exact[types] = all(t in _EXACT for t in types)
+            # An enum's equal members are one object (its statuses): they pickle alike too.
+            exact = self.exact[types] = all(t in _EXACT or issubclass(t, Enum) for t in types)
         return exact
 
     def _describe(self, parts: list[bytes], x) -> None:

@@ -366,6 +366,18 @@ def function_endpoint(path: str, *, summary: str, schema: dict, **kwargs) -> Non
     _add(Endpoint(path, summary, schema, None, **kwargs))
 
 
+# Long lists of records a build derives (a render function's ``ctx.cached`` values) that thousands
+# of files declare among their inputs: the incremental layer digests each list once per build,
+# before its workers fork, taking the digest of a record equal to the last build's at its place.
+KEYED_RECORDS: list[Callable[[Any], tuple]] = []
+
+
+def keyed_records(derive: Callable[[Any], tuple]) -> Callable[[Any], tuple]:
+    """Register ``derive(ctx)``: a tuple of frozen dataclasses in a stable order (see KEYED_RECORDS)."""
+    KEYED_RECORDS.append(derive)
+    return derive
+
+
 _ordered = True  # whether REGISTRY is in load_all's order
 
 

@@ -22,7 +22,7 @@ from ..snapshot import Staker
 from . import schema as S
 from .common import meta, oracle_staleness
 from .context import Context
-from .registry import Deferred, Param, endpoint, function_endpoint
+from .registry import Deferred, Param, endpoint, function_endpoint, keyed_records
 
 TAG = "Rewards"
 GRID_AVAX = tuple(range(1000, 10_001, 1000))  # whole AVAX
@@ -283,6 +283,12 @@ def rewards_params(ctx: Context) -> dict:
 def distribution_stakes(ctx: Context) -> dict[str, P.DistributionStake]:
     """Every staker's effective stake as the next distribution will read it."""
     return P.stakes_at_distribution(ctx.snap)
+
+
+@keyed_records
+def stakes_in_order(ctx: Context) -> tuple[P.DistributionStake, ...]:
+    """The stakes at the next distribution, which every staker's files declare, in staker order."""
+    return tuple(ctx.cached(distribution_stakes).values())
 
 
 def parsed_params(ctx: Context) -> R.Params:

@@ -14,7 +14,7 @@ from .announcements import ANNOUNCEMENTS_SCHEMA, WINDOW_END, announcement_record
 from .common import meta
 from .context import Context
 from .depositor import DEPOSITOR_SCHEMA, Shown, depositor_inputs, depositor_record
-from .registry import REL, Bound, Check, Deferred, Each, Limits, Param, Run, endpoint
+from .registry import REL, Bound, Check, Deferred, Each, Limits, Param, Run, endpoint, keyed_records
 from .units import tokens
 
 AVAX = S.NON_NEGATIVE
@@ -537,6 +537,13 @@ def _restake_row(r: Q.Restake) -> dict:
 )
 def requester(ctx: Context):
     yield from requester_files(ctx)
+
+
+@keyed_records
+def schedule_places(ctx: Context) -> tuple[Q.Place, ...]:
+    """The schedule's places, which every requester file declares: in the schedule's order (the
+    line, then the funded requests), the same from block to block but for the requests that moved."""
+    return tuple(ctx.cached(Q.cached_schedule).places.values()) if ctx.snap.withdraw_queue is not None else ()
 
 
 def requester_files(ctx: Context) -> list[tuple[str, Deferred]]:
