@@ -57,9 +57,14 @@ def test_a_finished_tree_holds_its_record_and_nothing_else(tmp_path):
     (tree / "x" / "y" / "deep" / "e.json").write_text("{}")
     (tree / "elsewhere").symlink_to(tmp_path)
     (tree / "x" / ".hidden").write_text("kept")
-    again = TreeWriter(tree, read_record(tree))
+    known = Records()
+    again = TreeWriter(tree, read_record(tree, known))
     kept = {p: files[p] for p in ("/a", "/x/b", "/x/y/c")}
-    again.finish({"format": RECORD_FORMAT, "run": None, "files": kept})
+    again.finish({"format": RECORD_FORMAT, "run": None, "files": kept}, known)
     assert sorted(list_files(os.fspath(tree))) == ["a.json", "x/b.json", "x/y/c.json"]
     assert sorted(os.listdir(tree)) == [".build.json", "a.json", "x"] and (tree / "x" / ".hidden").exists()
     assert tmp_path.exists()  # the link went, not what it pointed at
+    # The same paths again (their folders known from the last finish): a stray file still goes.
+    (tree / "x" / "y" / "stray.json").write_text("{}")
+    TreeWriter(tree, read_record(tree, known)).finish({"format": RECORD_FORMAT, "run": None, "files": kept}, known)
+    assert sorted(list_files(os.fspath(tree))) == ["a.json", "x/b.json", "x/y/c.json"]

@@ -85,6 +85,9 @@ class Records:
         # encoded (``encode_record``). A build writes most of the entries the same tree's record
         # held: the files it keeps are those very files (the other tree's are often copies of their own).
         self.members: dict[str, dict[str, tuple[Entry, str]]] = {}
+        # The folders of the last record written to each tree (``_folders``), with its paths: a
+        # build one block later most often has the very same paths.
+        self.folders: dict[str, tuple[frozenset[str], dict[str, set[str]]]] = {}
 
     def get(self, sha: str) -> tuple[dict[str, Entry], str | None] | None:
         return self.by_sha.get(sha)
@@ -272,11 +275,23 @@ class TreeWriter:
     def finish(self, record: dict, known: Records | None = None) -> None:
         """Write the tree's record (``known`` remembers it, see ``Records``)."""
         if self.holds:  # what the tree held and no longer should, and anything else put there
-            _sweep(self.root, _folders(file_for(path) for path in record["files"]))
+            _sweep(self.root, _folders_of(record["files"], known, self.tree.name))
         data = encode_record(record, known, self.tree.name)
         (self.tree / RECORD).write_bytes(data)
         if known is not None:
             known.put(sha256(data), record["files"], record["run"])
+
+
+def _folders_of(files: dict[str, Entry], known: Records | None, tree: str) -> dict[str, set[str]]:
+    """``_folders`` of these URL paths' files, the last ones ``known`` made for ``tree`` when the
+    paths are the same."""
+    last = known.folders.get(tree) if known is not None else None
+    if last is not None and files.keys() == last[0]:
+        return last[1]
+    folders = _folders(file_for(path) for path in files)
+    if known is not None:
+        known.folders[tree] = (frozenset(files), folders)
+    return folders
 
 
 def _folders(names: Iterable[str]) -> dict[str, set[str]]:
@@ -313,7 +328,8 @@ def encode_record(record: dict, known: Records | None = None, tree: str = "") ->
     last = known.members.get(tree, {}) if known is not None else {}
     members: dict[str, tuple[Entry, str]] = {}
     files = record["files"]
-    for path in sorted(files):
+    # The last record's members are in path order: the same paths need no sort.
+    for path in (last if len(last) == len(files) and files.keys() == last.keys() else sorted(files)):
         entry = files[path]
         hit = last.get(path)
         members[path] = hit if hit is not None and hit[0] == entry else (entry, _member(path, entry))
