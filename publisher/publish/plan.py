@@ -82,10 +82,33 @@ def shard_of(key: str, wave: str) -> str:
     return hashlib.sha256(key.rsplit("/", 1)[-1].encode()).hexdigest()[:2]
 
 
+class _Last:
+    """This process's last ``items`` and ``shards``: ``publisher watch`` publishes block after
+    block, the same paths with a few files changed, and each is made again from the last one for
+    the files that changed only (the same list and bytes as made afresh)."""
+
+    # (files, prefix, max age, items in upload order, each path's place in them)
+    items: tuple[dict[str, tuple[str, int]], str, int, list[Item], dict[str, int]] | None = None
+    # (items, each shard's places in them, each shard's body)
+    shards: tuple[list[Item], dict[str, list[int]], dict[str, bytes]] | None = None
+
+
 def items(files: dict[str, tuple[str, int]], prefix: str, max_age: int) -> list[Item]:
     """Every file of a validated build (URL path -> (sha256, size)), in upload order."""
-    rank = _upload_ranks(frozenset(files), prefix, max_age)
-    return [_item(url, *files[url], prefix, max_age) for url in sorted(files, key=rank.__getitem__)]
+    last = _Last.items
+    if (last is not None and last[1:3] == (prefix, max_age) and len(last[0]) == len(files)
+            and files.keys() == last[0].keys()):
+        before, out, place = last[0], list(last[3]), last[4]
+        for url, value in files.items():
+            if before[url] != value:
+                out[place[url]] = _item(url, *value, prefix, max_age)
+    else:
+        rank = _upload_ranks(frozenset(files), prefix, max_age)
+        order = sorted(files, key=rank.__getitem__)
+        out = [_item(url, *files[url], prefix, max_age) for url in order]
+        place = {url: n for n, url in enumerate(order)}
+    _Last.items = (dict(files), prefix, max_age, out, place)
+    return list(out)
 
 
 @functools.lru_cache(maxsize=1 << 17)
@@ -119,11 +142,24 @@ def _placement(url: str, prefix: str, max_age: int) -> tuple[str, str, str, str,
 
 def shards(all_items: list[Item]) -> dict[str, bytes]:
     """Shard name -> its manifest object's bytes (every item but /status, which the root holds)."""
-    groups: dict[str, list[Item]] = {}
-    for i in all_items:
+    last = _Last.shards
+    if last is not None and len(last[0]) == len(all_items):
+        before, places, bodies = last
+        moved = [(i, j) for i, j in zip(all_items, before, strict=True) if i is not j]
+        # Only files changed, each in its place (the same key, shard and wave): their shards alone.
+        if all(i.key == j.key and i.shard == j.shard and i.wave == j.wave for i, j in moved):
+            bodies = dict(bodies)
+            for name in {i.shard for i, _ in moved if i.wave != "final"}:
+                bodies[name] = _shard_body(tuple(all_items[n] for n in places[name]))
+            _Last.shards = (list(all_items), places, bodies)
+            return dict(bodies)
+    groups: dict[str, list[int]] = {}
+    for n, i in enumerate(all_items):
         if i.wave != "final":
-            groups.setdefault(i.shard, []).append(i)
-    return {name: _shard_body(tuple(group)) for name, group in groups.items()}
+            groups.setdefault(i.shard, []).append(n)
+    bodies = {name: _shard_body(tuple(all_items[n] for n in group)) for name, group in groups.items()}
+    _Last.shards = (list(all_items), groups, bodies)
+    return dict(bodies)
 
 
 @functools.lru_cache(maxsize=1024)
