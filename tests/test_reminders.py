@@ -137,9 +137,9 @@ def test_the_windows_alarms_go_once_it_has_passed(demo_snapshot, demo_profile):
         for text in made:
             window = next(e for u, e in _events(text.encode()).items() if "window-end" in u)
             assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == alarms
-            # Told as closed once it has; the operator's "end of this day" quoted as said of its date.
+            # Told as closed once it has; "the end of this day" told as said of the announced date.
             assert str(window["SUMMARY"]).endswith("closed (announced)" if snap is after else "closes (announced)")
-            assert "announced for 2026-12-31 (UTC): \"" in str(window["DESCRIPTION"])
+            assert str(window["DESCRIPTION"]).startswith("Announced date 2026-12-31 (UTC): ")
 
 
 def test_calendars_say_what_expiry_means_while_ggavax_deposits_are_paused(demo_snapshot, demo_profile):

@@ -2,6 +2,7 @@
 endpoint's schema and carries the figures worked out here from the snapshot's values."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -130,6 +131,13 @@ def test_the_feed_says_whether_a_funding_came_in_time_to_be_claimed():
     assert "too late to be claimed: the request had expired at" in entries["1"] and "can no longer be claimed" in entries["1"]
     assert f"who can claim it until the request expires ({feed.when_utc(4_000)})" in entries["2"]
     assert "too late" not in entries["2"]
+    # Closed, its expiration no longer known: a claim came in time; a reclaim may not have.
+    week = 7 * DAY
+    closed = {what: dataclasses.replace(late, funded=QueueStep(9, 1_000 + week, tx), closed=what, closed_at=QueueStep(10, 2 * week, tx))
+              for what in ("claimed", "reclaimed")}
+    words = {what: next(e.content for e in feed.receipt_entries("devnet", (r,)) if e.kind == "funded") for what, r in closed.items()}
+    assert "who can claim it until the request expires. " in words["claimed"]
+    assert "(funded after its expiration, it can no longer be claimed" in words["reclaimed"]
 
 
 def test_a_long_lists_rows_are_checked_once_and_a_bad_new_row_is_still_refused():

@@ -278,6 +278,7 @@ def test_advice_for_a_funding_after_the_announced_window_says_so():
     text = Q.advice(r, uncovered, window_end=NOW + 30 * DAY)
     assert "No funding is expected before the announced withdrawal window closes" in text
     assert "claim it before the announced" not in text and text.endswith(f"before it expires at {Q.when(r.expiration_time)}.")
+    assert "window" not in Q.advice(r, uncovered, window_end=r.expiration_time + DAY)  # it expires first
 
 
 def test_after_the_announced_window_a_pending_requests_advice_says_a_funding_depends_on_the_depositor():
@@ -457,25 +458,42 @@ def test_an_estimate_expiring_before_its_funding_names_the_delay_that_would_not(
     need = out["estimatedFundingTime"] - out["claimableTime"] + 1
     if need > p.max_expiration_delay:
         assert "even with the longest expiration delay" in said[0] and f"{p.max_expiration_delay} s" in said[0]
+        assert "could only be reclaimed" in said[0]
+        # While ggAVAX deposits are paused, a request funded after it expired is stuck, not reclaimable.
+        paused = Q.estimate_params(replace(s, paused={**s.paused, "TokenggAVAX": True}), None, None)
+        assert paused is not None
+        assert any("even with the longest" in c and "it would be stuck" in c for c in L.estimate(paused, avax=avax(30))["caveats"])
         return
     advised = int(said[0].split("at least ")[1].split(" s")[0])
     assert need <= advised <= p.max_expiration_delay and advised % DAY == 0
     again = L.estimate(p, avax=avax(30), expiration_delay=advised)
     assert not again["expiresBeforeFunding"] and again["estimatedFundingTime"] == out["estimatedFundingTime"]
+    assert again["expirationTime"] - again["estimatedFundingTime"] >= DAY  # a day to claim it once funded
     assert not any("expire" in c for c in again["caveats"])
 
 
-def test_shares_worth_nothing_are_taken_by_the_queue_but_never_funded():
+def test_shares_worth_nothing_are_taken_by_the_queue_but_a_call_reaching_them_reverts():
     """requestUnstake refuses 0 shares only; below a share price of 1, one share is worth 0 AVAX,
-    and redeeming it reverts the depositor's call: the estimate funds it never, and says why."""
-    s = F.snapshot(ggavax=F.vault(released=avax(500), supply=avax(1000), staking=avax(400)), withdraw_queue=F.queue([]))
+    and redeeming it reverts the depositor's whole call: the schedule funds neither it nor anything
+    behind it, and the estimate before such a request says so."""
+    half = F.vault(released=avax(500), supply=avax(1000), staking=avax(400))
+    s = F.snapshot(ggavax=half, withdraw_queue=F.queue([]))
     p = Q.estimate_params(s, None, None)
     assert p is not None
     out = L.estimate(p, shares=1)
     assert out["expectedAvaxWei"] == "0" and not out["fundableNow"] and out["estimatedFundingTime"] is None
-    assert any("would never be funded" in c for c in out["caveats"]), out["caveats"]
+    assert any("reverts until they are worth something" in c for c in out["caveats"]), out["caveats"]
     assert not any("no minipool return" in c or "refuses a request for 0 shares" in c for c in out["caveats"])
     assert L.estimate(p, shares=3)["fundableNow"]  # 3 shares are worth 1 wei at 0.5: funded by the next call
+    # In line, such a request blocks every call that reaches it: the schedule and an estimate behind it agree.
+    worthless = F.request(0, 0, shares=1)
+    fair = F.request(1, avax(1), shares=avax(2))  # worth its AVAX at 0.5: funded by the next call alone
+    assert Q.schedule(F.snapshot(ggavax=half, withdraw_queue=F.queue([fair]))).places[1].fundable_now
+    blocked = F.snapshot(ggavax=half, withdraw_queue=F.queue([worthless, fair]))
+    plan = Q.schedule(blocked)
+    assert not any(place.fundable_now for place in plan.places.values()) and plan.reverted_calls
+    behind = Q.estimate_params(blocked, None, None, plan)
+    assert behind is not None and not L.estimate(behind, avax=avax(1))["fundableNow"]
 
 
 def test_an_uncovered_estimate_while_deposits_are_paused_does_not_wait_for_new_deposits():

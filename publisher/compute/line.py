@@ -112,7 +112,8 @@ def _call(books: Books, entries: list[Entry], at: int, limit: int, t: int,
             if liquid < e.expected:
                 break  # InsufficientLiquidity: the call ends, what it funded stays
             paid = books.to_assets(e.shares, t)
-            if paid < e.expected or paid > liquid:
+            # redeemAVAX reverts on 0 AVAX (ZeroAssets) as on a short redemption, and the call with it.
+            if paid == 0 or paid < e.expected or paid > liquid:
                 books.released, books.supply = saved
                 return None
             books.released -= paid
@@ -276,8 +277,7 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     claimable = t0 + p.unstake_delay
     expires = claimable + delay
     new = Entry(p.next_request_id, shares, expected)
-    # A request worth 0 AVAX is never funded (see _request_caveats).
-    served = _serve_new(p, b, new, resume) if expected else Served()
+    served = _serve_new(p, b, new, resume)
     when, serve, call = served.funded.get(p.next_request_id, (None, None, None))
     now_fundable = serve == 1
     # A later serve in the block after the params' is an overdue end's, which no one can date (the schedule's rule).
@@ -333,7 +333,7 @@ def _refusals(p: Params, shares: int, expected: int, delay: int) -> list[str]:
     elif expected == 0:
         # requestUnstake checks the shares only; redeeming shares worth 0 AVAX reverts the whole call.
         caveats.append("these shares are worth 0 AVAX at today's share price: the queue would take the request, but "
-                       "a depositor call that reaches it reverts, so it would never be funded")
+                       "a depositor call that reaches it reverts until they are worth something")
     if delay > p.max_expiration_delay:
         caveats.append(f"the queue refuses an expiration delay above its maximum of {p.max_expiration_delay} seconds")
     return caveats
@@ -343,8 +343,8 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
                      overdue: bool) -> list[str]:
     """What is wrong with this request itself, or with when it would be funded."""
     caveats = _refusals(p, shares, expected, delay)
-    if expected == 0:
-        return caveats  # nothing that will be funded: no funding to date or to weigh against a deadline
+    if shares == 0 or (expected == 0 and when is None):
+        return caveats  # nothing the schedule funds: no funding to date or to weigh against a deadline
     if p.limit == 0:
         caveats.append("maxRequestsPerDeposit is 0: the depositor's calls fund no request until the queue's admin "
                        "raises it")
@@ -370,14 +370,16 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
 
 def _expires_first(p: Params, when: int, claimable: int) -> str:
     """The caveat of a request funded at ``when``, after its expiration: the requester picks the
-    delay when filing (the estimate's default is the queue's shortest), so name one that would do."""
-    need = when - claimable + 1  # an expiration after the funding
-    if need > p.max_expiration_delay:
+    delay when filing (the estimate's default is the queue's shortest), so name one that would do,
+    with a day to claim after the estimated funding where the queue's maximum allows it."""
+    late = ("it would be stuck: it could not be claimed, and reclaiming it reverts while ggAVAX deposits are paused"
+            if p.deposits_paused else "it could only be reclaimed")
+    if when - claimable + 1 > p.max_expiration_delay:
         return (f"it would expire before it is funded, even with the longest expiration delay the queue allows "
-                f"({_days(p.max_expiration_delay)}): once funded it could only be reclaimed")
-    need = min(-(-need // 86_400) * 86_400, p.max_expiration_delay)  # whole days, within the bound
-    return (f"it would expire before it is funded: filed with an expiration delay of at least {_days(need)} (the "
-            f"queue allows up to {_days(p.max_expiration_delay)}), it could be claimed once funded")
+                f"({_days(p.max_expiration_delay)}): once funded, {late}")
+    need = min(-(-(when - claimable + 86_400) // 86_400) * 86_400, p.max_expiration_delay)  # whole days, within the bound
+    return (f"it would expire before it is funded ({late} then): filed with an expiration delay of at least "
+            f"{_days(need)} (the queue allows up to {_days(p.max_expiration_delay)}), it could be claimed once funded")
 
 
 def _days(seconds: int) -> str:

@@ -506,8 +506,9 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
     if place.expires_first:
         wait += f" It expires at {when(r.expiration_time)}, before that: funded later, {_after_expiry(place)}."
         claim = ""
-    elif window is not None and (funding is None or (place.funding_time or 0) >= window):
-        # A claim cannot come before a funding that is not expected before the window closes.
+    elif window is not None and window < r.expiration_time and (funding is None or (place.funding_time or 0) >= window):
+        # A claim cannot come before a funding that is not expected before the window closes (the
+        # window named only where it comes before the expiration, the contract's own deadline).
         said = "No funding is expected before" if funding is None else "That is after"
         wait += (f" {said} the announced withdrawal window closes ({when(window)}): after that date, a funding "
                  "depends on the depositor still calling.")

@@ -138,11 +138,11 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
         alarms = [] if passed else [
             (trigger, f"The announced ggAVAX withdrawal window closes {words} ({when_utc(at)}): claim funded requests "
                       "before then.") for trigger, words in WINDOW_ALARMS]
-        # The event sits at the close itself, the first moment of the next day: the operator's words
-        # ("the end of this day") are quoted as said of their date, not of the event's.
+        # The event sits at the close itself, the first moment of the next day: the profile's words
+        # ("the end of this day") are told as said of the announced date, not of the event's.
         events.append(_event(uid(network, "window-end", requester=who), latest, at,
                              f"ggAVAX withdrawal window {'closed' if passed else 'closes'} (announced)",
-                             f"The protocol's operator announced for {date} (UTC): \"{meaning}\" The window "
+                             f"Announced date {date} (UTC): {meaning} The window "
                              f"{'was' if passed else 'is'} open through {date}, until {when_utc(at)}. It is not a rule "
                              "of the contracts: after it, a funded request can still be claimed until its own "
                              f"expiration while the queue holds its AVAX. Source: {source}",

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from .. import jsonin
+from ..compute.queue import MIN_EXPIRATION_DELAY
 from ..snapshot import Receipt
 from . import withdrawals as W
 from .announcements import WINDOW_END, announcement_records
@@ -184,7 +185,7 @@ def _receipt_entry(entry_id: str, r: Receipt, what: str, expires: int | None = N
         return Entry(entry_id, "funded", r.funded.time,
                      f"Request {r.id} funded: {avax} AVAX set aside for {_short(r.requester)}",
                      f"The depositor funded request {r.id} at block {r.funded.block} (transaction "
-                     f"{r.funded.tx}): {avax} AVAX is set aside for its requester, {_claim_window(r.funded.time, expires)} "
+                     f"{r.funded.tx}): {avax} AVAX is set aside for its requester, {_claim_window(r, expires)} "
                      f"{filed}", link)
     at = r.closed_at
     assert at is not None
@@ -192,16 +193,20 @@ def _receipt_entry(entry_id: str, r: Receipt, what: str, expires: int | None = N
     return Entry(entry_id, what, at.time, title, f"{text} {filed}", link)
 
 
-def _claim_window(funded: int, expires: int | None) -> str:
-    """Whether a funding came in time to be claimed (``expires``: the request's expiration, known
-    while it is open), as the end of a sentence."""
+def _claim_window(r: Receipt, expires: int | None) -> str:
+    """Whether its funding came in time to be claimed, as the end of a sentence. ``expires``: the
+    request's expiration, known while it is open (no event names it); once closed, a claim says it
+    came in time, and so does a funding within the shortest expiration delay after the claimable time."""
+    assert r.funded is not None
     late = ("can no longer be claimed, only reclaimed, which deposits the AVAX back into ggAVAX for the requester "
             "and reverts while ggAVAX deposits are paused")
-    if expires is None:
-        return f"who can claim it until the request expires (funded after its expiration, it {late})."
-    if funded < expires:
-        return f"who can claim it until the request expires ({when_utc(expires)})."
-    return f"but too late to be claimed: the request had expired at {when_utc(expires)}, so it {late}."
+    if expires is not None:
+        if r.funded.time < expires:
+            return f"who can claim it until the request expires ({when_utc(expires)})."
+        return f"but too late to be claimed: the request had expired at {when_utc(expires)}, so it {late}."
+    if r.closed == "claimed" or r.funded.time < r.claimable_time + MIN_EXPIRATION_DELAY:
+        return "who can claim it until the request expires."
+    return f"who can claim it until the request expires (funded after its expiration, it {late})."
 
 
 def _closing_words(r: Receipt, where: str) -> tuple[str, str]:
