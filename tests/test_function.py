@@ -459,7 +459,7 @@ def test_zip_is_deterministic_and_minimal(tmp_path):
                             "build_zip(sys.argv[1])", str(tmp_path / "c" / "function.zip")], capture_output=True, text=True)
     assert other.returncode == 0, other.stderr
     assert a.read_bytes() == b.read_bytes() == (tmp_path / "c" / "function.zip").read_bytes()
-    assert size == a.stat().st_size < 72_000  # three small modules and their bytecode (three routes)
+    assert size == a.stat().st_size < 80_000  # three small modules and their bytecode (three routes)
     with zipfile.ZipFile(a) as zf:
         modules = ("handler.py", "line.py", "rewards.py")
         assert zf.namelist() == sorted([*modules, *(importlib.util.cache_from_source(m) for m in modules)])
