@@ -503,3 +503,14 @@ def test_an_uncovered_estimate_while_deposits_are_paused_does_not_wait_for_new_d
         out = L.estimate(p, avax=avax(30))  # beyond the 10 AVAX liquid, and no minipool returns
         assert out["estimatedFundingTime"] is None and not out["fundableNow"]
         assert any("no minipool return known today covers it" in c and words in c for c in out["caveats"]), out["caveats"]
+
+
+def test_an_estimate_with_a_delay_the_queue_refuses_says_so_and_nothing_of_a_funding():
+    s = at_par(withdraw_queue=F.queue([]))
+    p = Q.estimate_params(s, NOW + 5 * DAY, None)
+    assert p is not None
+    out = L.estimate(p, avax=avax(1), expiration_delay=p.max_expiration_delay + 1)
+    assert out["expirationDelay"] == p.max_expiration_delay + 1  # kept as asked: the queue would refuse it
+    assert [c for c in out["caveats"] if "refuses" in c] and not [c for c in out["caveats"] if "window" in c or "expire" in c]
+    fine = L.estimate(p, avax=avax(1), expiration_delay=p.max_expiration_delay)
+    assert not any("refuses" in c for c in fine["caveats"]) and any("window" in c for c in fine["caveats"])

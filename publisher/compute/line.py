@@ -343,8 +343,8 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
                      overdue: bool) -> list[str]:
     """What is wrong with this request itself, or with when it would be funded."""
     caveats = _refusals(p, shares, expected, delay)
-    if shares == 0 or (expected == 0 and when is None):
-        return caveats  # nothing the schedule funds: no funding to date or to weigh against a deadline
+    if shares == 0 or delay > p.max_expiration_delay or (expected == 0 and when is None):
+        return caveats  # refused, or nothing the schedule funds: no funding to date or to weigh against a deadline
     if p.limit == 0:
         caveats.append("maxRequestsPerDeposit is 0: the depositor's calls fund no request until the queue's admin "
                        "raises it")

@@ -55,9 +55,9 @@ def uid(network: str, kind: str, request: int | None = None, requester: str | No
                 "request its estimated funding time (when the schedule dates it), its claimable time and its "
                 "expiration time, with an alarm a day before the expiration; and the announced end of the "
                 "withdrawal window, with alarms a week and a day before. Each event's description says what "
-                "the requester can do (the request's `advice`). A requester whose requests are all closed keeps "
-                "a calendar with the window's end only, so a subscribed client drops the closed requests' "
-                "alarms. UIDs are stable (request id, kind of date, network) and no run timestamp is in the "
+                "the requester can do (the request's `advice`). Where a window's end is announced, a requester whose requests "
+                "are all closed keeps a calendar with that end only, so a subscribed client drops the closed "
+                "requests' alarms; without one, such a requester has no calendar. UIDs are stable (request id, kind of date, network) and no run timestamp is in the "
                 "file: it changes only when its dates or words do.",
 )
 def requester_calendar(ctx: Context):

@@ -67,7 +67,7 @@ RESULT = S.obj({
     "awaitsOverdueReturns": _d(S.BOOLEAN, "covered by minipools whose validation has ended but whose end is not recorded: funded once it is, which no one can date"),
     "requestTime": _d(TIME, "the time it is taken as filed: the params' block"),
     "claimableTime": _d(TIME, "request time + the queue's unstake delay"),
-    "expirationDelay": _d(COUNT, "the expiration delay it would carry (a shorter one is raised to the minimum)"),
+    "expirationDelay": _d(COUNT, "the expiration delay it would carry (a shorter one is raised to the minimum; a longer one than the queue's maximum is kept, with a caveat that the queue would refuse the request)"),
     "expirationTime": _d(TIME, "its deadline to claim"),
     "expiresBeforeFunding": _d(S.BOOLEAN, "it would expire before it is funded"),
     "caveats": _d(S.array(S.STRING), "what stands in its way: pauses, the announced window, a stale depositor, no covering return"),
@@ -119,8 +119,8 @@ function_endpoint(
     description="What a withdrawal request for `amount` AVAX (or `amount` ggAVAX with `unit=ggavax`) would get if filed "
                 "at the params' block: the AVAX it would be paid, its place at the back of the line and the AVAX "
                 "ahead, when the depositor would fund it under the schedule's `assumptions`, its claimable and "
-                "expiration times for `expirationDelay` seconds (default and minimum 3 days, at most the queue's "
-                "maximum), and `caveats`. Answered by the function from /withdrawals/params with the same code as "
+                "expiration times for `expirationDelay` seconds (default and minimum 3 days; beyond the queue's "
+                "maximum the queue refuses the request, as a caveat says), and `caveats`. Answered by the function from /withdrawals/params with the same code as "
                 "the funding schedule. The amount is a whole-token decimal string; "
                 "400 otherwise, 503 when the params cannot be loaded.",
     schema=ESTIMATE,

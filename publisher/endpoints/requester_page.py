@@ -175,7 +175,7 @@ def _line_rows(ctx: Context) -> dict[str, tuple[dict, ...]]:
     description="The requests of /withdrawals/{address} in words: each one's state, what its requester can do and "
                 "until when, its amounts, dates and place in line with the estimate, the announced deadlines and "
                 "the depositor's last call, and a chart of the line. Published beside the JSON for every requester "
-                "with an open request.",
+                "with a request on record, open or closed.",
 )
 def requester_page(ctx: Context):
     view = ctx.cached(queue_view)

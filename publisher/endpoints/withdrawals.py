@@ -27,11 +27,11 @@ REQUESTER_PARAM = Param("address", "path", "Requester address (who files, claims
                         {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, lowercase=True)
 
 ESTIMATE = {
-    "position": S.described(S.nullable({"type": "integer", "minimum": 1}), "place in the pending line, 1 = served next (null when not pending)"),
-    "aheadAvax": S.described(AVAX, "expected AVAX of the pending requests ahead of it, whole AVAX"),
+    "position": S.described(S.nullable({"type": "integer", "minimum": 1}), "place in the pending line, 1 = served next (null for a funded request; a pendingExpired one keeps its place)"),
+    "aheadAvax": S.described(AVAX, "expected AVAX of the pending requests ahead of it, whole AVAX (0 for a funded request)"),
     "fundableNow": S.described(S.BOOLEAN, "the vault's liquidity already covers it and every request ahead: the depositor's next calls fund it (how many: depositorCalls)"),
     "depositorCalls": S.described(S.nullable({"type": "integer", "minimum": 1}), "when fundable now: the number of depositor calls that reach it, 1 = the next call (each call takes at most maxRequestsPerDeposit steps, and a closed id still in the line costs one); null otherwise"),
-    "estimatedFundingTime": S.described(S.nullable(S.TIMESTAMP), "when the schedule's replay of the contracts funds it (a minipool's end, processed), unix seconds; null when fundable now, already funded, waiting for overdue returns (awaitsOverdueReturns), or beyond the returns known today"),
+    "estimatedFundingTime": S.described(S.nullable(S.TIMESTAMP), "when the schedule's replay of the contracts funds it (a minipool's end, processed, or the reward stream's end), unix seconds; null when fundable now, already funded, waiting for overdue returns (awaitsOverdueReturns), or not funded by the schedule (beyond the returns known today, a per-call limit of 0, or calls that revert)"),
     "awaitsOverdueReturns": S.described(S.BOOLEAN, "covered by the returns of minipools whose validation has ended but whose end Rialto has not recorded yet: the depositor funds it in the block after they are recorded, which no one can date (estimatedFundingTime is null)"),
     "expiresBeforeFunding": S.described(S.BOOLEAN, "a request in line that the schedule funds after its expiration (a pending one whose expiration comes before its funding, or a pendingExpired one that the schedule funds at all): funded then, it could not be claimed, only reclaimed, and it is stuck while ggAVAX deposits are paused"),
 }
@@ -62,7 +62,7 @@ LINE_ROW = S.obj({
     "requester": S.described(S.ADDRESS, "owner of the request"),
     "status": {"enum": LINE_STATUSES, "description": "pendingExpired requests stay in line until reclaimed or cancelled: the queue can still fund them (then only reclaimable)"},
     "expectedAvax": S.described(AVAX, "AVAX it needs, whole AVAX"),
-    "cumulativeAvax": S.described(AVAX, "AVAX needed to serve the line up to and including it, whole AVAX"),
+    "cumulativeAvax": S.described(AVAX, "sum of the expected AVAX of the line up to and including it, whole AVAX (a funding redeems at the share price of its block, so it may need somewhat more liquidity; the excess goes back to the vault)"),
     "fundableNow": ESTIMATE["fundableNow"],
     "depositorCalls": ESTIMATE["depositorCalls"],
     "estimatedFundingTime": ESTIMATE["estimatedFundingTime"],
@@ -72,7 +72,7 @@ LINE_ROW = S.obj({
 
 RETURN_ROW = S.obj({
     "time": S.described(S.TIMESTAMP, "end of the minipool's validation period, unix seconds"),
-    "avax": S.described(AVAX, "liquid stakers' AVAX it hands back, whole AVAX"),
+    "avax": S.described(AVAX, "liquid stakers' AVAX it hands back (their principal; the reward waits for a rewards sync), whole AVAX"),
     "nodeID": S.described(S.NODE_ID, "the minipool's NodeID"),
     "overdue": S.described(S.BOOLEAN, "the end has passed and the AVAX has not come back yet"),
     "afterRestakes": S.described(COUNT, "restakes before this return (0: the current validation's end)"),
@@ -206,12 +206,13 @@ QUEUE_HOLDS = Check(queue_holds, {
 @endpoint(
     QUEUE_PATH, tag="Liquid staking", summary="The ggAVAX withdrawal queue",
     description="ggAVAX (stAVAX) is redeemed only through the WithdrawQueue contract: a holder files a request, the "
-                "queue funds requests strictly in line order when the vault has liquidity, and the requester claims "
+                "depositor's calls fund requests strictly in line order from the vault's liquidity, and the requester claims "
                 "the AVAX before the request expires. This is the queue at the block: its parameters, pending, funded "
                 "and expired requests, the liquidity it can use, and a funding schedule — the AVAX staking minipools "
                 "hand back by their end times against the line's cumulative demand, giving each place in line an "
                 "estimated funding time under the `assumptions` listed in the body. `status` is `noQueue` (with "
-                "`reason`, every other field null) on a network or at a block without a queue.",
+                "`reason`; the queue's own fields null, while `announcements`, `window`, `pstAvax` and `meta` are still given) on a "
+                "network or at a block without a queue.",
     schema=S.obj({
         "status": {"enum": ["ok", "noQueue"], "description": "ok, or noQueue where the network has no queue at this block"},
         "reason": S.described(S.nullable(S.STRING), "why there is no queue (null when there is one)"),
@@ -222,13 +223,13 @@ QUEUE_HOLDS = Check(queue_holds, {
             "maxExpirationDelay": S.described(COUNT, "longest expiration delay (after the claimable time) a requester may choose, seconds"),
             "minExpirationDelay": S.described(COUNT, "shortest expiration delay: a smaller choice is raised to it, seconds"),
             "nextRequestId": S.described(COUNT, "ids issued so far (the next request's id)"),
-            "maxRequestsPerDeposit": S.described(S.nullable(COUNT), "requests one funding call serves at most (null when the view is absent)"),
+            "maxRequestsPerDeposit": S.described(S.nullable(COUNT), "steps one depositor call takes at most: a request funded, or a closed id still in line dropped (null when the view is absent)"),
             "minOnBehalfShares": S.described(S.nullable(AVAX), "smallest request filed on behalf of someone else, ggAVAX (null when the view is absent)"),
         }, description="the queue's settings")),
         "pending": S.nullable(S.obj({**SUMS, "expiredCount": S.described(COUNT, "of which past their expiration (still in line)")},
                                     description="requests in line for liquidity")),
         "funded": S.nullable(S.obj({
-            "count": S.described(COUNT, "requests funded and not yet claimed"),
+            "count": S.described(COUNT, "requests funded and not yet closed"),
             "avax": S.described(AVAX, "AVAX allocated to them (totalAllocatedFunds), whole AVAX"),
             "claimableCount": S.described(COUNT, "of which their requesters can claim now (not expired)"),
             "claimableAvax": S.described(AVAX, "AVAX of those, whole AVAX"),
@@ -237,14 +238,14 @@ QUEUE_HOLDS = Check(queue_holds, {
             "stuckCount": S.described(COUNT, "of which expired, and reclaiming them reverts now: neither claim nor reclaim works"),
             "stuckAvax": S.described(AVAX, "AVAX of those, whole AVAX"),
             "stuckReason": S.described(S.nullable(S.STRING), "why they are stuck (null when none is)"),
-        }, description="requests funded and awaiting their claim")),
+        }, description="requests funded and not yet closed: claimable, or past their expiration (reclaimable or stuck)")),
         "pauses": S.nullable(S.obj({
             "queueRequests": S.described(S.nullable(S.BOOLEAN), "the queue refuses new requests (null on an implementation without a pause)"),
             "ggavaxDeposits": S.described(S.BOOLEAN, "TokenggAVAX refuses deposits: a funded request can then be neither cancelled nor reclaimed (both deposit its AVAX back)"),
             "minipoolManager": S.described(S.BOOLEAN, "MinipoolManager is paused: no minipool restakes, each hands its AVAX back at its end"),
         }, description="the pause flags the queue's rules depend on, at the block")),
         "expired": S.nullable(S.obj({**SUMS, "fundedCount": S.described(COUNT, "of which funded, before or after expiring (their AVAX goes back into the vault on reclaim)")},
-                                    description="requests past their expiration and not reclaimed: their shares go back to the requester on reclaim")),
+                                    description="requests past their expiration and not reclaimed: a pending one's original shares go back to the requester on reclaim, a funded one's AVAX is deposited back as new shares (its original shares were redeemed at its funding); `shares` and `expectedAvax` sum the requests as filed")),
         "requesters": S.described(S.nullable(COUNT), "addresses with an open request (each has a /withdrawals/{address} file)"),
         "requestersEver": S.described(S.nullable(COUNT), "addresses with a request on record, open or closed: each has a "
                                       "/withdrawals/{address} file (its open requests and receipts)"),
@@ -252,8 +253,8 @@ QUEUE_HOLDS = Check(queue_holds, {
         "sharesHeld": S.described(S.nullable(AVAX), "ggAVAX the queue holds (the pending requests' shares), whole tokens"),
         "liquidity": S.nullable(S.obj({
             "queueAvax": S.described(AVAX, "what the queue can pay from now: ggAVAX totalAssets − stakingTotalAssets, whole AVAX"),
-            "vaultWavax": S.described(AVAX, "WAVAX the vault holds (a payout also needs it there), whole AVAX"),
-            "pendingShortfallAvax": S.described(AVAX, "pending demand beyond queueAvax now, whole AVAX"),
+            "vaultWavax": S.described(AVAX, "WAVAX the vault holds (a funding redeems from it, so it needs the WAVAX there), whole AVAX"),
+            "pendingShortfallAvax": S.described(AVAX, "the pending requests' expected AVAX beyond queueAvax now, whole AVAX"),
         }, description="the vault liquidity that can fund the queue")),
         "schedule": S.nullable(S.obj({
             "assumptions": S.described(S.array(S.STRING), "what the estimates assume; a broken assumption moves them"),
@@ -264,7 +265,7 @@ QUEUE_HOLDS = Check(queue_holds, {
             "restakes": S.described(S.array(RESTAKE_ROW), "minipools the contracts are expected to start again instead, by time"),
             "staleEntries": S.described(COUNT, "closed ids still in the queue's line up to its last pending request: each costs a depositor call one step"),
             "lineFrontKnown": S.described(S.BOOLEAN, "the line's front was read from the queue's logs (false: closed ids before the first pending one are assumed dropped)"),
-            "revertedCalls": S.described(COUNT, "depositor calls the replay expects to fail whole: a redemption worth more than the liquidity left (the queue's checked subtraction)"),
+            "revertedCalls": S.described(COUNT, "depositor calls the replay expects to fail whole: a redemption worth 0 AVAX, less than its request expects, or more than the liquidity left (the queue's checked subtraction)"),
             "returnsAvax": S.described(AVAX, "their sum, whole AVAX"),
             "unscheduledAvax": S.described(AVAX, "liquid stakers' AVAX out in minipools with no known return time, whole AVAX"),
             "coveredCount": S.described(COUNT, "pending requests the liquidity and the known returns cover"),
