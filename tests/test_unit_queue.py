@@ -514,3 +514,29 @@ def test_an_estimate_with_a_delay_the_queue_refuses_says_so_and_nothing_of_a_fun
     assert [c for c in out["caveats"] if "refuses" in c] and not [c for c in out["caveats"] if "window" in c or "expire" in c]
     fine = L.estimate(p, avax=avax(1), expiration_delay=p.max_expiration_delay)
     assert not any("refuses" in c for c in fine["caveats"]) and any("window" in c for c in fine["caveats"])
+
+
+def test_the_estimates_edges_a_review_found():
+    m, v = staking_pool(1, 50, NOW + 37 * DAY - 3600)  # funds it an hour before the longest delay ends
+    s = at_par(withdraw_queue=F.queue([]), minipools=[m], validators=(v,), paused={"MinipoolManager": True})
+    p = Q.estimate_params(s, None, None)
+    assert p is not None and p.max_expiration_delay == 30 * DAY and p.unstake_delay == 7 * DAY
+    out = L.estimate(p, avax=avax(30))
+    said = next(c for c in out["caveats"] if "expire before it is funded" in c)
+    assert f"at least {30 * DAY} s" in said and "but only for 3600 s after the estimated funding" in said
+    # A delay the queue refuses: nothing funded, nothing dated.
+    refused = L.estimate(p, avax=avax(1), expiration_delay=p.max_expiration_delay + 1)
+    assert not refused["fundableNow"] and refused["estimatedFundingTime"] is None and refused["depositorCalls"] is None
+    # Shares worth nothing under a per-call limit of 0: both are said.
+    half = F.vault(released=avax(500), supply=avax(1000), staking=avax(400))
+    zero = Q.estimate_params(F.snapshot(ggavax=half, withdraw_queue=F.queue([], max_requests_per_deposit=0)), None, None)
+    assert zero is not None
+    text = " ".join(L.estimate(zero, shares=1)["caveats"])
+    assert "worth 0 AVAX" in text and "maxRequestsPerDeposit is 0" in text and "no minipool return" not in text
+
+
+def test_a_window_at_the_expiration_itself_is_no_earlier_deadline():
+    r = F.request(0, avax(30), requested=NOW, expiration_delay=60 * DAY)
+    uncovered = Q.schedule(at_par(requests=[r])).places[0]
+    assert "window" not in Q.advice(r, uncovered, window_end=r.expiration_time)
+    assert "No funding is expected before the announced" in Q.advice(r, uncovered, window_end=r.expiration_time - 1)

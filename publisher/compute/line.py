@@ -10,8 +10,8 @@ reward stream's end), each after the vault's staking assets move by that time's 
 lowers them, a restake raises them again). A serve is calls of at most ``limit`` steps: a closed id
 still in the line is dropped for a step; a pending request is redeemed at the share price of that
 block when the liquidity covers its expected AVAX, the call stopping at the first one it does not
-cover; a redemption worth less than expected, or more than the liquidity left (the queue's checked
-subtraction), fails the whole call. Another call follows while the last one used all its steps.
+cover; a redemption worth nothing, less than expected, or more than the liquidity left (the queue's
+checked subtraction), fails the whole call. Another call follows while the last one used all its steps.
 """
 from __future__ import annotations
 
@@ -277,7 +277,8 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     claimable = t0 + p.unstake_delay
     expires = claimable + delay
     new = Entry(p.next_request_id, shares, expected)
-    served = _serve_new(p, b, new, resume)
+    refused = shares == 0 or delay > p.max_expiration_delay  # the queue would not take it: nothing to fund
+    served = Served() if refused else _serve_new(p, b, new, resume)
     when, serve, call = served.funded.get(p.next_request_id, (None, None, None))
     now_fundable = serve == 1
     # A later serve in the block after the params' is an overdue end's, which no one can date (the schedule's rule).
@@ -343,26 +344,29 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
                      overdue: bool) -> list[str]:
     """What is wrong with this request itself, or with when it would be funded."""
     caveats = _refusals(p, shares, expected, delay)
-    if shares == 0 or delay > p.max_expiration_delay or (expected == 0 and when is None):
-        return caveats  # refused, or nothing the schedule funds: no funding to date or to weigh against a deadline
+    if shares == 0 or delay > p.max_expiration_delay:
+        return caveats  # refused: no funding to date or to weigh against a deadline
     if p.limit == 0:
         caveats.append("maxRequestsPerDeposit is 0: the depositor's calls fund no request until the queue's admin "
                        "raises it")
     elif overdue:
         caveats.append("it waits for minipools whose validation has ended: the depositor funds it once Rialto records "
                        "their ends, which no one can date")
+    elif when is None and expected == 0:
+        pass  # the refusal above says why a call reaching it reverts
     elif when is None:
         caveats.append("no minipool return known today covers it: it waits for returns the schedule cannot date, or "
                        + ("for ggAVAX deposits to reopen and bring new AVAX" if p.deposits_paused else "for new deposits"))
     elif when >= expires:
         caveats.append(_expires_first(p, when, expires - delay))
     window = p.window_end
-    if window is not None and p.block_time < window and p.limit != 0 and not overdue:
+    # The window is named only where it comes before the expiration, the contract's own deadline.
+    if window is not None and p.block_time < window < expires and p.limit != 0 and not overdue:
         if when is None or when >= window:
             # Nothing can be claimed before it is funded: no advice to claim before the window closes.
             caveats.append("it is not expected to be funded before the announced withdrawal window closes: after "
                            "that date, a funding depends on the depositor still calling")
-        elif expires > window:
+        else:
             caveats.append("its expiration falls after the announced end of the withdrawal window: claim before the "
                            "window closes")
     return caveats
@@ -378,8 +382,11 @@ def _expires_first(p: Params, when: int, claimable: int) -> str:
         return (f"it would expire before it is funded, even with the longest expiration delay the queue allows "
                 f"({_days(p.max_expiration_delay)}): once funded, {late}")
     need = min(-(-(when - claimable + 86_400) // 86_400) * 86_400, p.max_expiration_delay)  # whole days, within the bound
+    left = claimable + need - when  # to claim after the estimated funding
+    claim = ("it could be claimed once funded" if left >= 86_400 else
+             f"it could be claimed once funded, but only for {_days(left).split(' (')[0]} after the estimated funding")
     return (f"it would expire before it is funded ({late} then): filed with an expiration delay of at least "
-            f"{_days(need)} (the queue allows up to {_days(p.max_expiration_delay)}), it could be claimed once funded")
+            f"{_days(need)} (the queue allows up to {_days(p.max_expiration_delay)}), {claim}")
 
 
 def _days(seconds: int) -> str:

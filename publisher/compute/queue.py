@@ -124,8 +124,8 @@ def assumptions(snap: Snapshot, sched_front_known: bool) -> tuple[str, ...]:
         "the depositor calls in the block after the build block and again right after every minipool end below; "
         "each call takes at most maxRequestsPerDeposit steps (a closed id still in the line costs one), serves "
         "requests strictly in line order, redeems each at the share price of that block, stops at the first "
-        "request the liquidity does not cover, and fails whole when a redemption is worth more than the liquidity "
-        "left; it calls again while that lets it fund more",
+        "request the liquidity does not cover, and fails whole when a redemption is worth nothing, less than its "
+        "request expects or more than the liquidity left; it calls again while that lets it fund more",
         "Rialto records each staking minipool's end at the end time the validator provider reports (one already "
         "past is recorded in the block after the build block); each validation earns the reward the provider "
         "reports as its potential reward (a restaked period earns at the same rate), and none is slashed; the "
