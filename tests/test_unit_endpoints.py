@@ -164,3 +164,14 @@ def test_a_long_lists_rows_are_checked_once_and_a_bad_new_row_is_still_refused()
     elsewhere = Row(broken)
     elsewhere.checked = "/minipools"
     assert schema_problems(ep, path, {**body, "stakers": [elsewhere]}) != []
+
+
+def test_the_outlook_names_the_request_where_the_depositors_calls_fail_whole():
+    from publisher.endpoints import withdrawals
+
+    half = F.vault(released=avax(500), supply=avax(1000), staking=avax(400))  # 0.5 AVAX a share
+    worthless, fair = F.request(0, 0, shares=1), F.request(1, avax(1), shares=avax(2))
+    body = render(withdrawals.withdrawals, F.snapshot(ggavax=half, withdraw_queue=F.queue([worthless, fair])))["/withdrawals"]
+    outlook = body["schedule"]["outlook"]
+    assert "2 wait at or behind request #0, where the depositor's calls fail whole" in outlook, outlook
+    assert "beyond every known return" not in outlook and body["schedule"]["revertedCalls"] >= 1

@@ -492,8 +492,20 @@ def test_shares_worth_nothing_are_taken_by_the_queue_but_a_call_reaching_them_re
     blocked = F.snapshot(ggavax=half, withdraw_queue=F.queue([worthless, fair]))
     plan = Q.schedule(blocked)
     assert not any(place.fundable_now for place in plan.places.values()) and plan.reverted_calls
+    # Each says where the calls fail and why, not that no known return covers it.
+    assert plan.blocked == 0 and [plan.places[i].blocked_by for i in (0, 1)] == [0, 0]
+    first, second = (Q.advice(r, plan.places[r.id]) for r in (worthless, fair))
+    assert "fail whole when they reach this request" in first and "request #0, ahead of it" in second
+    assert "no minipool return" not in first + second
     behind = Q.estimate_params(blocked, None, None, plan)
-    assert behind is not None and not L.estimate(behind, avax=avax(1))["fundableNow"]
+    assert behind is not None
+    est = L.estimate(behind, avax=avax(1))
+    assert not est["fundableNow"] and est["estimatedFundingTime"] is None
+    assert any("fail whole at request #0 ahead of it" in c for c in est["caveats"]), est["caveats"]
+    assert not any("no minipool return" in c for c in est["caveats"])
+    # Once it is worth a wei (the share price back at 1), nothing is blocked.
+    assert Q.schedule(F.snapshot(ggavax=F.vault(released=avax(1000), supply=avax(1000), staking=avax(900)),
+                                 withdraw_queue=F.queue([worthless, fair]))).blocked is None
 
 
 def test_an_uncovered_estimate_while_deposits_are_paused_does_not_wait_for_new_deposits():

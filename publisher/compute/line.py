@@ -63,6 +63,7 @@ class Served:
     funded: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # id -> (time, serve no., call no.)
     reverted: int = 0  # calls that would fail whole
     serves: int = 0
+    blocked: int | None = None  # the id where the last call that failed whole stopped, unless funded later
 
 
 def serve_line(books: Books, entries: list[Entry], limit: int, serves: list[tuple[int, int]], *,
@@ -85,8 +86,9 @@ def serve_line(books: Books, entries: list[Entry], limit: int, serves: list[tupl
         while pending_left:
             calls += 1
             call = _call(books, entries, at, limit, t, pending_left)
-            if call is None:
+            if isinstance(call, int):  # the call fails whole at that request
                 out.reverted += 1
+                out.blocked = call
                 break
             at, done, steps = call
             for i in done:
@@ -94,14 +96,16 @@ def serve_line(books: Books, entries: list[Entry], limit: int, serves: list[tupl
             pending_left -= len(done)
             if steps < limit or not steps:  # stopped by the liquidity, the line served, or a limit of 0
                 break
+    if out.blocked in out.funded:
+        out.blocked = None  # a later serve got past it
     return out
 
 
 def _call(books: Books, entries: list[Entry], at: int, limit: int, t: int,
-          pending: int) -> tuple[int, list[int], int] | None:
+          pending: int) -> tuple[int, list[int], int] | int:
     """One depositor call at time ``t`` from line position ``at``, ``pending`` requests left in
-    the line: the position after it, the ids it funded and the steps it took; None when it fails
-    whole (``books`` then as before it)."""
+    the line: the position after it, the ids it funded and the steps it took; the id of the request
+    it fails at when it fails whole (``books`` then as before it)."""
     liquid = books.liquidity(t)
     saved = (books.released, books.supply)
     done: list[int] = []
@@ -115,7 +119,7 @@ def _call(books: Books, entries: list[Entry], at: int, limit: int, t: int,
             # redeemAVAX reverts on 0 AVAX (ZeroAssets) as on a short redemption, and the call with it.
             if paid == 0 or paid < e.expected or paid > liquid:
                 books.released, books.supply = saved
-                return None
+                return e.id
             books.released -= paid
             books.supply -= e.shares
             liquid -= paid
@@ -285,7 +289,8 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     overdue = when is not None and not now_fundable and when <= t0 + 1
     if overdue:
         when = None
-    caveats = _state_caveats(p, expires) + _request_caveats(p, shares, expected, delay, when, expires, overdue)
+    caveats = _state_caveats(p, expires) + _request_caveats(p, shares, expected, delay, when, expires, overdue,
+                                                            None if when is not None else served.blocked)
     return {
         "sharesWei": str(shares), "expectedAvaxWei": str(expected),
         "position": p.pending_count + 1, "aheadAvaxWei": str(p.pending_avax),
@@ -341,8 +346,9 @@ def _refusals(p: Params, shares: int, expected: int, delay: int) -> list[str]:
 
 
 def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: int | None, expires: int,
-                     overdue: bool) -> list[str]:
-    """What is wrong with this request itself, or with when it would be funded."""
+                     overdue: bool, blocked: int | None = None) -> list[str]:
+    """What is wrong with this request itself, or with when it would be funded (``blocked``: the id
+    where the depositor's calls fail whole, when that keeps it unfunded)."""
     caveats = _refusals(p, shares, expected, delay)
     if shares == 0 or delay > p.max_expiration_delay:
         return caveats  # refused: no funding to date or to weigh against a deadline
@@ -354,6 +360,9 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
                        "their ends, which no one can date")
     elif when is None and expected == 0:
         pass  # the refusal above says why a call reaching it reverts
+    elif when is None and blocked is not None and blocked != p.next_request_id:
+        caveats.append(f"the depositor's calls fail whole at request #{blocked} ahead of it ({REVERTS}): nothing "
+                       "behind it is funded until that changes or it leaves the line")
     elif when is None:
         caveats.append("no minipool return known today covers it: it waits for returns the schedule cannot date, or "
                        + ("for ggAVAX deposits to reopen and bring new AVAX" if p.deposits_paused else "for new deposits"))
@@ -370,6 +379,10 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
             caveats.append("its expiration falls after the announced end of the withdrawal window: claim before the "
                            "window closes")
     return caveats
+
+
+# Why a depositor call fails whole, as the contracts decide it.
+REVERTS = "its redemption would be worth nothing, less than it expects, or more than the liquidity left"
 
 
 def _expires_first(p: Params, when: int, claimable: int) -> str:

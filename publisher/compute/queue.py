@@ -99,6 +99,7 @@ class Place:
     overdue: bool = False
     deposits_paused: bool = False  # ggAVAX takes no deposits: a funded request that expires is stuck
     calls_fund_nothing: bool = False  # the queue's per-call limit is 0: no depositor call funds a request
+    blocked_by: int | None = None  # unfunded because the depositor's calls fail whole at this request (its own id or one ahead)
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ class Schedule:
     reverted_calls: int  # depositor calls the schedule expects to fail whole (checked subtraction)
     assumptions: tuple[str, ...] = field(default=())
     serves: tuple[tuple[int, int], ...] = ()  # the depositor's serves the minipools bring (Events.serves)
+    blocked: int | None = None  # the request where the depositor's calls fail whole, keeping it and those behind unfunded
 
 
 def assumptions(snap: Snapshot, sched_front_known: bool) -> tuple[str, ...]:
@@ -435,7 +437,8 @@ def schedule(snap: Snapshot) -> Schedule:
             # In line past its expiration, any funding comes after it, dated or not.
             when is not None and (st == RequestStatus.PENDING_EXPIRED
                                   or (st == RequestStatus.PENDING and not overdue and when >= r.expiration_time)),
-            overdue=overdue, deposits_paused=paused_deposits, calls_fund_nothing=limit == 0)
+            overdue=overdue, deposits_paused=paused_deposits, calls_fund_nothing=limit == 0,
+            blocked_by=served.blocked if when is None and served.blocked is not None and r.id >= served.blocked else None)
         ahead += r.expected_assets
     for r in q.requests:
         if r.fulfilled:
@@ -450,7 +453,7 @@ def schedule(snap: Snapshot) -> Schedule:
         shortfall = max(0, sum(r.expected_assets for r in uncovered) - vault.liquidity(t_end))
     stale = sum(1 for e in entries if e.shares is None)
     return Schedule(queue_liquidity(snap), ev.returns, ev.restakes, ev.unscheduled, places, covered, shortfall,
-                    last, stale, front_known, served.reverted, assumptions(snap, front_known), ev.serves)
+                    last, stale, front_known, served.reverted, assumptions(snap, front_known), ev.serves, served.blocked)
 
 
 def cached_schedule(ctx) -> Schedule:
@@ -499,7 +502,7 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
                else "The depositor may still fund it; funded after its expiration")
         return f"Its expiration has passed while it waited in line: {act}. {may}, {then}."
     cancel = " You may cancel it at any time (ggAVAX back at today's rate)."
-    wait = _wait(place)
+    wait = _wait(place, r.id)
     claim = f" Once funded, claim it before it expires at {when(r.expiration_time)}."
     window = window_end if window_end is not None and window_end > r.request_time else None
     funding = _funding(place)
@@ -522,11 +525,15 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
     return wait + cancel + claim
 
 
-def _wait(place: Place) -> str:
+def _wait(place: Place, rid: int) -> str:
     """What a pending request waits for, in a sentence."""
     funding = _funding(place)
     if funding is not None:
         return f"Wait: {funding}."
+    if place.blocked_by is not None:
+        where = "this request" if place.blocked_by == rid else f"request #{place.blocked_by}, ahead of it"
+        return (f"Wait or cancel: the depositor's calls fail whole when they reach {where} ({L.REVERTS}), so "
+                "it is not funded until that changes" + ("." if place.blocked_by == rid else " or that request leaves the line."))
     if place.calls_fund_nothing:
         return ("Wait or cancel: the queue's maxRequestsPerDeposit is 0, so the depositor's calls fund no request "
                 "until its admin raises it.")

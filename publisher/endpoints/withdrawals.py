@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ..compute import line as L
 from ..compute import queue as Q
 from ..compute.nodeid import node_id
 from ..snapshot import PstAvax, QueueStep, Receipt, Snapshot, UnstakeRequest, WithdrawQueue
@@ -310,7 +311,8 @@ def withdrawals(ctx: Context):
                sched.front_known, sched.reverted_calls, sched.assumptions,
                sum(1 for p in sched.places.values() if p.fundable_now), len(sched.returns),
                sum(1 for p in sched.places.values() if p.overdue),
-               sum(1 for p in sched.places.values() if p.expires_first and p.status == Q.RequestStatus.PENDING_EXPIRED))
+               sum(1 for p in sched.places.values() if p.expires_first and p.status == Q.RequestStatus.PENDING_EXPIRED),
+               sched.blocked)
     # The body reads the block's time only to tell which requests expired: keyed by the last
     # expiration passed, not the time itself, it is made again only when one passes.
     yield "/withdrawals", Deferred((ctx.cached(receipts_inputs), q, Q.expiry_clock(q.requests, s.block.timestamp), s.pst_avax, outlook, queue_pauses(s), depositor_inputs(ctx), announced,
@@ -377,7 +379,7 @@ def no_queue_body(reason: str, pst: PstAvax | None, announced: list) -> dict:
 def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, pauses: tuple,
                      depositor: tuple, announced: list, returns: list, restakes: list, line: list) -> dict:
     (liquidity, returns_avax, unscheduled, covered, shortfall, last_funding_time, vault_wavax, stale, front_known,
-     reverted, assumptions, fundable_now, return_count, overdue, expired_funded) = outlook
+     reverted, assumptions, fundable_now, return_count, overdue, expired_funded, blocked) = outlook
     _, deposits_paused, mm_paused = pauses
     pending = [r for r in q.requests if not r.fulfilled]
     funded = [r for r in q.requests if r.fulfilled]
@@ -405,7 +407,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
             "assumptions": list(assumptions),
             "outlook": _outlook(len(pending), fundable_now, covered, last_funding_time, shortfall, return_count,
                                 deposits_paused, mm_paused, depositor[0], overdue, q.max_requests_per_deposit == 0,
-                                expired_funded),
+                                expired_funded, blocked),
             "stale": depositor[1] is not None, "staleReason": depositor[1],
             "returns": returns,
             "returnsAvax": tokens(returns_avax),
@@ -425,9 +427,10 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
 
 def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: int, returns: int,
              deposits_paused: bool, mm_paused: bool, activity: Shown | None, overdue: int, no_steps: bool,
-             expired_funded: int) -> str:
+             expired_funded: int, blocked: int | None = None) -> str:
     """What the line waits for, in words. ``expired_funded``: the requests past their expiration that
-    the schedule funds (they land funded and expired)."""
+    the schedule funds (they land funded and expired); ``blocked``: the request where the depositor's
+    calls fail whole, which keeps it and every one behind it unfunded."""
     if not pending:
         return "The line is empty: nothing waits for funding."
     parts = []
@@ -445,6 +448,10 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
     if rest and no_steps:
         parts.append(f"{rest} wait{'s' if rest == 1 else ''} for the queue's admin: maxRequestsPerDeposit is 0, so the "
                      "depositor's calls fund no request")
+    elif rest and blocked is not None:
+        parts.append(f"{rest} {'waits' if rest == 1 else 'wait'} at or behind request #{blocked}, where the depositor's "
+                     f"calls fail whole ({L.REVERTS}): nothing from it on is funded until that changes or it leaves "
+                     "the line")
     elif rest:
         why = []
         if not returns:
