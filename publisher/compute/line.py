@@ -290,7 +290,7 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     if overdue:
         when = None
     caveats = _state_caveats(p, expires) + _request_caveats(p, shares, expected, delay, when, expires, overdue,
-                                                            None if when is not None else served.blocked)
+                                                            refused, None if when is not None else served.blocked)
     return {
         "sharesWei": str(shares), "expectedAvaxWei": str(expected),
         "position": p.pending_count + 1, "aheadAvaxWei": str(p.pending_avax),
@@ -346,12 +346,12 @@ def _refusals(p: Params, shares: int, expected: int, delay: int) -> list[str]:
 
 
 def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: int | None, expires: int,
-                     overdue: bool, blocked: int | None = None) -> list[str]:
+                     overdue: bool, refused: bool, blocked: int | None = None) -> list[str]:
     """What is wrong with this request itself, or with when it would be funded (``blocked``: the id
     where the depositor's calls fail whole, when that keeps it unfunded)."""
     caveats = _refusals(p, shares, expected, delay)
-    if shares == 0 or delay > p.max_expiration_delay:
-        return caveats  # refused: no funding to date or to weigh against a deadline
+    if refused:
+        return caveats  # no funding to date or to weigh against a deadline
     if p.limit == 0:
         caveats.append("maxRequestsPerDeposit is 0: the depositor's calls fund no request until the queue's admin "
                        "raises it")
@@ -385,19 +385,24 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
 REVERTS = "its redemption would be worth nothing, less than it expects, or more than the liquidity left"
 
 
+def after_expiry(deposits_paused: bool) -> str:
+    """What a request funded after its expiration is, as a clause (the schedule's advice says it too)."""
+    return ("it would be stuck: it could not be claimed, and reclaiming it reverts while ggAVAX deposits are paused"
+            if deposits_paused else "it could only be reclaimed, as ggAVAX")
+
+
 def _expires_first(p: Params, when: int, claimable: int) -> str:
     """The caveat of a request funded at ``when``, after its expiration: the requester picks the
     delay when filing (the estimate's default is the queue's shortest), so name one that would do,
     with a day to claim after the estimated funding where the queue's maximum allows it."""
-    late = ("it would be stuck: it could not be claimed, and reclaiming it reverts while ggAVAX deposits are paused"
-            if p.deposits_paused else "it could only be reclaimed")
+    late = after_expiry(p.deposits_paused)
     if when - claimable + 1 > p.max_expiration_delay:
         return (f"it would expire before it is funded, even with the longest expiration delay the queue allows "
                 f"({_days(p.max_expiration_delay)}): once funded, {late}")
     need = min(-(-(when - claimable + 86_400) // 86_400) * 86_400, p.max_expiration_delay)  # whole days, within the bound
     left = claimable + need - when  # to claim after the estimated funding
     claim = ("it could be claimed once funded" if left >= 86_400 else
-             f"it could be claimed once funded, but only for {_days(left).split(' (')[0]} after the estimated funding")
+             f"it could be claimed once funded, but only for {left} s after the estimated funding")
     return (f"it would expire before it is funded ({late} then): filed with an expiration delay of at least "
             f"{_days(need)} (the queue allows up to {_days(p.max_expiration_delay)}), {claim}")
 

@@ -542,8 +542,7 @@ def _wait(place: Place, rid: int) -> str:
 
 def _after_expiry(place: Place) -> str:
     """What a request funded after its expiration is, as a clause."""
-    return ("it would be stuck: it could not be claimed, and reclaiming it reverts while ggAVAX deposits are paused"
-            if place.deposits_paused else "it could only be reclaimed, as ggAVAX")
+    return L.after_expiry(place.deposits_paused)
 
 
 def _funding(place: Place) -> str | None:
