@@ -175,3 +175,38 @@ def test_the_outlook_names_the_request_where_the_depositors_calls_fail_whole():
     outlook = body["schedule"]["outlook"]
     assert "2 wait at or behind request #0, where the depositor's calls fail whole" in outlook, outlook
     assert "beyond every known return" not in outlook and body["schedule"]["revertedCalls"] >= 1
+
+
+def test_rows_of_a_list_derived_anew_are_reused_where_equal_and_made_where_not():
+    """A list made of new, equal records each build (the queue's schedule) takes the last build's
+    rows at the same place; a changed item gets a row of its own, a shifted list finds its rows by
+    value, and the rows equal those made afresh."""
+    from dataclasses import dataclass
+
+    from publisher.endpoints.registry import Rows
+
+    @dataclass(frozen=True)
+    class Item:
+        n: int
+        label: str
+
+    made: list[int] = []
+
+    def row(item):
+        made.append(item.n)
+        return {"n": item.n, "label": item.label}
+
+    rows = Rows()
+    first = rows.make(row, tuple(Item(n, f"#{n}") for n in range(50)))
+    rows.turn()
+    made.clear()
+    again = rows.make(row, tuple(Item(n, f"#{n}") for n in range(50)))  # new objects, equal
+    assert made == [] and all(a is b for a, b in zip(first, again, strict=True))
+    rows.turn()
+    changed = rows.make(row, tuple(Item(n, "moved" if n == 7 else f"#{n}") for n in range(50)))
+    assert made == [7] and changed[7] == {"n": 7, "label": "moved"} and changed[8] is again[8]
+    rows.turn()
+    made.clear()
+    shifted = rows.make(row, tuple(Item(n, f"#{n}") for n in range(1, 51)))  # the front dropped, one new at the back
+    assert made == [7, 50] and shifted[0] is again[1]
+    assert [dict(r) for r in shifted] == [{"n": n, "label": f"#{n}"} for n in range(1, 51)]

@@ -157,7 +157,8 @@ class Rows:
     An item is found first by what it is made of (``_made_of``): a record read again unchanged is
     the very object it was (``snapshot.Known``), and hashing and comparing 10 000 records by value
     each build cost more than the rest of /stakers. Only the items not found so are compared by
-    value, with the last build's items that were not found either."""
+    value: with the item at the same place of the last list (``placed``), then with the last
+    build's items that were not found either."""
 
     def __init__(self) -> None:
         # row function -> what an item is made of -> (the item, its row); the item held, so the
@@ -167,6 +168,9 @@ class Rows:
         # This build's lists by row function and items (held, so the id is theirs): a body made
         # twice in a build from the one Deferred (a page reads the file it shows) makes them once.
         self.lists: dict[tuple[Callable, int], tuple[tuple, list]] = {}
+        # Each row function's last list in order, the last build's (``placed``) and this one's.
+        self.placed: dict[Callable, tuple[tuple, list]] = {}
+        self.placing: dict[Callable, tuple[tuple, list]] = {}
 
     def make(self, row: Callable[[Any], dict], items: tuple) -> list:
         hit = self.lists.get((row, id(items)))
@@ -185,22 +189,33 @@ class Rows:
                 made[key] = found
                 out.append(found[1])
         if missed:
-            # By value, among the last build's items nobody took (one changed record: one item).
-            rest = {item: r for key, (item, r) in last.items() if key not in made}
+            # By value: first against the item at the same place in the last list of this row
+            # function (a list derived anew each build, as the queue's schedule, is mostly where it
+            # was, and hashing thousands of nested records costs more than comparing each with
+            # one), then among the last build's items nobody took (one changed record: one item).
+            placed, placed_rows = self.placed.get(row, ((), ()))
+            rest: dict | None = None
             for i, key in missed:
                 item = items[i]
-                r = rest.get(item)
-                if r is None:
-                    r = Row(row(item))
+                if i < len(placed) and type(placed[i]) is type(item) and placed[i] == item:
+                    r = placed_rows[i]
+                else:
+                    if rest is None:
+                        rest = {item: r for key, (item, r) in last.items() if key not in made}
+                    r = rest.get(item)
+                    if r is None:
+                        r = Row(row(item))
                 made[key] = (item, r)
                 out[i] = r
         self.lists[row, id(items)] = (items, out)
+        self.placing[row] = (items, out)
         return list(out)
 
     def turn(self) -> None:
         """The end of a build: the rows it made replace the last ones of the same row function."""
         self.last.update(self.made)
-        self.made, self.lists = {}, {}
+        self.placed.update(self.placing)
+        self.made, self.lists, self.placing = {}, {}, {}
 
 
 def _made_of(item: Any) -> Any:
