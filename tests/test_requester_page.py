@@ -458,9 +458,9 @@ def test_the_viewer_function_refuses_a_malformed_requester_as_serve_does(site):
     assert passed and all(got["uri"] == f"/withdrawals/{n}" for n, got in zip(passed, answers[len(names):], strict=True))
     # A well-formed address without a file: serve's 404 says so (the CDN's is its generic one).
     nobody = "0x" + "ab" * 20
-    for suffix in ("", ".html", ".ics"):
+    for suffix, said in (("", W.NEVER_REQUESTED), (".html", W.NEVER_REQUESTED), (".ics", W.NO_CALENDAR)):
         served = requests.get(f"{site}/withdrawals/{nobody}{suffix}", timeout=10)
-        assert (served.status_code, served.json()["error"]["message"]) == (404, W.NEVER_REQUESTED.format(address=nobody))
+        assert (served.status_code, served.json()["error"]["message"]) == (404, said.format(address=nobody))
 
 
 def test_the_lookup_form_with_script_goes_straight_to_the_page(site, page, demo_requesters):

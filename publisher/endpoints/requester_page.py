@@ -67,10 +67,13 @@ def lookup(query: str) -> tuple[int, str, str]:
 def missing(name: str) -> tuple[int, str, str]:
     """The answer for /withdrawals/<name>, a requester's JSON, page or calendar without a file: 400
     when the address is malformed (the CDN's viewer function answers that one too), else 404 that
-    says no request was ever filed by it (every requester keeps its files)."""
+    says why: no request was ever filed by it (every requester keeps its JSON and page), or, for a
+    calendar, also that its requests are all closed where no window's end is announced."""
     address = re.sub(r"\.(html|ics)$", "", name)
     if not ADDRESS.match(address):
         return 400, "bad_request", _malformed(address)
+    if name.endswith(".ics"):
+        return 404, "not_found", W.NO_CALENDAR.format(address=address.lower())
     return 404, "not_found", W.NEVER_REQUESTED.format(address=address.lower())
 
 

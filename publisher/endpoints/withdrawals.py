@@ -128,6 +128,10 @@ RECEIPTS_SUMMARY = S.nullable(S.obj({
 }, description="the receipts of every request ever filed, published in the requester files"))
 REQUESTER_PATH = "/withdrawals/{address}"
 NEVER_REQUESTED = "no withdrawal request was ever filed by {address}"  # serve's 404 for a requester without a file
+# ... and for one without a calendar: where no window's end is announced, a requester whose
+# requests are all closed has none either (``calendar.requester_calendar``).
+NO_CALENDAR = ("no calendar for {address}: it never filed a withdrawal request, or its requests are all closed "
+               "and no end of the withdrawal window is announced")
 ADDRESS = S.ADDRESS["pattern"]
 
 SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "ggAVAX, whole tokens"),
