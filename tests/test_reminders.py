@@ -322,6 +322,28 @@ def test_parameter_changes_and_pauses_are_entries_dated_at_the_build_that_saw_th
     assert next(e for e in third.entries if e.id.endswith(f"/{resumed.block.number}")).title == "New withdrawal requests resumed"
 
 
+def test_a_new_feed_starts_with_the_pauses_in_force(demo_snapshot, demo_profile, tmp_path):
+    """No last build to compare with: what is paused at the first block is an entry, dated there and
+    carried as it was; what runs is not news."""
+    out, pauses = tmp_path / "out", {**demo_snapshot.paused, "TokenggAVAX": True}
+    paused = dataclasses.replace(_later(demo_snapshot, 1, paused=True), paused=pauses)
+    build(paused, demo_profile, out)
+    first = (out / "withdrawals" / "feed.xml").read_bytes()
+    news = {e.id: e for e in feedparser.parse(first).entries if e.tags[0].term == "pause"}
+    base, block = f"{F.TAG}withdrawals/{paused.network}/pause/", paused.block.number
+    assert set(news) == {f"{base}queueRequests/{block}", f"{base}ggavaxDeposits/{block}"}
+    deposits = news[f"{base}ggavaxDeposits/{block}"]
+    assert deposits.title == "ggAVAX deposits paused" and "neither cancelled nor reclaimed" in deposits.content[0].value
+    assert f"In force at block {block}" in deposits.content[0].value
+    assert deposits.updated_parsed[:6] == _at(paused.block.timestamp).timetuple()[:6]
+    build(dataclasses.replace(paused, block=_later(paused, 4).block), demo_profile, out, force=True)
+    assert (out / "withdrawals" / "feed.xml").read_bytes() == first
+    # Nothing paused at a fresh feed's first block: no pause entry.
+    running = tmp_path / "running"
+    build(demo_snapshot, demo_profile, running)
+    assert b'<category term="pause"/>' not in (running / "withdrawals" / "feed.xml").read_bytes()
+
+
 def test_an_announcement_pushed_out_of_the_feed_by_newer_entries_is_not_news_again(demo_snapshot, demo_profile, built):
     """The feed holds the latest entries: after many newer steps an announcement falls out of it,
     and the next build must not date it anew (it would come back at the top, again and again)."""

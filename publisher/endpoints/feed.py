@@ -11,7 +11,7 @@ Entries, newest first, the latest ``MAX_ENTRIES``:
   the last build's /withdrawals (``Context.previous``): a difference is an entry dated at this
   build's block, the first that saw it. Earlier such entries are carried from the last build's
   feed, since no snapshot holds them. A build without a last build (a fresh ``out``) sees no
-  change, and starts the record;
+  change, and starts the record with an entry for each pause in force;
 - the operator's announced dates (``Context.announcements``), each an entry dated at the block of
   the first build that published it (carried from the last feed like the changes), and once the
   withdrawal window's end has passed, an entry saying what the contracts still allow, dated at the
@@ -93,7 +93,8 @@ def feed_id(network: str) -> str:
                 "queue's pauses and parameter changes, the operator's announced dates, and the withdrawal window's "
                 "close once it has passed (what the contracts still allow). The queue emits no "
                 "event for a parameter change: each build compares /withdrawals' `parameters` and `pauses` with "
-                "the last build's and dates a difference at its own block, the first that saw it. Entry ids are "
+                "the last build's and dates a difference at its own block, the first that saw it (a new feed starts "
+                "with the pauses in force at its first block). Entry ids are "
                 "stable tag: URIs and every time is a block's, so the file changes only when an entry does.",
 )
 def queue_feed(ctx: Context):
@@ -279,9 +280,19 @@ def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
     s = ctx.snap
     out = {i: e for i, e in carried.items() if e.kind in ("parameter", "pause")}
     now, before = ctx.cached(_queue_state), previous_state(ctx.previous.get("/withdrawals"), s.network, s.chain_id)
-    if now is None or before is None or now["address"] != before["address"]:
+    if now is None:
         return list(out.values())
     base, block, at = f"{TAG}withdrawals/{s.network}/", s.block.number, s.block.timestamp
+    if before is None or now["address"] != before["address"]:
+        # Nothing to compare with (a fresh feed, or another queue): the record starts with what is
+        # paused now, which a holder must know (a pause has no event to read its start from).
+        for name, (label, paused, _) in PAUSES.items():
+            if now["pauses"].get(name) and not any(i.startswith(f"{base}pause/{name}/") for i in out):
+                e = Entry(f"{base}pause/{name}/{block}", "pause", at, f"{label} paused",
+                          f"{label} paused: {paused}. In force at block {block} ({when_utc(at)}), the first this feed "
+                          "records; when it began is not known here.", "../withdrawals")
+                out[e.id] = e
+        return list(out.values())
     seen = f"First seen by this API at block {block} ({when_utc(at)}); the last build"
     for name, (label, meaning) in PARAMETERS.items():
         if name not in before["parameters"] or name not in now["parameters"]:
