@@ -5,7 +5,10 @@ Run: python benchmarks/bench_snapshot.py [--scenario scale] [--runs 3] [--sample
 
 Both readers run in this process against the same node and the same block. The node's own time
 is the same JSON-RPC requests as one chain read, replayed one after another over one keep-alive
-connection with nothing done with the answers (best of 3): what the node needs, without us. The naive reader reads
+connection with nothing done with the answers (best of 3): what the node needs, without us; it is
+replayed again with each answer parsed and its results' hex decoded, the least any reader does with
+them, and the node's own CPU (its process's, from /proc) is read over the replay and over each chain
+read: on two cores, what the node and this process spend together bounds the read. The naive reader reads
 what the snapshot reads (every scalar, every staker with getStakers(i, 1) plus its four views,
 every minipool with getMinipool(i)) and its values are checked against the snapshot, so the two
 columns describe the same work. ``--sample K`` makes the naive reader read every K-th staker and
@@ -141,19 +144,55 @@ class RecordingClient(RpcClient):
         return super()._post(payload, what)
 
 
-def node_alone(url: str, payloads: list[bytes], rounds: int = 3) -> float:
-    """Seconds the node takes to answer ``payloads`` one after another (best of ``rounds``)."""
+def node_alone(url: str, payloads: list[bytes], rounds: int = 3, parse: bool = False) -> dict:
+    """The node answering ``payloads`` one after another, best of ``rounds``: its seconds, the node
+    process's CPU seconds meanwhile (None where it cannot be read) and this process's. ``parse``:
+    each answer parsed as JSON and every hex result decoded, the least any reader does with them."""
     parts = urlsplit(url)
-    best = float("inf")
+    node = _node_cpu(parts.port)
+    best = {"seconds": float("inf")}
     for _ in range(rounds):
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
-        t0 = time.perf_counter()
+        n0, c0, t0 = node(), time.process_time(), time.perf_counter()
         for body in payloads:
             conn.request("POST", parts.path or "/", body=body, headers={"Content-Type": "application/json"})
-            conn.getresponse().read()
-        best = min(best, time.perf_counter() - t0)
+            data = conn.getresponse().read()
+            if parse:
+                doc = json.loads(data)
+                for item in doc if isinstance(doc, list) else [doc]:
+                    result = item.get("result")
+                    if isinstance(result, str) and result.startswith("0x"):
+                        bytes.fromhex(result[2:])
+        seconds, cpu, n1 = time.perf_counter() - t0, time.process_time() - c0, node()
         conn.close()
+        if seconds < best["seconds"]:
+            best = {"seconds": seconds, "node_cpu": None if n0 is None or n1 is None else n1 - n0, "client_cpu": cpu}
     return best
+
+
+def _node_cpu(port: int | None):
+    """A function giving the CPU seconds so far of the anvil process serving ``port`` (Linux's
+    /proc), or None when there is no such process to read."""
+    pid = None
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        try:
+            argv = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]) == b"anvil" and str(port).encode() in argv:
+            pid = entry
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def read() -> float | None:
+        if pid is None:
+            return None
+        try:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / tick  # utime + stime, all its threads
+
+    return read
 
 
 def run_naive(url: str, profile: Profile, snap: Snapshot, sample: int) -> dict:
@@ -212,14 +251,20 @@ def main() -> None:
             runs.append(collect(profile))
             cpu.append(time.process_time() - c0)
         snap = runs[0].snapshot
-        chain_only, chain_cpu = [], []
+        chain_only, chain_cpu, chain_node_cpu = [], [], []
+        node_cpu = _node_cpu(urlsplit(net.url).port)
         for _ in range(max(1, args.runs)):
             client = RecordingClient([net.url])
-            c0, t0 = time.process_time(), time.perf_counter()
+            n0, c0, t0 = node_cpu(), time.process_time(), time.perf_counter()
             Reader(client, profile).read(snap.block.number)
             chain_only.append((time.perf_counter() - t0, client.counters))
             chain_cpu.append(time.process_time() - c0)
-        node_secs = node_alone(net.url, client.sent)
+            n1 = node_cpu()
+            if n0 is not None and n1 is not None:
+                chain_node_cpu.append(n1 - n0)
+        node = node_alone(net.url, client.sent)
+        parsed = node_alone(net.url, client.sent, parse=True)
+        node_secs = node["seconds"]
         naive = run_naive(net.url, profile, snap, max(1, args.sample))
 
     secs = statistics.median(r.seconds for r in runs)
@@ -254,6 +299,12 @@ def main() -> None:
           f"CPU median {statistics.median(chain_cpu):.2f} s")
     print(f"node alone (the chain read's {len(client.sent)} requests replayed, nothing decoded): {node_secs:.2f} s; "
           f"Reader.read() / node {chain_secs / node_secs:.2f}x, collect() / node {secs / node_secs:.2f}x")
+    if chain_node_cpu:
+        print(f"the node's CPU during Reader.read(): {statistics.median(chain_node_cpu):.2f} s (median)")
+    if node["node_cpu"] is not None:
+        print(f"the node's CPU over its replay: {node['node_cpu']:.2f} s ({node['node_cpu'] / node_secs:.2f} cores busy)")
+    print(f"replayed with each answer parsed and its results' hex decoded: {parsed['seconds']:.2f} s "
+          f"({parsed['seconds'] / node_secs:.2f}x the node; this process's CPU {parsed['client_cpu']:.2f} s)")
     print(f"third-party API requests per run: {runs[0].http.requests}; RPC retries: {c.retries}")
     if args.sample > 1:
         print(f"* EXTRAPOLATED: the naive reader read every {args.sample}th staker and minipool "
@@ -277,8 +328,11 @@ def main() -> None:
             "collect": {"rpc_http_requests": c.http_requests, "rpc_calls": c.rpc_calls, "api_requests": runs[0].http.requests,
                         "seconds_median": secs, "seconds_min": min(walls), "cpu_median": statistics.median(cpu)},
             "chain": {"rpc_http_requests": cc.http_requests, "rpc_calls": cc.rpc_calls, "seconds_median": chain_secs,
-                      "cpu_median": statistics.median(chain_cpu)},
-            "node": {"rpc_http_requests": len(client.sent), "rpc_calls": cc.rpc_calls, "seconds": node_secs},
+                      "cpu_median": statistics.median(chain_cpu),
+                      "node_cpu_median": statistics.median(chain_node_cpu) if chain_node_cpu else None},
+            "node": {"rpc_http_requests": len(client.sent), "rpc_calls": cc.rpc_calls, "seconds": node_secs,
+                     "node_cpu": node["node_cpu"]},
+            "parsed": {"seconds": parsed["seconds"], "client_cpu": parsed["client_cpu"], "node_cpu": parsed["node_cpu"]},
             "naive": {"requests": naive["requests"], "seconds": naive["seconds"], "sample": args.sample,
                       "mismatches": naive["mismatches"]},
             "ratio": {"requests": round(req_ratio), "seconds": round(time_ratio, 1),

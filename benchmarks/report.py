@@ -126,6 +126,7 @@ def block(r: dict, body: str, *sentences: str) -> str:
 
 def snapshot(r: dict) -> str:
     c, ch, node, naive, ratio = r["collect"], r["chain"], r["node"], r["naive"], r["ratio"]
+    parsed = r.get("parsed")
     runs = r.get("runs")
     sampled = (f" (every {naive['sample']}th staker and minipool, scaled up)" if naive.get("sample", 1) > 1 else "")
     rows = [
@@ -133,9 +134,14 @@ def snapshot(r: dict) -> str:
          num(c["rpc_http_requests"]), num(c["rpc_calls"]),
          f"{num(c['seconds_median'])} (min {num(c['seconds_min'])}; CPU {num(c['cpu_median'])})"],
         ["chain only (`Reader.read()`)", num(ch["rpc_http_requests"]), num(ch["rpc_calls"]),
-         f"{num(ch['seconds_median'])} (CPU {num(ch['cpu_median'])})"],
-        [f"the node alone: the chain read's {num(node['rpc_http_requests'])} requests replayed, nothing decoded",
+         f"{num(ch['seconds_median'])} (CPU {num(ch['cpu_median'])}"
+         + (f"; the node's {num(ch['node_cpu_median'])}" if ch.get("node_cpu_median") is not None else "") + ")"],
+        [f"the node alone: the chain read's {num(node['rpc_http_requests'])} requests replayed, nothing decoded"
+         + (f" (the node's CPU {num(node['node_cpu'])} s)" if node.get("node_cpu") is not None else ""),
          num(node["rpc_http_requests"]), num(node["rpc_calls"]), num(node["seconds"])],
+        *([["the same replayed, each answer parsed as JSON and its results' hex decoded, the least a reader does"
+            f" (our CPU {num(parsed['client_cpu'])} s)", num(node["rpc_http_requests"]), num(node["rpc_calls"]),
+            num(parsed["seconds"])]] if parsed else []),
         [f"naive, one `eth_call` per request{sampled}", num(naive["requests"]), num(naive["requests"]),
          num(naive["seconds"], ".1f")],
         ["ratio naive / `collect()`", f"**{num(ratio['requests'])}×** fewer", "", f"**{num(ratio['seconds'], '.1f')}×** faster"],
@@ -145,7 +151,9 @@ def snapshot(r: dict) -> str:
              else f"the naive reader's values differ from the snapshot's in {naive.get('mismatches')} places")
     return block(r, body, f"Devnet `{r['scenario']}`: {num(r['stakers'])} stakers, {num(r['minipools'])} minipools. "
                  f"`Reader.read()` takes {num(ratio['chain_over_node'])}× the node's own time for the same requests and "
-                 f"`collect()` {num(ratio['collect_over_node'])}×; {equal}.")
+                 f"`collect()` {num(ratio['collect_over_node'])}×; {equal}."
+                 + (f" Replayed with its answers parsed, the same requests take {num(parsed['seconds'] / node['seconds'])}× "
+                    "the node's time." if parsed else ""))
 
 
 def pipeline(r: dict) -> str:
