@@ -81,10 +81,9 @@ class Records:
 
     def __init__(self) -> None:
         self.by_sha: dict[str, tuple[dict[str, Entry], str | None]] = {}
-        # The last record written to each tree (by its name): each file's entry and its member as
-        # encoded (``encode_record``). A build writes most of the entries the same tree's record
-        # held: the files it keeps are those very files (the other tree's are often copies of their own).
-        self.members: dict[str, dict[str, tuple[Entry, str]]] = {}
+        # The last record encoded (``encode_record``), the live tree's in a watch: the entries of
+        # the files a build keeps are that record's very entries, so their members are its text.
+        self.encoded: Encoded | None = None
         # The folders of the last record written to each tree (``_folders``), with its paths: a
         # build one block later most often has the very same paths.
         self.folders: dict[str, tuple[frozenset[str], dict[str, set[str]]]] = {}
@@ -276,7 +275,7 @@ class TreeWriter:
         """Write the tree's record (``known`` remembers it, see ``Records``)."""
         if self.holds:  # what the tree held and no longer should, and anything else put there
             _sweep(self.root, _folders_of(record["files"], known, self.tree.name))
-        data = encode_record(record, known, self.tree.name)
+        data = encode_record(record, known)
         (self.tree / RECORD).write_bytes(data)
         if known is not None:
             known.put(sha256(data), record["files"], record["run"])
@@ -322,22 +321,42 @@ def _sweep(root: str, folders: dict[str, set[str]]) -> None:
                 os.unlink(extra)
 
 
-def encode_record(record: dict, known: Records | None = None, tree: str = "") -> bytes:
+@dataclass(frozen=True)
+class Encoded:
+    """A record's files as ``encode_record`` wrote them: the paths in order, each one's entry and
+    member text."""
+
+    paths: list[str]
+    names: frozenset[str]
+    entries: list[Entry]
+    texts: list[str]
+
+
+def encode_record(record: dict, known: Records | None = None) -> bytes:
     """``json.dumps(record, separators=(",", ":"), sort_keys=True)``, each file's member taken
-    from the last record ``known`` encoded for ``tree`` where its entry is the same."""
-    last = known.members.get(tree, {}) if known is not None else {}
-    members: dict[str, tuple[Entry, str]] = {}
+    from the last record ``known`` encoded where its entry is the same (the very entry, most often:
+    a file kept from the live tree)."""
     files = record["files"]
-    # The last record's members are in path order: the same paths need no sort.
-    for path in (last if len(last) == len(files) and files.keys() == last.keys() else sorted(files)):
-        entry = files[path]
-        hit = last.get(path)
-        members[path] = hit if hit is not None and hit[0] == entry else (entry, _member(path, entry))
+    last = known.encoded if known is not None else None
+    if last is not None and len(files) == len(last.paths) and files.keys() == last.names:
+        # The same paths: the last record's order, and a member made again only where its entry moved.
+        paths, names, texts = last.paths, last.names, list(last.texts)
+        entries = list(map(files.__getitem__, paths))
+        for i in [i for i, (e, was) in enumerate(zip(entries, last.entries, strict=True)) if e is not was]:
+            if entries[i] != last.entries[i]:
+                texts[i] = _member(paths[i], entries[i])
+    else:
+        had = dict(zip(last.paths, zip(last.entries, last.texts, strict=True), strict=True)) if last is not None else {}
+        paths, names = sorted(files), frozenset(files)
+        entries, texts = [files[p] for p in paths], []
+        for path, entry in zip(paths, entries, strict=True):
+            hit = had.get(path)
+            texts.append(hit[1] if hit is not None and hit[0] == entry else _member(path, entry))
     if known is not None:
-        known.members[tree] = members
+        known.encoded = Encoded(paths, names, entries, texts)
     out = []
     for name in sorted(record):
-        value = ("{" + ",".join(text for _, text in members.values()) + "}" if name == "files"
+        value = ("{" + ",".join(texts) + "}" if name == "files"
                  else json.dumps(record[name], separators=(",", ":"), sort_keys=True))
         out.append(f"{json.dumps(name)}:{value}")
     return ("{" + ",".join(out) + "}").encode()
