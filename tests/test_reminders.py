@@ -24,6 +24,7 @@ from publisher.build.tree import sha256
 from publisher.build.validate import load_dir, text_problems, validate
 from publisher.endpoints import calendar as C
 from publisher.endpoints import feed as F
+from publisher.endpoints import withdrawals as W
 from publisher.endpoints.announcements import WINDOW_END
 from publisher.endpoints.registry import match, resolve
 from publisher.publish.plan import items
@@ -92,16 +93,23 @@ def test_every_requester_has_a_calendar_with_the_times_of_its_json(built):
             # Past its expiration a request can no longer be claimed, funded or not: no payout promised.
             assert (f"until the request expires ({C.when_utc(r['expirationTime'])})" in str(claim["DESCRIPTION"])) == (not past)
             assert ("it is funded already" in str(claim["DESCRIPTION"])) == (r["fulfilled"] and not past)
-            if past:
-                assert not alarms  # past its expiration: an alarm could only fire late
+            if past or block_time >= r["expirationTime"] - DAY.total_seconds():
+                assert not alarms  # its time has come: an alarm could only fire late
             else:
                 assert [(a["ACTION"], a["TRIGGER"].dt) for a in alarms] == [("DISPLAY", -DAY)]
                 assert expire["DTSTART"].dt + alarms[0]["TRIGGER"].dt == _at(r["expirationTime"]) - DAY
+                # What to do by then: a funded request is claimed; one still in line is cancelled or reclaimed.
+                said = str(alarms[0]["DESCRIPTION"])
+                assert said.endswith("claim it before then.") == r["fulfilled"], said
+                assert ("if it is still in line, cancel or reclaim it then" in said) == (not r["fulfilled"]), said
             assert not claim.walk("VALARM") and (funding is None or not funding.walk("VALARM"))
-        # The announced window's end, in every calendar, with its alarms a week and a day before.
+        # The announced window's end, in every calendar, with its alarms a week and a day before for
+        # a requester with a request pending or funded (a claim to make, or one to come).
         window = events[C.uid(network, "window-end", requester=who)]
         assert window["DTSTART"].dt == _at(window_end)
-        assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == [-7 * DAY, -DAY]
+        alerted = any(r["status"] in ("pending", "funded") for r in body["requests"])
+        assert block_time < window_end - 7 * DAY.total_seconds()
+        assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == ([-7 * DAY, -DAY] if alerted else [])
         assert set(events) == {i for i in ids if i in events} | {C.uid(network, "window-end", requester=who)}
         if not body["requests"]:
             closed_only += 1
@@ -130,16 +138,32 @@ def test_the_windows_alarms_go_once_it_has_passed(demo_snapshot, demo_profile):
     """After the announced window's end its event stays, dated, without the alarms that could
     only fire late (a holder subscribing then would get them as missed reminders)."""
     end = next(a.time for a in demo_profile.announced() if a.key == WINDOW_END)
-    after = dataclasses.replace(demo_snapshot, block=dataclasses.replace(demo_snapshot.block, timestamp=end + 60))
-    for snap, alarms in ((demo_snapshot, [-7 * DAY, -DAY]), (after, [])):
-        made = [resolve(value) for _, value in C.requester_calendar(context(snap, demo_profile))]
+
+    def at(t: int):
+        # The requests kept from expiring meanwhile (as a longer expiration delay would), so some still have a claim to come.
+        q = demo_snapshot.withdraw_queue
+        later = tuple(dataclasses.replace(r, expiration_time=r.expiration_time + t - demo_snapshot.block.timestamp) for r in q.requests)
+        return dataclasses.replace(demo_snapshot, block=dataclasses.replace(demo_snapshot.block, timestamp=t),
+                                   withdraw_queue=dataclasses.replace(q, requests=later))
+
+    # An alarm whose time has come goes too: on the window's last days only the day-before one is left.
+    days = DAY.total_seconds()
+    after = at(end + 60)
+    for snap, alarms in ((demo_snapshot, [-7 * DAY, -DAY]), (at(end - 3 * days), [-DAY]), (at(end - days), []), (after, [])):
+        ctx = context(snap, demo_profile)
+        made = {path: resolve(value) for path, value in C.requester_calendar(ctx)}
+        bodies = {path + ".ics": resolve(value) for path, value in W.requester_files(ctx)}
         assert made
-        for text in made:
+        for path, text in made.items():
             window = next(e for u, e in _events(text.encode()).items() if "window-end" in u)
-            assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == alarms
+            # Only for a requester with a claim to make or one to come: none for stuck or closed requests.
+            alerted = any(r["status"] in ("pending", "funded") for r in bodies[path]["requests"])
+            assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == (alarms if alerted else []), path
             # Told as closed once it has; "the end of this day" told as said of the announced date.
             assert str(window["SUMMARY"]).endswith("closed (announced)" if snap is after else "closes (announced)")
             assert str(window["DESCRIPTION"]).startswith("Announced date 2026-12-31 (UTC): ")
+        alerted = {any(r["status"] in ("pending", "funded") for r in b["requests"]) for b in bodies.values()}
+        assert alerted == {True, False}, snap.block.timestamp  # requesters with alarms, and others without
 
 
 def test_calendars_say_what_expiry_means_while_ggavax_deposits_are_paused(demo_snapshot, demo_profile):
@@ -371,7 +395,11 @@ def test_the_windows_close_is_news_of_its_own_dated_at_the_first_build_past_it(d
     last = {"/withdrawals": (built / "withdrawals.json").read_bytes()}
 
     def at(t: int):
-        return dataclasses.replace(demo_snapshot, block=dataclasses.replace(demo_snapshot.block, timestamp=t))
+        # The requests kept from expiring meanwhile (as a longer expiration delay would), so some still have a claim to come.
+        q = demo_snapshot.withdraw_queue
+        later = tuple(dataclasses.replace(r, expiration_time=r.expiration_time + t - demo_snapshot.block.timestamp) for r in q.requests)
+        return dataclasses.replace(demo_snapshot, block=dataclasses.replace(demo_snapshot.block, timestamp=t),
+                                   withdraw_queue=dataclasses.replace(q, requests=later))
 
     def closed(text: str) -> list:
         return [e for e in feedparser.parse(text.encode()).entries if e.id.endswith(f"/{WINDOW_END}/{end.date}/closed")]

@@ -137,7 +137,7 @@ def test_the_feed_says_whether_a_funding_came_in_time_to_be_claimed():
               for what in ("claimed", "reclaimed")}
     words = {what: next(e.content for e in feed.receipt_entries("devnet", (r,)) if e.kind == "funded") for what, r in closed.items()}
     assert "who can claim it until the request expires. " in words["claimed"]
-    assert "(funded after its expiration, it can no longer be claimed" in words["reclaimed"]
+    assert "if it had not expired by then: no event names its expiration, and a request funded after it can no longer be claimed" in words["reclaimed"]
     # Funded before the shortest expiration delay after its claimable time had run: in time, whatever came after.
     from publisher.compute.queue import MIN_EXPIRATION_DELAY
     for funded_at, in_time in ((1_000 + MIN_EXPIRATION_DELAY - 1, True), (1_000 + MIN_EXPIRATION_DELAY, False)):

@@ -552,3 +552,37 @@ def test_a_window_at_the_expiration_itself_is_no_earlier_deadline():
     uncovered = Q.schedule(at_par(requests=[r])).places[0]
     assert "window" not in Q.advice(r, uncovered, window_end=r.expiration_time)
     assert "No funding is expected before the announced" in Q.advice(r, uncovered, window_end=r.expiration_time - 1)
+
+
+def test_a_request_in_line_is_told_what_to_do_by_its_expiration_while_the_depositor_looks_stale():
+    """The depositor's next call funds it, but the depositor has not called for weeks: the advice
+    says so and what to do if the expiration comes first (a funding after it is too late, and
+    leaves it stuck while ggAVAX deposits are paused); the requester's file says it only while the
+    depositor looks stale, and a requester with nothing in line is not told."""
+    from publisher.endpoints import withdrawals as W
+    from publisher.endpoints.context import Context
+    from publisher.snapshot import QueueActivity
+
+    waiting, funded = F.request(0, avax(1), requested=NOW - 5 * DAY), F.request(1, avax(1), fulfilled=True)
+    funded = replace(funded, requester="0x" + "cd" * 20)
+    s = at_par(requests=[waiting, funded], paused={"TokenggAVAX": True})
+    place = Q.schedule(s).places[0]
+    assert place.fundable_now and place.deposits_paused
+    called = NOW - 21 * DAY
+    text = Q.advice(waiting, place, idle=Q.Idle(called))
+    assert text.startswith("Wait: the vault's liquidity already covers it, and the depositor's next call funds it.")
+    assert f"The depositor has made no call since {Q.when(called)}, and nothing is funded until it calls." in text
+    assert (f"If it is still unfunded when it expires at {Q.when(waiting.expiration_time)}, cancel or reclaim it then: "
+            f"funded later, {L.after_expiry(True)}.") in text
+    assert "No call of the depositor is on record" in Q.advice(waiting, place, idle=Q.Idle(None))
+    assert "depositor has made no call" not in Q.advice(waiting, place)
+
+    def files(last_call: int) -> dict[str, tuple]:
+        snap = replace(s, queue_activity=QueueActivity(s.block.number, 0, 99, last_call, None, None))
+        return {who: value.inputs for who, value in W.requester_files(Context(snap, depositor_max_age=2 * DAY))}
+
+    stale, fresh = files(called), files(NOW - 60)
+    mine, theirs = f"/withdrawals/{waiting.requester.lower()}", f"/withdrawals/{funded.requester.lower()}"
+    said = {k: W.requester_body(*v[mine])["requests"][0]["advice"] for k, v in (("stale", stale), ("fresh", fresh))}
+    assert "The depositor has made no call since" in said["stale"] and "depositor has made no call" not in said["fresh"]
+    assert stale[theirs] == fresh[theirs]  # funded: nothing waits for the depositor, its file is as it was

@@ -103,6 +103,14 @@ class Place:
 
 
 @dataclass(frozen=True)
+class Idle:
+    """The depositor looks stale (``depositor.depositor_stale``): nothing is funded until it calls.
+    Its last call on record, None when none is (a value that changes only when it calls)."""
+
+    last_call_time: int | None
+
+
+@dataclass(frozen=True)
 class Schedule:
     liquidity: int  # what the queue can use now, AVAX wei
     returns: tuple[Return, ...]  # expected returns, by time
@@ -466,9 +474,11 @@ def when(t: int) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, window_closed: int | None = None) -> str:
+def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, window_closed: int | None = None,
+           idle: Idle | None = None) -> str:
     """What the requester can do now, and until when, in one or two sentences. ``window_end``: the
-    announced end of the withdrawal window while it is ahead; ``window_closed``: that end, once passed."""
+    announced end of the withdrawal window while it is ahead; ``window_closed``: that end, once passed;
+    ``idle``: the depositor looks stale, so a request in line waits for a call that may not come."""
     st = place.status
     if st == RequestStatus.FUNDED:
         cancel = (f" Until {when(r.claimable_time)} you may also cancel it for ggAVAX instead."
@@ -522,6 +532,13 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
     if window_closed is not None:
         wait += (f" The announced withdrawal window closed at {when(window_closed)}: a funding now depends on the "
                  "depositor still calling.")
+    if idle is not None and place.blocked_by is None and not place.calls_fund_nothing:
+        since = ("No call of the depositor is on record" if idle.last_call_time is None
+                 else f"The depositor has made no call since {when(idle.last_call_time)}")
+        wait += f" {since}, and nothing is funded until it calls."
+        if not place.expires_first:  # else said above: it expires before its funding
+            wait += (f" If it is still unfunded when it expires at {when(r.expiration_time)}, cancel or reclaim it "
+                     f"then: funded later, {_after_expiry(place)}.")
     return wait + cancel + claim
 
 

@@ -4,14 +4,17 @@ beside its JSON, for a calendar client to subscribe to instead of polling.
 The calendar is made from the requester's /withdrawals/{address} body, the same inputs and the same
 maker, so its times are that file's times by construction. For each open request: its estimated
 funding time (when the schedule dates it), its claimable time, and its expiration time with a
-display alarm one day before (while the expiration is ahead); and the announced end of the
-withdrawal window, with alarms a week and a day before. A requester whose requests are all closed
+display alarm one day before (while that time is ahead: an alarm never ships due); and the
+announced end of the withdrawal window, with alarms a week and a day before (the same way, and only
+for a requester with a request pending or funded: one whose requests are stuck or closed has no
+claim to make). A requester whose requests are all closed
 keeps its calendar with the window's end only: a client that subscribed then drops the alarms of
 the requests that closed, which a missing file (a failed refresh) would leave in place. Only a
 requester with no open request on a network that announces no window has no calendar (RFC 5545
 wants at least one component), as an address that never filed a request has no file at all.
 
-Nothing in the file moves with the block's time alone: each event's DTSTAMP is the block time of
+Nothing in the file moves with the block's time alone but an alarm's time coming (the alarm then
+goes, a change once per alarm): each event's DTSTAMP is the block time of
 the last step on record of what it is about (a request's filing, or its funding; for the window's
 end, the requester's latest step), so a file changes only when its content does, like the JSON.
 UIDs are the request id, the kind of date and the network, so a client updates an event in place
@@ -33,10 +36,13 @@ DOMAIN = "gogopool.com"
 PRODID = "-//GoGoPool (Hypha) staking data API//withdrawal reminders//EN"
 REFRESH = "PT1H"  # how often a subscribed client should fetch the file again (RFC 7986)
 LINE_OCTETS = 75  # RFC 5545 3.1: content lines are folded at 75 octets, CRLF then one space
-ALARM = "-P1D"  # the expiration's alarm: a day before
-WINDOW_ALARMS = (("-P7D", "in 7 days"), ("-P1D", "in 24 hours"))  # a day before the end of its last day: that day
+ALARM, ALARM_SECONDS = "-P1D", 86_400  # the expiration's alarm: a day before
+# The window's end: a week before, and a day before the end of its last day (that day).
+WINDOW_ALARMS = (("-P7D", "in 7 days", 7 * 86_400), ("-P1D", "in 24 hours", 86_400))
 # Request statuses past their expiration: no alarm (it could only fire late).
 EXPIRED = {"pendingExpired", "expiredFunded", "stuck"}
+# Statuses whose holder the window's alarms speak to: a claim to make, or one to come.
+ALERTED = {"pending", "funded"}
 
 
 def uid(network: str, kind: str, request: int | None = None, requester: str | None = None) -> str:
@@ -54,7 +60,8 @@ def uid(network: str, kind: str, request: int | None = None, requester: str | No
     description="The dates of /withdrawals/{address} as an iCalendar file (RFC 5545) to subscribe to: for each open "
                 "request its estimated funding time (when the schedule dates it), its claimable time and its "
                 "expiration time, with an alarm a day before the expiration; and the announced end of the "
-                "withdrawal window, with alarms a week and a day before. Each event's description says what "
+                "withdrawal window, with alarms a week and a day before for a requester with a request pending or "
+                "funded (an alarm whose time has come is left out). Each event's description says what "
                 "the requester can do (the request's `advice`). Where a window's end is announced, a requester whose requests "
                 "are all closed keeps a calendar with that end only, so a subscribed client drops the closed "
                 "requests' alarms; without one, such a requester has no calendar. UIDs are stable (request id, kind of date, network) and no run timestamp is in the "
@@ -62,21 +69,27 @@ def uid(network: str, kind: str, request: int | None = None, requester: str | No
 )
 def requester_calendar(ctx: Context):
     s = ctx.snap
-    # Whether the window has passed is an input: its alarms go once it has (they could only fire late).
-    window = next(((a.date, a.time, a.meaning, a.source, s.block.timestamp >= a.time)
+    now = s.block.timestamp
+    # Whether the window has passed, and which of its alarms are still ahead, are inputs: an alarm
+    # goes once its time has come (it could only fire late).
+    window = next(((a.date, a.time, a.meaning, a.source, now >= a.time,
+                    tuple(trigger for trigger, _, before in WINDOW_ALARMS if now < a.time - before))
                    for a in ctx.announcements if a.key == WINDOW_END), None)
     for path, value in W.requester_files(ctx):
         if type(value) is not Deferred or value.make is not W.requester_body:
             raise TypeError(f"{path}: the calendar is made from requester_body's inputs, not from {value!r}")
-        if window is None and not value.inputs[1]:
+        items = value.inputs[1]
+        if window is None and not items:
             continue  # nothing to put in it: no open request and no window announced
-        yield path + ".ics", Deferred((s.network, window, value.inputs), make_calendar)
+        late = tuple(r.id for r, _, _ in items if now >= r.expiration_time - ALARM_SECONDS)
+        yield path + ".ics", Deferred((s.network, window, value.inputs, late), make_calendar)
 
 
-def make_calendar(network: str, window: tuple | None, inputs: tuple) -> str:
-    """The requester's calendar, from the inputs of its JSON body (``requester_body``)."""
+def make_calendar(network: str, window: tuple | None, inputs: tuple, late: tuple[int, ...] = ()) -> str:
+    """The requester's calendar, from the inputs of its JSON body (``requester_body``); ``late``:
+    the requests whose expiration alarm's time has come."""
     paused = any(place.deposits_paused for _, place, _ in inputs[1])
-    return calendar_text(network, window, W.requester_body(*inputs), deposits_paused=paused)
+    return calendar_text(network, window, W.requester_body(*inputs), deposits_paused=paused, late=frozenset(late))
 
 
 def _after_expiry(status: str, deposits_paused: bool) -> str:
@@ -94,10 +107,13 @@ def _after_expiry(status: str, deposits_paused: bool) -> str:
             "back into ggAVAX for the requester")
 
 
-def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_paused: bool = False) -> str:
+def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_paused: bool = False,
+                  late: frozenset[int] = frozenset()) -> str:
     """A requester's VCALENDAR from its /withdrawals/{address} body and the announced window's end
-    (date, time, meaning, source) or None. ``deposits_paused``: ggAVAX takes no deposits, so a
-    funded request can be neither cancelled nor reclaimed (an expired one is stuck)."""
+    (date, time, meaning, source, passed, the triggers of its alarms still ahead) or None.
+    ``deposits_paused``: ggAVAX takes no deposits, so a funded request can be neither cancelled nor
+    reclaimed (an expired one is stuck). ``late``: the ids whose expiration alarm's time has come
+    (it is left out)."""
     who = body["requester"]
     steps = {r["id"]: r for r in body.get("receipts", [])}
     events: list[tuple[int, str, list[str]]] = []
@@ -124,9 +140,12 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                              f"ggAVAX withdrawal #{rid}: claimable time ({avax} AVAX)",
                              f"Request {rid} of {who} ({avax} AVAX) reaches its claimable time, the earliest "
                              f"advertised payout{payout}. {todo}"))
-        alarm = None if r["status"] in EXPIRED else (
+        alarm = None if r["status"] in EXPIRED or rid in late else (
             ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) expires at {when_utc(r['expirationTime'])}: "
-                   "claim it before then if it is funded.")
+                   + ("claim it before then." if r["fulfilled"] else
+                      "claim it before then if it is funded by then; if it is still in line, cancel or reclaim it "
+                      "then, as a funding after it comes too late to be claimed"
+                      + (" and leaves the request stuck while ggAVAX deposits are paused." if deposits_paused else ".")))
         events.append(_event(uid(network, "expiration", rid), stamp, r["expirationTime"],
                              f"ggAVAX withdrawal #{rid} expires ({avax} AVAX)",
                              f"Request {rid} of {who} ({avax} AVAX) expires: {_after_expiry(r['status'], deposits_paused)}. "
@@ -134,10 +153,12 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
     for rc in body.get("receipts", []):
         latest = max([latest, *(step["time"] for step in _steps(rc))])
     if window is not None:
-        date, at, meaning, source, passed = window
-        alarms = [] if passed else [
+        date, at, meaning, source, passed, ahead = window
+        # Alarms for a requester with a claim to make or one to come, while their time is ahead.
+        alerted = any(r["status"] in ALERTED for r in body["requests"])
+        alarms = [] if passed or not alerted else [
             (trigger, f"The announced ggAVAX withdrawal window closes {words} ({when_utc(at)}): claim funded requests "
-                      "before then.") for trigger, words in WINDOW_ALARMS]
+                      "before then.") for trigger, words, _ in WINDOW_ALARMS if trigger in ahead]
         # The event sits at the close itself, the first moment of the next day: the profile's words
         # ("the end of this day") are told as said of the announced date, not of the event's.
         events.append(_event(uid(network, "window-end", requester=who), latest, at,

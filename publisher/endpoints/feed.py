@@ -207,7 +207,9 @@ def _claim_window(r: Receipt, expires: int | None) -> str:
         return f"but too late to be claimed: the request had expired at {when_utc(expires)}, so it {late}."
     if r.closed == "claimed" or r.funded.time < r.claimable_time + MIN_EXPIRATION_DELAY:
         return "who can claim it until the request expires."
-    return f"who can claim it until the request expires (funded after its expiration, it {late})."
+    # Closed otherwise, and funded too long after its claimable time to tell from the receipt alone.
+    return (f"who can claim it until the request expires, if it had not expired by then: no event names its "
+            f"expiration, and a request funded after it {late}.")
 
 
 def _closing_words(r: Receipt, where: str) -> tuple[str, str]:

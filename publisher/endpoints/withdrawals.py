@@ -52,8 +52,8 @@ REQUEST = S.obj({
     "expectedAvax": S.described(AVAX, "AVAX the requester is paid, fixed when the request was filed, whole AVAX"),
     "allocatedAvax": S.described(AVAX, "AVAX set aside for it (0 until funded), whole AVAX"),
     "requestTime": S.described(S.TIMESTAMP, "when it was filed, unix seconds"),
-    "claimableTime": S.described(S.TIMESTAMP, "the advertised earliest payout (request time + the unstake delay), though the contract pays a claim as soon as the request is funded; a funded request can be cancelled until then"),
-    "expirationTime": S.described(S.TIMESTAMP, "deadline to claim: from then on a funded request can no longer be claimed, only reclaimed (its AVAX deposited back into ggAVAX for the requester); a pending one stays in line, where it can be cancelled, reclaimed as its original ggAVAX, or still funded (and then only reclaimed)"),
+    "claimableTime": S.described(S.TIMESTAMP, "the advertised earliest payout (request time + the unstake delay), though the contract pays a claim as soon as the request is funded; a funded request can be cancelled until then while ggAVAX takes deposits (a cancel deposits its AVAX back)"),
+    "expirationTime": S.described(S.TIMESTAMP, "deadline to claim: from then on a funded request can no longer be claimed, only reclaimed (its AVAX deposited back into ggAVAX for the requester), and while ggAVAX deposits are paused not even that: it is stuck; a pending one stays in line, where it can be cancelled, reclaimed as its original ggAVAX, or still funded (and then only reclaimed, or stuck while deposits are paused)"),
     **ESTIMATE,
 })
 
@@ -61,7 +61,7 @@ LINE_ROW = S.obj({
     "position": S.described({"type": "integer", "minimum": 1}, "place in line, 1 = served next"),
     "id": S.described(COUNT, "request id"),
     "requester": S.described(S.ADDRESS, "owner of the request"),
-    "status": {"enum": LINE_STATUSES, "description": "pendingExpired requests stay in line until reclaimed or cancelled: the queue can still fund them (then only reclaimable)"},
+    "status": {"enum": LINE_STATUSES, "description": "pendingExpired requests stay in line until reclaimed or cancelled: the queue can still fund them (then only reclaimable, and stuck while ggAVAX deposits are paused)"},
     "expectedAvax": S.described(AVAX, "AVAX it needs, whole AVAX"),
     "cumulativeAvax": S.described(AVAX, "sum of the expected AVAX of the line up to and including it, whole AVAX (a funding redeems at the share price of its block, so it may need somewhat more liquidity; the excess goes back to the vault)"),
     "fundableNow": ESTIMATE["fundableNow"],
@@ -579,16 +579,21 @@ def _requester_files(ctx: Context):
     receipts: dict[str, list[Receipt]] = {}
     for rc in ctx.snap.queue_receipts:
         receipts.setdefault(rc.requester, []).append(rc)
+    # The depositor looking stale changes what a request in line is told (once, when it starts or
+    # stops looking so): an input of the requesters with one.
+    shown, stale, _ = depositor_inputs(ctx)
+    idle = Q.Idle(shown.last_call_time) if shown is not None and stale is not None else None
     # Requesters with an open request, then those whose requests are all closed, by first id.
     for who in [*mine, *(w for w in receipts if w not in mine)]:
         # A file depends on its requests, what the build derived for them and its receipts, nothing else.
         items = tuple((r, sched.places[r.id], window) for r in mine.get(who, ()))
-        yield f"/withdrawals/{who.lower()}", Deferred((who, items, tuple(receipts.get(who, ()))), requester_body)
+        waits = idle if any(not r.fulfilled for r in mine.get(who, ())) else None
+        yield f"/withdrawals/{who.lower()}", Deferred((who, items, tuple(receipts.get(who, ())), waits), requester_body)
 
 
 def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, tuple[int, bool] | None], ...],
-                   receipts: tuple[Receipt, ...] = ()) -> dict:
-    rows = [_request_record(r, place, window) for r, place, window in items]
+                   receipts: tuple[Receipt, ...] = (), idle: Q.Idle | None = None) -> dict:
+    rows = [_request_record(r, place, window, idle) for r, place, window in items]
     return {"requester": who, "requests": rows, "count": len(rows), "totals": {
         "shares": tokens(sum(r.shares for r, _, _ in items)),
         "expectedAvax": tokens(sum(r.expected_assets for r, _, _ in items)),
@@ -627,13 +632,14 @@ def _wei(name: str, wei: int) -> dict:
     return {name: tokens(wei), f"{name}Wei": str(wei)}
 
 
-def _request_record(r: UnstakeRequest, place: Q.Place, window: tuple[int, bool] | None) -> dict:
-    """One open request's record; ``window``: the announced window's end and whether it has passed."""
+def _request_record(r: UnstakeRequest, place: Q.Place, window: tuple[int, bool] | None, idle: Q.Idle | None = None) -> dict:
+    """One open request's record; ``window``: the announced window's end and whether it has passed;
+    ``idle``: the depositor looks stale."""
     end, closed = window if window is not None else (None, False)
     return {
         "id": r.id, "requester": r.requester, "status": place.status.value, "fulfilled": r.fulfilled,
         "canClaim": place.can_claim, "canCancel": place.can_cancel, "canReclaim": place.can_reclaim,
-        "stuckReason": place.stuck_reason, "advice": Q.advice(r, place, None if closed else end, window_closed=end if closed else None), "shares": tokens(r.shares),
+        "stuckReason": place.stuck_reason, "advice": Q.advice(r, place, None if closed else end, window_closed=end if closed else None, idle=idle), "shares": tokens(r.shares),
         "expectedAvax": tokens(r.expected_assets), "allocatedAvax": tokens(r.allocated_funds),
         "requestTime": r.request_time, "claimableTime": r.claimable_time, "expirationTime": r.expiration_time,
         "position": place.position, "aheadAvax": tokens(place.ahead_avax), "fundableNow": place.fundable_now,
