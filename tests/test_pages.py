@@ -226,7 +226,7 @@ def test_a_page_reads_a_bodys_keys_before_a_dicts_methods():
     assert page.render(d={"count": 3, "items": "rows"}, e={"k": 1}, s="ok") == "3 rows none [(&#39;k&#39;, 1)] OK"
 
 
-def test_the_dashboard_shows_the_windows_note_in_its_last_week_and_once_it_has_closed():
+def test_the_dashboard_shows_the_windows_note_wherever_its_end_is_announced():
     from publisher.endpoints.pages import _banners
 
     def queue(days_left: int, passed: bool) -> dict:
@@ -237,6 +237,7 @@ def test_the_dashboard_shows_the_windows_note_in_its_last_week_and_once_it_has_c
     def shown(q: dict) -> list[str]:
         return [text for text, _ in _banners({}, {}, {}, q)]
 
-    assert shown(queue(30, False)) == [] and shown(queue(7, False)) == []
-    assert shown(queue(6, False)) == ["note 6"] and shown(queue(0, False)) == ["note 0"]
-    assert shown(queue(0, True)) == ["note 0"]
+    assert shown(queue(30, False)) == ["note 30"] and shown(queue(6, False)) == ["note 6"]
+    assert shown(queue(0, False)) == ["note 0"] and shown(queue(0, True)) == ["note 0"]
+    unannounced = {**queue(0, False), "announcements": [], "window": {"closed": False, "note": "none announced"}}
+    assert shown(unannounced) == []

@@ -282,9 +282,10 @@ def _banners(prices: dict, params: dict, ggavax: dict, queue: dict | None) -> li
     if queue and queue.get("status") == "ok" and queue["funded"]["stuckCount"]:
         out.append((f"{queue['funded']['stuckCount']} funded withdrawal requests are stuck: "
                     f"{queue['funded']['stuckReason']}.", "withdrawals"))
-    # The window's note once it has closed, and in its last week, when a holder must act.
+    # The window's note wherever its end is announced: what a holder must do by then, or, once it
+    # has closed, what the contracts still allow. Everyone still holding has to act on it.
     end = next((a for a in (queue or {}).get("announcements") or () if a.get("key") == WINDOW_END), None)
-    if queue and (queue["window"]["closed"] or (end is not None and not end["passed"] and end["daysLeft"] < 7)):
+    if queue and end is not None:
         out.append((queue["window"]["note"], "withdrawals"))
     return out
 
