@@ -24,6 +24,7 @@ import logging
 import os
 import statistics
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import record
@@ -176,7 +177,7 @@ def _node_cpu(port: int | None):
     pid = None
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
         try:
-            argv = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         if argv and os.path.basename(argv[0]) == b"anvil" and str(port).encode() in argv:
@@ -187,7 +188,7 @@ def _node_cpu(port: int | None):
         if pid is None:
             return None
         try:
-            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             return None
         return (int(fields[11]) + int(fields[12])) / tick  # utime + stime, all its threads

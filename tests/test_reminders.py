@@ -107,9 +107,13 @@ def test_every_requester_has_a_calendar_with_the_times_of_its_json(built):
         # a requester with a request pending or funded (a claim to make, or one to come).
         window = events[C.uid(network, "window-end", requester=who)]
         assert window["DTSTART"].dt == _at(window_end)
-        alerted = any(r["status"] in ("pending", "funded") for r in body["requests"])
+        alerted = any(r["status"] != "stuck" for r in body["requests"])  # a stuck request allows nothing
         assert block_time < window_end - 7 * DAY.total_seconds()
         assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == ([-7 * DAY, -DAY] if alerted else [])
+        for a in window.walk("VALARM"):
+            said = str(a["DESCRIPTION"])
+            assert ("claim your funded requests" in said) == any(r["status"] in ("pending", "funded") for r in body["requests"])
+            assert ("cancel or reclaim your expired requests" in said) == any(r["status"] == "pendingExpired" for r in body["requests"])
         assert set(events) == {i for i in ids if i in events} | {C.uid(network, "window-end", requester=who)}
         if not body["requests"]:
             closed_only += 1
@@ -156,14 +160,33 @@ def test_the_windows_alarms_go_once_it_has_passed(demo_snapshot, demo_profile):
         assert made
         for path, text in made.items():
             window = next(e for u, e in _events(text.encode()).items() if "window-end" in u)
-            # Only for a requester with a claim to make or one to come: none for stuck or closed requests.
-            alerted = any(r["status"] in ("pending", "funded") for r in bodies[path]["requests"])
+            # Only for a requester with something to do by then: none for stuck or closed requests.
+            alerted = any(r["status"] != "stuck" for r in bodies[path]["requests"])
             assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == (alarms if alerted else []), path
             # Told as closed once it has; "the end of this day" told as said of the announced date.
             assert str(window["SUMMARY"]).endswith("closed (announced)" if snap is after else "closes (announced)")
             assert str(window["DESCRIPTION"]).startswith("Announced date 2026-12-31 (UTC): ")
-        alerted = {any(r["status"] in ("pending", "funded") for r in b["requests"]) for b in bodies.values()}
-        assert alerted == {True, False}, snap.block.timestamp  # requesters with alarms, and others without
+        assert any(r["status"] != "stuck" for b in bodies.values() for r in b["requests"]), snap.block.timestamp
+
+
+def test_an_expiry_alarm_whose_time_has_come_is_left_out(demo_snapshot, demo_profile):
+    """Inside the last day before a request's expiration its alarm (a day before) could only fire
+    late: the calendar leaves it out, funded or pending, and keeps the event."""
+    q = demo_snapshot.withdraw_queue
+    waiting, funded = (next(r for r in q.requests if r.fulfilled == f) for f in (False, True))
+    now = demo_snapshot.block.timestamp
+
+    def expiring(r, seconds: int):  # expires ``seconds`` after the block
+        return dataclasses.replace(r, expiration_time=now + seconds, claimable_time=min(r.claimable_time, now))
+
+    for soon, alarmed in ((2 * DAY.total_seconds(), True), (DAY.total_seconds() - 60, False)):
+        requests = tuple(expiring(r, int(soon)) if r.id in (waiting.id, funded.id) else r for r in q.requests)
+        snap = dataclasses.replace(demo_snapshot, withdraw_queue=dataclasses.replace(q, requests=requests))
+        events = {u: e for _, value in C.requester_calendar(context(snap, demo_profile))
+                  for u, e in _events(resolve(value).encode()).items()}
+        for r in (waiting, funded):
+            expire = events[C.uid(snap.network, "expiration", r.id)]
+            assert bool(expire.walk("VALARM")) == alarmed, (r.id, soon)
 
 
 def test_calendars_say_what_expiry_means_while_ggavax_deposits_are_paused(demo_snapshot, demo_profile):
@@ -193,6 +216,7 @@ def test_a_requester_whose_requests_are_all_closed_keeps_a_calendar_of_the_windo
     assert str(window["UID"]) == C.uid(snap.network, "window-end", requester=closed.requester)
     assert window["DTSTART"].dt == _at(next(a.time for a in demo_profile.announced() if a.key == WINDOW_END))
     assert window["DTSTAMP"].dt == _at(closed.closed_at.time)  # its last step on record
+    assert not window.walk("VALARM")  # nothing left to do by the window's end: no alarm
 
 
 @pytest.mark.parametrize("words", ["Claim it, before; the end\\ — ünïcödé ", "Claim it, before; the end\\ plainly "])
@@ -358,10 +382,20 @@ def test_a_new_feed_starts_with_the_pauses_in_force(demo_snapshot, demo_profile,
     assert set(news) == {f"{base}queueRequests/{block}", f"{base}ggavaxDeposits/{block}"}
     deposits = news[f"{base}ggavaxDeposits/{block}"]
     assert deposits.title == "ggAVAX deposits paused" and "neither cancelled nor reclaimed" in deposits.content[0].value
-    assert f"In force at block {block}" in deposits.content[0].value
+    assert f"Seen in force at block {block}" in deposits.content[0].value
     assert deposits.updated_parsed[:6] == _at(paused.block.timestamp).timetuple()[:6]
     build(dataclasses.replace(paused, block=_later(paused, 4).block), demo_profile, out, force=True)
     assert (out / "withdrawals" / "feed.xml").read_bytes() == first
+    # A later build with nothing to compare with (no /withdrawals of the last build): a pause the
+    # feed's newest entry already tells is not told again; one it says resumed is.
+    again = dataclasses.replace(paused, block=_later(paused, 6).block)
+    ctx = context(again, demo_profile)
+    ctx.previous = {F.PATH: first}
+    entries = F.change_entries(ctx, F.previous_entries(first, again.network))
+    assert {e.id for e in entries} == set(news)
+    resumed = first.replace(b"ggAVAX deposits paused</title>", b"ggAVAX deposits resumed</title>")
+    entries = F.change_entries(ctx, F.previous_entries(resumed, again.network))
+    assert f"{base}ggavaxDeposits/{again.block.number}" in {e.id for e in entries}
     # Nothing paused at a fresh feed's first block: no pause entry.
     running = tmp_path / "running"
     build(demo_snapshot, demo_profile, running)

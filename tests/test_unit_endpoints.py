@@ -137,7 +137,8 @@ def test_the_feed_says_whether_a_funding_came_in_time_to_be_claimed():
               for what in ("claimed", "reclaimed")}
     words = {what: next(e.content for e in feed.receipt_entries("devnet", (r,)) if e.kind == "funded") for what, r in closed.items()}
     assert "who can claim it until the request expires. " in words["claimed"]
-    assert "if it had not expired by then: no event names its expiration, and a request funded after it can no longer be claimed" in words["reclaimed"]
+    assert ("unless it had expired already when it was funded: no event names its expiration, and a request funded "
+            "after it can no longer be claimed") in words["reclaimed"]
     # Funded before the shortest expiration delay after its claimable time had run: in time, whatever came after.
     from publisher.compute.queue import MIN_EXPIRATION_DELAY
     for funded_at, in_time in ((1_000 + MIN_EXPIRATION_DELAY - 1, True), (1_000 + MIN_EXPIRATION_DELAY, False)):
@@ -185,10 +186,16 @@ def test_rows_of_a_list_derived_anew_are_reused_where_equal_and_made_where_not()
 
     from publisher.endpoints.registry import Rows
 
+    hashed: list[int] = []
+
     @dataclass(frozen=True)
     class Item:
         n: int
         label: str
+
+        def __hash__(self) -> int:  # counted: an item found at its place is not hashed
+            hashed.append(self.n)
+            return hash((self.n, self.label))
 
     made: list[int] = []
 
@@ -200,8 +207,10 @@ def test_rows_of_a_list_derived_anew_are_reused_where_equal_and_made_where_not()
     first = rows.make(row, tuple(Item(n, f"#{n}") for n in range(50)))
     rows.turn()
     made.clear()
+    hashed.clear()
     again = rows.make(row, tuple(Item(n, f"#{n}") for n in range(50)))  # new objects, equal
     assert made == [] and all(a is b for a, b in zip(first, again, strict=True))
+    assert hashed == []  # each found at its place, none looked up by value
     rows.turn()
     changed = rows.make(row, tuple(Item(n, "moved" if n == 7 else f"#{n}") for n in range(50)))
     assert made == [7] and changed[7] == {"n": 7, "label": "moved"} and changed[8] is again[8]

@@ -517,7 +517,7 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
     window = window_end if window_end is not None and window_end > r.request_time else None
     funding = _funding(place)
     if place.expires_first:
-        wait += f" It expires at {when(r.expiration_time)}, before that: funded later, {_after_expiry(place)}."
+        wait += _expires_first(r, place)
         claim = ""
     elif window is not None and window < r.expiration_time and (funding is None or (place.funding_time or 0) >= window):
         # A claim cannot come before a funding that is not expected before the window closes (the
@@ -532,14 +532,37 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
     if window_closed is not None:
         wait += (f" The announced withdrawal window closed at {when(window_closed)}: a funding now depends on the "
                  "depositor still calling.")
-    if idle is not None and place.blocked_by is None and not place.calls_fund_nothing:
-        since = ("No call of the depositor is on record" if idle.last_call_time is None
-                 else f"The depositor has made no call since {when(idle.last_call_time)}")
-        wait += f" {since}, and nothing is funded until it calls."
-        if not place.expires_first:  # else said above: it expires before its funding
-            wait += (f" If it is still unfunded when it expires at {when(r.expiration_time)}, cancel or reclaim it "
-                     f"then: funded later, {_after_expiry(place)}.")
-    return wait + cancel + claim
+    return wait + _idle(r, place, idle) + cancel + claim
+
+
+def _expires_first(r: UnstakeRequest, place: Place) -> str:
+    """What a request in line that expires before its funding is told: what a late funding does,
+    and, where it leaves the request stuck, how to avoid it."""
+    out = f" It expires at {when(r.expiration_time)}, before that: funded later, {_after_expiry(place)}."
+    if place.deposits_paused:
+        out += (" To avoid that, cancel it before then, or reclaim it once it expires (your original shares back), "
+                "before a funding comes.")
+    return out
+
+
+def idle_matters(place: Place) -> bool:
+    """Whether a request's advice says more while the depositor looks stale: one in line that its
+    calls could fund (not one they fail at, nor under a per-call limit of 0: said already)."""
+    return place.status == RequestStatus.PENDING and place.blocked_by is None and not place.calls_fund_nothing
+
+
+def _idle(r: UnstakeRequest, place: Place, idle: Idle | None) -> str:
+    """What a request in line is told while the depositor looks stale: that nothing is funded until
+    it calls, and what to do if the expiration comes first."""
+    if idle is None or not idle_matters(place):
+        return ""
+    since = ("No call of the depositor is on record" if idle.last_call_time is None
+             else f"The depositor has made no call since {when(idle.last_call_time)}")
+    out = f" {since}, and nothing is funded until it calls."
+    if not place.expires_first:  # else what to do by then is said already
+        out += (f" If it is still unfunded when it expires at {when(r.expiration_time)}, cancel or reclaim it then: "
+                f"funded later, {_after_expiry(place)}.")
+    return out
 
 
 def _wait(place: Place, rid: int) -> str:

@@ -6,15 +6,16 @@ maker, so its times are that file's times by construction. For each open request
 funding time (when the schedule dates it), its claimable time, and its expiration time with a
 display alarm one day before (while that time is ahead: an alarm never ships due); and the
 announced end of the withdrawal window, with alarms a week and a day before (the same way, and only
-for a requester with a request pending or funded: one whose requests are stuck or closed has no
-claim to make). A requester whose requests are all closed
+for a requester with something to do by then: a claim to make or to come, an expired request to
+cancel or reclaim; one whose requests are stuck or closed can do nothing). A requester whose requests are all closed
 keeps its calendar with the window's end only: a client that subscribed then drops the alarms of
 the requests that closed, which a missing file (a failed refresh) would leave in place. Only a
 requester with no open request on a network that announces no window has no calendar (RFC 5545
 wants at least one component), as an address that never filed a request has no file at all.
 
 Nothing in the file moves with the block's time alone but an alarm's time coming (the alarm then
-goes, a change once per alarm): each event's DTSTAMP is the block time of
+goes, a change once per alarm) and, through the advice, the depositor starting or stopping to look
+stale: each event's DTSTAMP is the block time of
 the last step on record of what it is about (a request's filing, or its funding; for the window's
 end, the requester's latest step), so a file changes only when its content does, like the JSON.
 UIDs are the request id, the kind of date and the network, so a client updates an event in place
@@ -41,8 +42,11 @@ ALARM, ALARM_SECONDS = "-P1D", 86_400  # the expiration's alarm: a day before
 WINDOW_ALARMS = (("-P7D", "in 7 days", 7 * 86_400), ("-P1D", "in 24 hours", 86_400))
 # Request statuses past their expiration: no alarm (it could only fire late).
 EXPIRED = {"pendingExpired", "expiredFunded", "stuck"}
-# Statuses whose holder the window's alarms speak to: a claim to make, or one to come.
-ALERTED = {"pending", "funded"}
+# What the window's alarms ask of a requester, by the statuses of its requests (a stuck request
+# allows nothing, and a requester with only those gets no alarm).
+WINDOW_ACTIONS = (({"pending", "funded"}, "claim your funded requests"),
+                  ({"pendingExpired"}, "cancel or reclaim your expired requests still in line"),
+                  ({"expiredFunded"}, "reclaim your expired funded requests (their AVAX goes back into ggAVAX for you)"))
 
 
 def uid(network: str, kind: str, request: int | None = None, requester: str | None = None) -> str:
@@ -60,8 +64,8 @@ def uid(network: str, kind: str, request: int | None = None, requester: str | No
     description="The dates of /withdrawals/{address} as an iCalendar file (RFC 5545) to subscribe to: for each open "
                 "request its estimated funding time (when the schedule dates it), its claimable time and its "
                 "expiration time, with an alarm a day before the expiration; and the announced end of the "
-                "withdrawal window, with alarms a week and a day before for a requester with a request pending or "
-                "funded (an alarm whose time has come is left out). Each event's description says what "
+                "withdrawal window, with alarms a week and a day before for a requester with something to do by then "
+                "(a claim, or an expired request to cancel or reclaim; an alarm whose time has come is left out). Each event's description says what "
                 "the requester can do (the request's `advice`). Where a window's end is announced, a requester whose requests "
                 "are all closed keeps a calendar with that end only, so a subscribed client drops the closed "
                 "requests' alarms; without one, such a requester has no calendar. UIDs are stable (request id, kind of date, network) and no run timestamp is in the "
@@ -154,11 +158,12 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
         latest = max([latest, *(step["time"] for step in _steps(rc))])
     if window is not None:
         date, at, meaning, source, passed, ahead = window
-        # Alarms for a requester with a claim to make or one to come, while their time is ahead.
-        alerted = any(r["status"] in ALERTED for r in body["requests"])
-        alarms = [] if passed or not alerted else [
-            (trigger, f"The announced ggAVAX withdrawal window closes {words} ({when_utc(at)}): claim funded requests "
-                      "before then.") for trigger, words, _ in WINDOW_ALARMS if trigger in ahead]
+        # Alarms for a requester with something to do by then, while their time is ahead.
+        held = {r["status"] for r in body["requests"]}
+        asks = [words for statuses, words in WINDOW_ACTIONS if held & statuses]
+        alarms = [] if passed or not asks else [
+            (trigger, f"The announced ggAVAX withdrawal window closes {words} ({when_utc(at)}): before then, "
+                      f"{_listed(asks)}.") for trigger, words, _ in WINDOW_ALARMS if trigger in ahead]
         # The event sits at the close itself, the first moment of the next day: the profile's words
         # ("the end of this day") are told as said of the announced date, not of the event's.
         events.append(_event(uid(network, "window-end", requester=who), latest, at,
@@ -184,6 +189,10 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
 _CALENDAR_DESCRIPTION = ("Estimated funding, claimable and expiration times of each open ggAVAX withdrawal request, "
                          "and the announced end of the withdrawal window, from the GoGoPool (Hypha) staking data "
                          "API. Times are UTC; estimates move as the queue does.")
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _event(event_uid: str, stamp: int, at: int, summary: str, description: str,

@@ -208,8 +208,8 @@ def _claim_window(r: Receipt, expires: int | None) -> str:
     if r.closed == "claimed" or r.funded.time < r.claimable_time + MIN_EXPIRATION_DELAY:
         return "who can claim it until the request expires."
     # Closed otherwise, and funded too long after its claimable time to tell from the receipt alone.
-    return (f"who can claim it until the request expires, if it had not expired by then: no event names its "
-            f"expiration, and a request funded after it {late}.")
+    return (f"who could claim it until the request expired, unless it had expired already when it was funded: no "
+            f"event names its expiration, and a request funded after it {late}.")
 
 
 def _closing_words(r: Receipt, where: str) -> tuple[str, str]:
@@ -286,13 +286,16 @@ def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
         return list(out.values())
     base, block, at = f"{TAG}withdrawals/{s.network}/", s.block.number, s.block.timestamp
     if before is None or now["address"] != before["address"]:
-        # Nothing to compare with (a fresh feed, or another queue): the record starts with what is
-        # paused now, which a holder must know (a pause has no event to read its start from).
+        # Nothing to compare with (a fresh feed, another queue, or a last build that published none):
+        # a pause in force that the feed's newest entry about it does not already tell is told now,
+        # which a holder must know (a pause has no event to read its start from).
         for name, (label, paused, _) in PAUSES.items():
-            if now["pauses"].get(name) and not any(i.startswith(f"{base}pause/{name}/") for i in out):
+            told = max((e for i, e in out.items() if i.startswith(f"{base}pause/{name}/")), default=None,
+                       key=lambda e: (e.updated, e.id))
+            if now["pauses"].get(name) and (told is None or not told.title.endswith(" paused")):
                 e = Entry(f"{base}pause/{name}/{block}", "pause", at, f"{label} paused",
-                          f"{label} paused: {paused}. In force at block {block} ({when_utc(at)}), the first this feed "
-                          "records; when it began is not known here.", "../withdrawals")
+                          f"{label} paused: {paused}. Seen in force at block {block} ({when_utc(at)}) with no earlier "
+                          "build to compare with: when it began is not known here.", "../withdrawals")
                 out[e.id] = e
         return list(out.values())
     seen = f"First seen by this API at block {block} ({when_utc(at)}); the last build"

@@ -533,7 +533,8 @@ def _restake_row(r: Q.Restake) -> dict:
                 "from the queue's logs: when it was filed, funded, and claimed, cancelled or reclaimed, with the "
                 "amounts and the transaction of each step. An address that never filed a request has no file (404); "
                 "one whose requests are all closed keeps its file (no open request, its receipts). No run "
-                "timestamp: the file changes only when one of its requests, its estimate or its receipts do.",
+                "timestamp: the file changes only when one of its requests, its estimate or its receipts do, or "
+                "when the depositor starts or stops looking stale (what a request in line is told then).",
     schema=S.obj({
         "requester": S.described(S.ADDRESS, "the requester"),
         "requests": S.described(S.array(REQUEST), "open requests, by id"),
@@ -587,7 +588,7 @@ def _requester_files(ctx: Context):
     for who in [*mine, *(w for w in receipts if w not in mine)]:
         # A file depends on its requests, what the build derived for them and its receipts, nothing else.
         items = tuple((r, sched.places[r.id], window) for r in mine.get(who, ()))
-        waits = idle if any(not r.fulfilled for r in mine.get(who, ())) else None
+        waits = idle if any(Q.idle_matters(place) for _, place, _ in items) else None
         yield f"/withdrawals/{who.lower()}", Deferred((who, items, tuple(receipts.get(who, ())), waits), requester_body)
 
 
