@@ -241,3 +241,6 @@ def test_the_dashboard_shows_the_windows_note_wherever_its_end_is_announced():
     assert shown(queue(0, False)) == ["note 0"] and shown(queue(0, True)) == ["note 0"]
     unannounced = {**queue(0, False), "announcements": [], "window": {"closed": False, "note": "none announced"}}
     assert shown(unannounced) == []
+    # First among the others: what every holder still in has to act on.
+    stale = {**queue(3, False), "schedule": {"stale": True, "staleReason": "no call for 3 days"}}
+    assert shown(stale)[0] == "note 3" and "depositor looks stale" in shown(stale)[1]

@@ -282,11 +282,11 @@ def _banners(prices: dict, params: dict, ggavax: dict, queue: dict | None) -> li
     if queue and queue.get("status") == "ok" and queue["funded"]["stuckCount"]:
         out.append((f"{queue['funded']['stuckCount']} funded withdrawal requests are stuck: "
                     f"{queue['funded']['stuckReason']}.", "withdrawals"))
-    # The window's note wherever its end is announced: what a holder must do by then, or, once it
-    # has closed, what the contracts still allow. Everyone still holding has to act on it.
+    # The window's note wherever its end is announced, first: what a holder must do by then, or,
+    # once it has closed, what the contracts still allow. Everyone still holding has to act on it.
     end = next((a for a in (queue or {}).get("announcements") or () if a.get("key") == WINDOW_END), None)
     if queue and end is not None:
-        out.append((queue["window"]["note"], "withdrawals"))
+        out.insert(0, (queue["window"]["note"], "withdrawals"))
     return out
 
 
