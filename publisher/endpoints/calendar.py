@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 
+from ..compute.queue import RequestStatus as RS
 from . import withdrawals as W
 from .announcements import WINDOW_END
 from .context import Context
@@ -41,12 +42,12 @@ ALARM, ALARM_SECONDS = "-P1D", 86_400  # the expiration's alarm: a day before
 # The window's end: a week before, and a day before the end of its last day (that day).
 WINDOW_ALARMS = (("-P7D", "in 7 days", 7 * 86_400), ("-P1D", "in 24 hours", 86_400))
 # Request statuses past their expiration: no alarm (it could only fire late).
-EXPIRED = {"pendingExpired", "expiredFunded", "stuck"}
+EXPIRED = {RS.PENDING_EXPIRED, RS.EXPIRED_FUNDED, RS.STUCK}
 # What the window's alarms ask of a requester, by the statuses of its requests (a stuck request
 # allows nothing, and a requester with only those gets no alarm).
-WINDOW_ACTIONS = (({"pending", "funded"}, "claim your funded requests"),
-                  ({"pendingExpired"}, "cancel or reclaim your expired requests still in line"),
-                  ({"expiredFunded"}, "reclaim your expired funded requests (their AVAX goes back into ggAVAX for you)"))
+WINDOW_ACTIONS = (({RS.PENDING, RS.FUNDED}, "claim your funded requests"),
+                  ({RS.PENDING_EXPIRED}, "cancel or reclaim your expired requests still in line"),
+                  ({RS.EXPIRED_FUNDED}, "reclaim your expired funded requests (their AVAX goes back into ggAVAX for you)"))
 
 
 def uid(network: str, kind: str, request: int | None = None, requester: str | None = None) -> str:
@@ -99,7 +100,7 @@ def make_calendar(network: str, window: tuple | None, inputs: tuple, late: tuple
 def _after_expiry(status: str, deposits_paused: bool) -> str:
     """What the contracts allow a request once it has expired: a funded one can no longer be
     claimed; a pending one stays in line, where it can still be cancelled, reclaimed or funded."""
-    if status in ("pending", "pendingExpired"):
+    if status in (RS.PENDING, RS.PENDING_EXPIRED):
         funded_then = ("stuck while ggAVAX deposits are paused" if deposits_paused
                        else "only reclaimable, which deposits its AVAX back into ggAVAX for the requester")
         return ("it stays in line: the requester can still cancel it and anyone can reclaim it (its ggAVAX goes back "
