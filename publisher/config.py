@@ -30,8 +30,10 @@ def _min(value: float) -> dict:
 
 DAY = 86_400
 # The dates a profile may announce, each with the moment of its day it stands for: "start" is 00:00
-# UTC of the date, "end" is 24:00 UTC (00:00 UTC of the next day, the first second after it).
-ANNOUNCED = {"endOfOperations": "start", "withdrawalWindowEnd": "end"}
+# UTC of the date, "end" is 24:00 UTC (00:00 UTC of the next day, the first second after it). The
+# window's end is its day's start: the site shuts down that day at an hour not announced, and a
+# holder told the earliest moment it may go loses nothing by acting in time.
+ANNOUNCED = {"endOfOperations": "start", "withdrawalWindowEnd": "start"}
 _ANNOUNCEMENT_FIELDS = ("date", "meaning", "source")
 
 
@@ -125,8 +127,8 @@ class Profile:
     # publish them with the days left. {"endOfOperations" | "withdrawalWindowEnd": {"date":
     # "YYYY-MM-DD" (UTC), "meaning": one sentence, "source": where it was announced}}. Each date
     # stands for one moment (ANNOUNCED): endOfOperations the start of its day (00:00 UTC, when
-    # operations had ended), withdrawalWindowEnd the end of its day (24:00 UTC, i.e. 00:00 UTC the
-    # day after), since the window closes on that day and is open through it.
+    # operations had ended), withdrawalWindowEnd the start of its day too (00:00 UTC, the earliest
+    # the site may shut down that day).
     announcements: dict[str, dict[str, str]] = field(default_factory=dict, metadata={"check": _check_announcements})
 
     def with_overrides(self, **values) -> Profile:

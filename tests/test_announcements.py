@@ -14,7 +14,7 @@ from publisher.endpoints.announcements import ANNOUNCEMENTS_SCHEMA, announcement
 
 DAY = 86_400
 END_OF_OPERATIONS = 1_786_752_000  # 2026-08-15 00:00 UTC
-WINDOW_END = 1_798_761_600  # 2027-01-01 00:00 UTC: the end of 2026-12-31
+WINDOW_END = 1_798_675_200  # 2026-12-31 00:00 UTC: the day the site shuts down begins
 DATES = (Announcement("withdrawalWindowEnd", "2026-12-31", "The window closes.", "an announcement"),
          Announcement("endOfOperations", "2026-08-15", "Operations end.", "an announcement"))
 
@@ -39,14 +39,14 @@ def test_each_date_is_one_moment():
 
 @pytest.mark.parametrize(("now", "ops", "window"), [
     # before both: the demo's block time (2026-03-17 06:00 UTC)
-    (1_773_705_600 + 6 * 3600, (150, False), (289, False)),
+    (1_773_705_600 + 6 * 3600, (150, False), (288, False)),
     # the wound-down scenario's block time (2026-10-16 02:02:08 UTC): between them
-    (1_792_116_128, (0, True), (76, False)),
+    (1_792_116_128, (0, True), (75, False)),
     # the day before operations end, at noon; its last second; the first second of the day
-    (END_OF_OPERATIONS - DAY // 2, (0, False), (139, False)),
-    (END_OF_OPERATIONS - 1, (0, False), (139, False)),
-    (END_OF_OPERATIONS, (0, True), (139, False)),
-    # the window's last day: open all through it, closed from the first second after it
+    (END_OF_OPERATIONS - DAY // 2, (0, False), (138, False)),
+    (END_OF_OPERATIONS - 1, (0, False), (138, False)),
+    (END_OF_OPERATIONS, (0, True), (138, False)),
+    # the day before the window's end: open all through it, closed from the first second of 2026-12-31
     (WINDOW_END - DAY, (0, True), (1, False)),
     (WINDOW_END - DAY // 2, (0, True), (0, False)),
     (WINDOW_END - 1, (0, True), (0, False)),
@@ -74,11 +74,11 @@ def test_status_and_the_dashboard_carry_them(built, demo_snapshot, demo_profile)
     assert status["announcements"] == announcement_records(demo_profile.announced(), now)
     r = {a["key"]: a for a in status["announcements"]}
     assert left(r["endOfOperations"]) == ((END_OF_OPERATIONS - now) // DAY, False) == (150, False)
-    assert left(r["withdrawalWindowEnd"]) == (289, False)
+    assert left(r["withdrawalWindowEnd"]) == (288, False)
     page = (built / "index.html").read_text()
     shown = page.split('id="announced-list"')[1].split("</ul>")[0]
     assert '<li id="announced-endOfOperations"><strong class="when">2026-08-15</strong> · <span class="left">150 days left' in shown
-    assert '<li id="announced-withdrawalWindowEnd"><strong class="when">2026-12-31</strong> · <span class="left">289 days left' in shown
+    assert '<li id="announced-withdrawalWindowEnd"><strong class="when">2026-12-31</strong> · <span class="left">288 days left' in shown
     assert "passed" not in shown
     # The profile is where they come from: a build whose profile announces none publishes none.
     assert load_profile("devnet").announced() == demo_profile.announced()

@@ -68,7 +68,7 @@ def test_shipped_profiles_announce_both_dates_with_their_source(name):
     got = load_profile(name).announced()
     assert [(a.key, a.date, a.time) for a in got] == [
         ("endOfOperations", "2026-08-15", 1_786_752_000),  # 2026-08-15 00:00 UTC: the start of the day
-        ("withdrawalWindowEnd", "2026-12-31", 1_798_761_600)]  # 2027-01-01 00:00 UTC: the end of the day
+        ("withdrawalWindowEnd", "2026-12-31", 1_798_675_200)]  # 2026-12-31 00:00 UTC: the earliest the site may go
     for a in got:
         assert a.meaning.endswith(".") and "DefiLlama yield-server adaptor for Hypha" in a.source and "2026-07-31" in a.source
 

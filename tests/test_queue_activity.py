@@ -147,6 +147,26 @@ def test_a_node_refusing_wide_ranges_or_failing(living):
     assert record["available"] is False and record["stale"] is False and record["lineFront"] is None
 
 
+def test_a_depositor_with_nothing_to_fund_is_not_stale(living):
+    """A call that finds the line empty leaves no log: the wait counts from the filing of the
+    oldest request in line when that comes after the last call on record."""
+    _, profile, _, snap = living
+    a, q, now = snap.queue_activity, snap.withdraw_queue, snap.block.timestamp
+    assert now - a.last_call_time > profile.depositor_max_age
+    # Every request in line filed an hour ago, long after the last call: not stale yet.
+    recent = tuple(r if r.fulfilled else dataclasses.replace(r, request_time=now - 3600) for r in q.requests)
+    fresh = dataclasses.replace(snap, withdraw_queue=dataclasses.replace(q, requests=recent))
+    assert depositor_stale(fresh, profile.depositor_max_age) is None
+    # Three days on, nothing has funded them: stale, counted from their filing.
+    later = dataclasses.replace(fresh, block=dataclasses.replace(snap.block, timestamp=now + 3 * DAY))
+    reason = depositor_stale(later, profile.depositor_max_age)
+    assert reason is not None and "since the oldest request in line was filed 3 days ago" in reason
+    assert "longer than the 2 days allowed" in reason and str(now - 3600) not in reason  # dates, not unix seconds
+    # Just past the bound, the age and the bound round alike: said so.
+    edge = dataclasses.replace(fresh, block=dataclasses.replace(snap.block, timestamp=now - 3600 + 2 * DAY + 60))
+    assert "just over 2 days ago" in depositor_stale(edge, profile.depositor_max_age)
+
+
 def test_the_stale_label(living):
     _, profile, _, snap = living
     a = snap.queue_activity
@@ -161,9 +181,12 @@ def test_the_stale_label(living):
                       "lastFundingBlock": a.last_funding_block, "lastFundingTime": a.last_funding_time,
                       "lineFront": a.line_front, "maxAgeSeconds": 2 * DAY,
                       "stale": True, "staleReason": reason}
-    # No call on record: stale while requests wait, not with an empty line.
+    # No call on record: stale once the oldest request in line has waited past the bound, never
+    # with an empty line.
     silent = dataclasses.replace(snap, queue_activity=QueueActivity(snap.block.number, 0, None, None, None, None))
-    assert "no call" in depositor_stale(silent, 10**9)
     q = silent.withdraw_queue
+    waited = snap.block.timestamp - min(r.request_time for r in q.requests if not r.fulfilled)
+    assert "no call" in depositor_stale(silent, waited - 1) and "oldest request in line" in depositor_stale(silent, waited - 1)
+    assert depositor_stale(silent, waited) is None
     served = dataclasses.replace(silent, withdraw_queue=dataclasses.replace(q, requests=tuple(r for r in q.requests if r.fulfilled)))
-    assert depositor_stale(served, 10**9) is None
+    assert depositor_stale(served, 1) is None

@@ -104,16 +104,20 @@ def test_every_requester_has_a_calendar_with_the_times_of_its_json(built):
                 assert ("if it is still in line, cancel or reclaim it then" in said) == (not r["fulfilled"]), said
             assert not claim.walk("VALARM") and (funding is None or not funding.walk("VALARM"))
         # The announced window's end, in every calendar, with its alarms a week and a day before for
-        # a requester with a request pending or funded (a claim to make, or one to come).
+        # a requester with something to do then: what each request allows by the alarm's time (one
+        # expired by then allows what an expired one does; a stuck one allows nothing).
         window = events[C.uid(network, "window-end", requester=who)]
         assert window["DTSTART"].dt == _at(window_end)
-        alerted = any(r["status"] != "stuck" for r in body["requests"])  # a stuck request allows nothing
         assert block_time < window_end - 7 * DAY.total_seconds()
-        assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == ([-7 * DAY, -DAY] if alerted else [])
+        paused = queue["pauses"]["ggavaxDeposits"]
+        due = {-before: W.window_asks(body["requests"], window_end - before.total_seconds(), paused) for before in (7 * DAY, DAY)}
+        assert sorted(a["TRIGGER"].dt for a in window.walk("VALARM")) == sorted(t for t, asks in due.items() if asks)
         for a in window.walk("VALARM"):
-            said = str(a["DESCRIPTION"])
-            assert ("claim your funded requests" in said) == any(r["status"] in ("pending", "funded") for r in body["requests"])
-            assert ("cancel or reclaim your expired requests" in said) == any(r["status"] == "pendingExpired" for r in body["requests"])
+            said, asks = str(a["DESCRIPTION"]), due[a["TRIGGER"].dt]
+            assert said.endswith(f"before then, {W.listed(asks)}."), said
+            expired_by_then = [r for r in body["requests"] if r["expirationTime"] <= window_end + a["TRIGGER"].dt.total_seconds()]
+            if body["requests"] and len(expired_by_then) == len(body["requests"]):
+                assert "claim your funded requests" not in said  # none of them can be claimed by then
         assert set(events) == {i for i in ids if i in events} | {C.uid(network, "window-end", requester=who)}
         if not body["requests"]:
             closed_only += 1

@@ -144,9 +144,12 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
         where = (address, r["id"])
         assert s["status"] == r["status"] and s["label"] == STATUS_WORDS[r["status"]], where
         assert s["advice"] == r["advice"], where
-        for action, flag in (("claim", "canClaim"), ("cancel", "canCancel"), ("reclaim", "canReclaim")):
+        # Each action allowed names the queue's function that takes it, with the request's id.
+        for action, flag, call in (("claim", "canClaim", "claimUnstake"), ("cancel", "canCancel", "cancelRequest"),
+                                   ("reclaim", "canReclaim", "reclaimExpiredRequest")):
             assert s["can"][action]["can"] == str(r[flag]).lower(), where
-            assert s["can"][action]["text"].endswith("yes" if r[flag] else "no"), where
+            said = s["can"][action]["text"]
+            assert said == (f"{said.split(':')[0]}: yes ({call}({r['id']}))" if r[flag] else f"{said.split(':')[0]}: no"), where
         assert s["stuck"] == r["stuckReason"], where
         for key in ("requestTime", "claimableTime", "expirationTime"):
             (t,) = s["times"][key]
@@ -172,7 +175,12 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
     banners = set(page.eval("[...document.querySelectorAll('#banners [id^=banner-expires-]')].map(b => +b.id.split('-').pop())"))
     assert banners == {r["id"] for r in body["requests"] if r["canClaim"] or r["expiresBeforeFunding"]}
     window = page.eval("(document.getElementById('banner-window') || {}).textContent")
-    assert W.window_record(listing["announcements"])["note"] in window
+    asks = W.window_asks(body["requests"]) if body["requests"] else None
+    assert W.window_record(listing["announcements"], asks=asks)["note"] in window
+    # The queue's address, for acting without the site, and its pause, where it is.
+    if body["requests"]:
+        assert page.eval("document.getElementById('queue-address').textContent") == listing["address"]
+    assert page.eval("!!document.getElementById('banner-queue-paused')") == bool(listing["parameters"]["paused"])
     stuck = [r for r in body["requests"] if r["status"] == "stuck"]
     assert (page.eval("!!document.getElementById('banner-stuck')")) == bool(stuck)
     # The depositor's last call, in the words of the page and the numbers of /withdrawals.

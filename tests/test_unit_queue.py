@@ -335,6 +335,43 @@ def test_a_funded_requests_advice_says_it_is_stuck_after_expiry_while_deposits_a
     assert "stuck" in text and "reclaimed as ggAVAX" not in text and "cancel" not in text
 
 
+def test_a_stuck_requests_advice_says_no_call_releases_it_and_what_would():
+    r = F.request(0, avax(5), requested=NOW - 30 * DAY, fulfilled=True)  # expired 9 days ago, funded
+    place = Q.schedule(at_par(requests=[r], paused={"TokenggAVAX": True})).places[0]
+    assert place.status == Q.RequestStatus.STUCK and not (place.can_claim or place.can_cancel or place.can_reclaim)
+    text = Q.advice(r, place)
+    # Each call the requester could try reverts, and only the protocol can change that.
+    assert "no call releases it" in text and "claiming it reverts" in text
+    assert "cancelling it (past its claimable time)" in text and "reclaiming it reverts because ggAVAX" in text
+    assert "only the protocol reopening ggAVAX deposits lets it be reclaimed" in text
+    assert "if they stay paused it stays there" in text
+
+
+def test_the_window_asks_what_each_request_allows_by_then():
+    from publisher.endpoints.withdrawals import window_asks, window_record
+
+    def rec(status, expires):
+        return {"status": status, "expirationTime": expires}
+
+    claim, line, reclaim = ("claim your funded requests", "cancel or reclaim your expired requests still in line",
+                            "reclaim your expired funded requests (their AVAX goes back into ggAVAX for you)")
+    funded, pending = rec("funded", NOW + 10 * DAY), rec("pending", NOW + 10 * DAY)
+    assert window_asks([funded]) == window_asks([pending]) == [claim]
+    # By a time past their expiration, a pending one is expired in line, a funded one reclaimable or stuck.
+    later = NOW + 20 * DAY
+    assert window_asks([pending], later) == [line]
+    assert window_asks([funded], later) == [reclaim]
+    assert window_asks([funded], later, deposits_paused=True) == []
+    assert window_asks([funded, rec("pendingExpired", NOW - DAY)], later, True) == [line]
+    assert window_asks([rec("stuck", NOW - DAY)]) == []
+    # A requester's own words in the window's note; none to ask: its requests are stuck.
+    end = [{"key": "withdrawalWindowEnd", "time": NOW + 5 * DAY, "passed": False, "daysLeft": 5}]
+    assert "(5 days left): before then, claim your funded requests and cancel or reclaim" in window_record(
+        end, asks=[claim, line])["note"]
+    assert "(5 days left): nothing can be done with your open requests, which are stuck" in window_record(end, asks=[])["note"]
+    assert "claim funded requests before then and before their own expiration" in window_record(end)["note"]
+
+
 def test_closed_ids_from_the_logs_cost_the_depositor_a_call():
     reqs = [F.request(2, avax(1)), F.request(3, avax(1))]
     s = at_par(withdraw_queue=F.queue(reqs, max_requests_per_deposit=2), line_front=0)

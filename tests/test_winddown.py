@@ -81,9 +81,9 @@ def test_the_wound_down_chain_is_between_the_announced_dates(wound):
     """At its block operations have ended and the announced withdrawal window is still open."""
     _, _, _, out = wound
     got = {a["key"]: (a["daysLeft"], a["passed"]) for a in body(out, "status.json")["announcements"]}
-    assert got == {"endOfOperations": (0, True), "withdrawalWindowEnd": (76, False)}
+    assert got == {"endOfOperations": (0, True), "withdrawalWindowEnd": (75, False)}
     shown = (out / "index.html").read_text().split('id="announced-list"')[1].split("</ul>")[0]
-    assert shown.count("<strong>passed</strong>") == 1 and "76 days left" in shown
+    assert shown.count("<strong>passed</strong>") == 1 and "75 days left" in shown
 
 
 def test_the_function_answers_the_wound_down_chain_with_the_stale_price_and_no_distribution(wound, monkeypatch):

@@ -143,3 +143,16 @@ def test_nothing_to_redeem_is_answered_with_the_queues_refusal(built):
     status, body = ask(built, "amount=0&unit=ggavax")
     assert status == 200 and body["result"]["expectedAvaxWei"] == "0"
     assert any("the queue refuses a request for 0 shares" in c for c in body["result"]["caveats"])
+
+
+def test_a_paused_queue_funds_no_estimate(built):
+    """requestUnstake reverts while the queue is paused: the estimate dates no funding and says why,
+    where the same request to the open queue is fundable."""
+    params = L.parse_params(json.loads((built / "withdrawals" / "params.json").read_text()))
+    open_queue = L.estimate(dataclasses.replace(params, queue_paused=False), avax=WAD)
+    paused = L.estimate(dataclasses.replace(params, queue_paused=True), avax=WAD)
+    assert open_queue["fundableNow"] or open_queue["estimatedFundingTime"] is not None
+    assert paused["fundableNow"] is False and paused["depositorCalls"] is None
+    assert paused["estimatedFundingTime"] is None and paused["expiresBeforeFunding"] is False
+    assert "the queue is paused: new requests are refused until it is unpaused" in paused["caveats"]
+    assert not any("no minipool return" in c for c in paused["caveats"])  # refused, not waiting

@@ -3,27 +3,43 @@
 from __future__ import annotations
 
 from ..snapshot import Snapshot
+from .queue import when
 
 
 def depositor_stale(snap: Snapshot, max_age_seconds: int) -> str | None:
-    """Why the depositor looks stale at the snapshot's block, in one line, or None: its last call
-    on record is more than ``max_age_seconds`` old at the block's time, or no call is on record
-    while requests wait. None too when there is no queue or its logs were not read (nothing is
-    known, which the published record says separately)."""
+    """Why the depositor looks stale at the snapshot's block, in one line, or None: requests wait
+    in line, and no call of it is on record for more than ``max_age_seconds`` while they did. A
+    call that finds the line empty leaves no log, so the wait counts from the later of its last
+    call on record and the filing of the oldest request in line (a depositor that calls only when
+    a request waits is not stale for the weeks the line was empty). None too when there is no
+    queue or its logs were not read (nothing is known, which the published record says
+    separately)."""
     a, q = snap.queue_activity, snap.withdraw_queue
     if a is None or q is None:
         return None
-    waiting = sum(1 for r in q.requests if not r.fulfilled)
-    line = f"; {waiting} request{'s' if waiting != 1 else ''} wait{'s' if waiting == 1 else ''} in line" if waiting else ""
-    if a.last_call_time is None:
-        if not waiting:
-            return None
-        return f"no call of the depositor (depositFromStaking) is on record in the queue's logs{line}"
-    age = snap.block.timestamp - a.last_call_time
+    waiting = [r.request_time for r in q.requests if not r.fulfilled]
+    if not waiting:
+        return None
+    oldest = min(waiting)
+    last = a.last_call_time
+    since = oldest if last is None or last < oldest else last
+    age = snap.block.timestamp - since
     if age <= max_age_seconds:
         return None
-    return (f"the depositor last called depositFromStaking {duration(age)} ago (block {a.last_call_block}, "
-            f"at {a.last_call_time}), longer than the {duration(max_age_seconds)} allowed{line}")
+    n = len(waiting)
+    line = f"{n} request{'s' if n != 1 else ''} wait{'s' if n == 1 else ''} in line"
+    bound = f"longer than the {duration(max_age_seconds)} allowed"
+    if since == last:
+        return (f"the depositor last called depositFromStaking {_over(age, max_age_seconds)} ago (block "
+                f"{a.last_call_block}, at {when(since)}) while requests waited, {bound}; {line}")
+    return (f"no call of the depositor (depositFromStaking) is on record since the oldest request in line was filed "
+            f"{_over(age, max_age_seconds)} ago (at {when(since)}), {bound}; {line}")
+
+
+def _over(age: int, bound: int) -> str:
+    """``age`` in words, said to be over ``bound`` where both round to the same words."""
+    text = duration(age)
+    return f"just over {text}" if text == duration(bound) else text
 
 
 def duration(seconds: int) -> str:

@@ -281,7 +281,8 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     claimable = t0 + p.unstake_delay
     expires = claimable + delay
     new = Entry(p.next_request_id, shares, expected)
-    refused = shares == 0 or delay > p.max_expiration_delay  # the queue would not take it: nothing to fund
+    # The queue would not take it (requestUnstake reverts while the queue is paused): nothing to fund.
+    refused = shares == 0 or delay > p.max_expiration_delay or p.queue_paused is True
     served = Served() if refused else _serve_new(p, b, new, resume)
     when, serve, call = served.funded.get(p.next_request_id, (None, None, None))
     now_fundable = serve == 1

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from ..errors import PublisherError
 from ..snapshot import DexReserves, Snapshot
+from .queue import when
 
 WAD = 10**18
 
@@ -18,7 +19,7 @@ def stale_oracle(snap: Snapshot, max_age: int) -> str | None:
     age = snap.block.timestamp - snap.oracle.timestamp
     if age <= max_age:
         return None
-    return (f"the Oracle's GGP price was last set {age // 86_400} days ago (at {snap.oracle.timestamp}; values older "
+    return (f"the Oracle's GGP price was last set {age // 86_400} days ago (at {when(snap.oracle.timestamp)}; values older "
             f"than {max_age // 86_400} days are stale): GGP prices and values derived from them are that price")
 
 

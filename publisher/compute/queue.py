@@ -496,9 +496,10 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
         return ("It is funded and past its expiration: the AVAX can no longer be claimed. Anyone, you included, can "
                 "reclaim it, which deposits the AVAX back into ggAVAX and sends you the shares.")
     if st == RequestStatus.STUCK:
-        return (f"Nothing can be done with it now: it is funded and past its expiration, and reclaiming it reverts "
-                f"because {DEPOSITS_PAUSED.split(':')[0]}. It stays in the queue, its AVAX set aside, until deposits "
-                "reopen.")
+        return ("Nothing can be done with it now: no call releases it. It is funded and past its expiration, so "
+                "claiming it reverts, and so does cancelling it (past its claimable time); reclaiming it reverts "
+                f"because {DEPOSITS_PAUSED.split(':')[0]}. Its AVAX stays set aside in the queue: only the protocol "
+                "reopening ggAVAX deposits lets it be reclaimed (as ggAVAX), and if they stay paused it stays there.")
     if st == RequestStatus.PENDING_EXPIRED:
         then = _after_expiry(place)
         act = "cancel it (ggAVAX back at today's rate) or reclaim it (anyone can, you included; your original shares back)"

@@ -24,9 +24,9 @@ ANNOUNCEMENT_SCHEMA = S.obj({
                            "announced withdrawal window closes)"},
     "date": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
              "description": "the announced day, YYYY-MM-DD (UTC)"},
-    "time": S.described(S.TIMESTAMP, "the moment the date stands for, unix seconds: endOfOperations the start of its "
-                                     "day (00:00 UTC), withdrawalWindowEnd the end of its day (24:00 UTC, i.e. "
-                                     "00:00 UTC of the next day), as the window is open through the day it closes on"),
+    "time": S.described(S.TIMESTAMP, "the moment the date stands for, unix seconds: the start of its day (00:00 UTC); "
+                                     "for withdrawalWindowEnd the earliest moment of the day the site shuts down, "
+                                     "whose hour is not announced"),
     "meaning": S.described(S.STRING, "what the date means, in one sentence"),
     "source": S.described(S.STRING, "where the operator announced it (no contract holds these dates)"),
     "daysLeft": {"type": "integer", "minimum": 0,

@@ -43,11 +43,6 @@ ALARM, ALARM_SECONDS = "-P1D", 86_400  # the expiration's alarm: a day before
 WINDOW_ALARMS = (("-P7D", "in 7 days", 7 * 86_400), ("-P1D", "in 24 hours", 86_400))
 # Request statuses past their expiration: no alarm (it could only fire late).
 EXPIRED = {RS.PENDING_EXPIRED, RS.EXPIRED_FUNDED, RS.STUCK}
-# What the window's alarms ask of a requester, by the statuses of its requests (a stuck request
-# allows nothing, and a requester with only those gets no alarm).
-WINDOW_ACTIONS = (({RS.PENDING, RS.FUNDED}, "claim your funded requests"),
-                  ({RS.PENDING_EXPIRED}, "cancel or reclaim your expired requests still in line"),
-                  ({RS.EXPIRED_FUNDED}, "reclaim your expired funded requests (their AVAX goes back into ggAVAX for you)"))
 
 
 def uid(network: str, kind: str, request: int | None = None, requester: str | None = None) -> str:
@@ -159,18 +154,17 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
         latest = max([latest, *(step["time"] for step in _steps(rc))])
     if window is not None:
         date, at, meaning, source, passed, ahead = window
-        # Alarms for a requester with something to do by then, while their time is ahead.
-        held = {r["status"] for r in body["requests"]}
-        asks = [words for statuses, words in WINDOW_ACTIONS if held & statuses]
-        alarms = [] if passed or not asks else [
+        # Alarms for a requester with something to do then, while their time is ahead: what each
+        # request allows at the alarm's time (one that has expired by then allows what an expired one does).
+        alarms = [] if passed else [
             (trigger, f"The announced ggAVAX withdrawal window closes {words} ({when_utc(at)}): before then, "
-                      f"{_listed(asks)}.") for trigger, words, _ in WINDOW_ALARMS if trigger in ahead]
-        # The event sits at the close itself, the first moment of the next day: the profile's words
-        # ("the end of this day") are told as said of the announced date, not of the event's.
+                      f"{W.listed(asks)}.") for trigger, words, before in WINDOW_ALARMS if trigger in ahead
+            for asks in [W.window_asks(body["requests"], at - before, deposits_paused)] if asks]
+        # The event sits at the close itself, the moment the announced day begins.
         events.append(_event(uid(network, "window-end", requester=who), latest, at,
                              f"ggAVAX withdrawal window {'closed' if passed else 'closes'} (announced)",
                              f"Announced date {date} (UTC): {meaning} The window "
-                             f"{'was' if passed else 'is'} open through {date}, until {when_utc(at)}. It is not a rule "
+                             f"{'was' if passed else 'is'} counted as open until {when_utc(at)}. It is not a rule "
                              "of the contracts: after it, a funded request can still be claimed until its own "
                              f"expiration while the queue holds its AVAX. Source: {source}",
                              *alarms))
@@ -190,10 +184,6 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
 _CALENDAR_DESCRIPTION = ("Estimated funding, claimable and expiration times of each open ggAVAX withdrawal request, "
                          "and the announced end of the withdrawal window, from the GoGoPool (Hypha) staking data "
                          "API. Times are UTC; estimates move as the queue does.")
-
-
-def _listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _event(event_uid: str, stamp: int, at: int, summary: str, description: str,

@@ -64,7 +64,8 @@ PAUSES = {
                       "the queue takes new requests again"),
     "ggavaxDeposits": ("ggAVAX deposits", "a funded request can now be neither cancelled nor reclaimed (both "
                        "deposit its AVAX back); a funded request that expires stays stuck until deposits reopen",
-                       "funded requests can be cancelled and reclaimed again"),
+                       "a funded request can again be cancelled before its claimable time, and reclaimed once it "
+                       "expires, stuck ones included"),
     "minipoolManager": ("MinipoolManager", "no minipool restakes: each hands its liquid stakers' AVAX back to the "
                         "vault at its end", "minipools may restake again at their ends"),
 }

@@ -125,10 +125,13 @@ def queue_view(ctx: Context) -> dict | None:
         "assumptions": tuple(s["assumptions"]), "stale": s["stale"], "staleReason": s["staleReason"],
         "depositor": {k: d[k] for k in ("available", "lastCallBlock", "lastCallTime", "lastFundingBlock",
                                         "lastFundingTime", "maxAgeSeconds", "stale", "staleReason")},
-        # The window's words without /withdrawals' count of claimable requests: a page names its own.
+        # The window's words without /withdrawals' count of claimable requests: a page says what its
+        # own requests ask by then (``make_page``), from the announcements and their days left.
         "window": W.window_record(list(body["announcements"])),
-        "announcements": tuple({k: a[k] for k in ("key", "date", "time", "meaning", "passed")} for a in body["announcements"]),
+        "announcements": tuple({k: a[k] for k in ("key", "date", "time", "meaning", "passed", "daysLeft")}
+                               for a in body["announcements"]),
         "pauses": dict(body["pauses"]), "requestsPaused": body["parameters"]["paused"],
+        "address": body["address"],  # the queue's, for a holder calling it without this site
     }
 
 
@@ -218,6 +221,9 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
         chart = svg.line_chart("chart-line", "The withdrawal line through your place: AVAX needed up to each place", series,
                                x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True)
     when = partial(_when, counted)
+    if body["requests"]:  # the window's note as this requester's open requests have it
+        asks = W.window_asks(body["requests"])
+        view = {**view, "window": W.window_record(list(view["announcements"]), asks=asks)}
     return _env().get_template(TEMPLATE).render(
         **common["site"], root="../", b=body, q=view, mine=mine, chart=chart, when=when,
         receipts=[receipt_item(rc, when) for rc in body.get("receipts") or ()],
@@ -269,6 +275,8 @@ def receipt_item(rc: dict, when: Callable[[float], Markup]) -> Markup:
             for ak, av in v.items():
                 if ak in ("time", "block", "tx") or ak.endswith("Wei") or not isinstance(av, int | float):
                     continue
+                if k == "reclaimed" and ak == "avax" and rc.get("funded") is None:
+                    continue  # a request reclaimed while in line: its event names AVAX that never moved
                 label = RECEIPT_LABELS.get(ak, ak)
                 unit = "ggAVAX" if ak.startswith("shares") else "AVAX"
                 text.append(f"; {_word(label) + ' ' if label else ''}{svg.number(av, 0.0001)} {unit}")

@@ -476,9 +476,37 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
     return "; ".join(parts) + ". " + calls + "."
 
 
-def window_record(announced: list, claimable: int = 0) -> dict:
+# What a requester can do before the announced window closes, by the status each of its open
+# requests has by then (a stuck request allows nothing).
+RS = Q.RequestStatus
+WINDOW_ACTIONS = (({RS.PENDING, RS.FUNDED}, "claim your funded requests"),
+                  ({RS.PENDING_EXPIRED}, "cancel or reclaim your expired requests still in line"),
+                  ({RS.EXPIRED_FUNDED}, "reclaim your expired funded requests (their AVAX goes back into ggAVAX for you)"))
+
+
+def window_asks(requests: list[dict], at: int | None = None, deposits_paused: bool = False) -> list[str]:
+    """What the window asks of a requester with these open requests (their published records), by
+    the status each has at ``at`` (None: now): one whose expiration comes first has expired by
+    then, in line still or, funded, reclaimable (stuck while ggAVAX deposits are paused)."""
+    held = set()
+    for r in requests:
+        st = RS(r["status"])
+        if at is not None and r["expirationTime"] <= at:
+            st = {RS.PENDING: RS.PENDING_EXPIRED, RS.FUNDED: RS.STUCK if deposits_paused else RS.EXPIRED_FUNDED}.get(st, st)
+        held.add(st)
+    return [words for statuses, words in WINDOW_ACTIONS if held & statuses]
+
+
+def listed(items: list[str]) -> str:
+    """Phrases joined as a list in words: "a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def window_record(announced: list, claimable: int = 0, asks: list[str] | None = None) -> dict:
     """The announced withdrawal window in words: before it closes, what to do by then; after, that
-    it closed and what the contracts still allow (they know no such date)."""
+    it closed and what the contracts still allow (they know no such date). ``asks``: one
+    requester's own (``window_asks``; empty: its open requests allow nothing, all stuck), in place
+    of what the window asks of every holder."""
     end = next((a for a in announced if a["key"] == WINDOW_END), None)
     if end is None:
         return {"closesAt": None, "closed": False, "note": "No end of the withdrawal window is announced for this network."}
@@ -490,9 +518,14 @@ def window_record(announced: list, claimable: int = 0) -> dict:
     else:
         left = end["daysLeft"]
         days = "less than a day" if left == 0 else f"{left} day{'s' if left != 1 else ''}"  # as the dashboard says
-        note = (f"The announced withdrawal window closes at {Q.when(end['time'])} ({days} left): claim funded "
-                f"requests before then and before their own expiration"
-                + (f" ({claimable} can be claimed now)" if claimable else "") + f". After it, {allowed}.")
+        if asks is None:
+            todo = ("claim funded requests before then and before their own expiration"
+                    + (f" ({claimable} can be claimed now)" if claimable else ""))
+        elif asks:
+            todo = f"before then, {listed(asks)}"
+        else:
+            todo = "nothing can be done with your open requests, which are stuck (below)"
+        note = f"The announced withdrawal window closes at {Q.when(end['time'])} ({days} left): {todo}. After it, {allowed}."
     return {"closesAt": end["time"], "closed": end["passed"], "note": note}
 
 
