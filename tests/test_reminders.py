@@ -82,6 +82,11 @@ def test_every_requester_has_a_calendar_with_the_times_of_its_json(built):
                 if e is not None:
                     # The words of the JSON, and a stamp of the chain's time, not the wall clock's.
                     assert r["advice"] in str(e["DESCRIPTION"]) and f"#{rid}" in str(e["SUMMARY"])
+                    # The calls it allows now, on the queue's contract, for acting without the site.
+                    allowed = [f"{fn}({rid})" for flag, fn in (("canClaim", "claimUnstake"), ("canCancel", "cancelRequest"),
+                                                               ("canReclaim", "reclaimExpiredRequest")) if r[flag]]
+                    said = str(e["DESCRIPTION"])
+                    assert all(c in said for c in allowed) and (queue["address"] in said) == bool(allowed), said
                     assert e["DTSTAMP"].dt <= _at(block_time)
             alarms = expire.walk("VALARM")
             # A request in line stays there past its expiration (cancel, reclaim or a funding still

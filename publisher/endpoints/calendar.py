@@ -75,6 +75,7 @@ def requester_calendar(ctx: Context):
     window = next(((a.date, a.time, a.meaning, a.source, now >= a.time,
                     tuple(trigger for trigger, _, before in WINDOW_ALARMS if now < a.time - before))
                    for a in ctx.announcements if a.key == WINDOW_END), None)
+    queue = s.withdraw_queue.address if s.withdraw_queue is not None else None
     for path, value in W.requester_files(ctx):
         if type(value) is not Deferred or value.make is not W.requester_body:
             raise TypeError(f"{path}: the calendar is made from requester_body's inputs, not from {value!r}")
@@ -82,14 +83,16 @@ def requester_calendar(ctx: Context):
         if window is None and not items:
             continue  # nothing to put in it: no open request and no window announced
         late = tuple(r.id for r, _, _ in items if now >= r.expiration_time - ALARM_SECONDS)
-        yield path + ".ics", Deferred((s.network, window, value.inputs, late), make_calendar)
+        yield path + ".ics", Deferred((s.network, window, value.inputs, late, queue), make_calendar)
 
 
-def make_calendar(network: str, window: tuple | None, inputs: tuple, late: tuple[int, ...] = ()) -> str:
+def make_calendar(network: str, window: tuple | None, inputs: tuple, late: tuple[int, ...] = (),
+                  queue: str | None = None) -> str:
     """The requester's calendar, from the inputs of its JSON body (``requester_body``); ``late``:
-    the requests whose expiration alarm's time has come."""
+    the requests whose expiration alarm's time has come; ``queue``: the queue's address."""
     paused = any(place.deposits_paused for _, place, _ in inputs[1])
-    return calendar_text(network, window, W.requester_body(*inputs), deposits_paused=paused, late=frozenset(late))
+    return calendar_text(network, window, W.requester_body(*inputs), deposits_paused=paused, late=frozenset(late),
+                         queue=queue)
 
 
 def _after_expiry(status: str, deposits_paused: bool) -> str:
@@ -108,12 +111,13 @@ def _after_expiry(status: str, deposits_paused: bool) -> str:
 
 
 def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_paused: bool = False,
-                  late: frozenset[int] = frozenset()) -> str:
+                  late: frozenset[int] = frozenset(), queue: str | None = None) -> str:
     """A requester's VCALENDAR from its /withdrawals/{address} body and the announced window's end
     (date, time, meaning, source, passed, the triggers of its alarms still ahead) or None.
     ``deposits_paused``: ggAVAX takes no deposits, so a funded request can be neither cancelled nor
     reclaimed (an expired one is stuck). ``late``: the ids whose expiration alarm's time has come
-    (it is left out)."""
+    (it is left out). ``queue``: the queue's address, named with the calls a request allows, for a
+    holder acting without the site."""
     who = body["requester"]
     steps = {r["id"]: r for r in body.get("receipts", [])}
     events: list[tuple[int, str, list[str]]] = []
@@ -123,6 +127,10 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
         latest = max(latest, stamp)
         rid, avax = r["id"], amount(r["expectedAvax"])
         todo = f"What you can do now: {r['advice']}"
+        allowed = W.calls(r)
+        if queue is not None and allowed:
+            todo += (f" Without this site: {W.listed(allowed)} on the WithdrawQueue contract {queue} "
+                     "(Avalanche C-Chain).")
         if r["estimatedFundingTime"] is not None:
             events.append(_event(uid(network, "funding", rid), stamp, r["estimatedFundingTime"],
                                  f"ggAVAX withdrawal #{rid}: estimated funding ({avax} AVAX)",
@@ -166,7 +174,10 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                              f"Announced date {date} (UTC): {meaning} The window "
                              f"{'was' if passed else 'is'} counted as open until {when_utc(at)}. It is not a rule "
                              "of the contracts: after it, a funded request can still be claimed until its own "
-                             f"expiration while the queue holds its AVAX. Source: {source}",
+                             "expiration while the queue holds its AVAX"
+                             + (f", with the queue's calls (claimUnstake, cancelRequest, reclaimExpiredRequest and "
+                                f"the request's id) on its contract {queue} (Avalanche C-Chain)" if queue else "")
+                             + f". Source: {source}",
                              *alarms))
     if not events:
         raise ValueError(f"no event for {who}: a calendar holds at least one")

@@ -225,7 +225,7 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
         asks = W.window_asks(body["requests"])
         view = {**view, "window": W.window_record(list(view["announcements"]), asks=asks)}
     return _env().get_template(TEMPLATE).render(
-        **common["site"], root="../", b=body, q=view, mine=mine, chart=chart, when=when,
+        **common["site"], root="../", b=body, q=view, mine=mine, chart=chart, when=when, calls=dict(W.CALLS),
         receipts=[receipt_item(rc, when) for rc in body.get("receipts") or ()],
         lookup_action="lookup", lookup_pages="")
 

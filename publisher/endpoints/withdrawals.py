@@ -497,6 +497,15 @@ def window_asks(requests: list[dict], at: int | None = None, deposits_paused: bo
     return [words for statuses, words in WINDOW_ACTIONS if held & statuses]
 
 
+# The queue's functions a request's record allows now (``canClaim`` …), as a holder calls them.
+CALLS = (("canClaim", "claimUnstake"), ("canCancel", "cancelRequest"), ("canReclaim", "reclaimExpiredRequest"))
+
+
+def calls(r: dict) -> list[str]:
+    """The calls of the queue that this open request's record allows now, with its id."""
+    return [f"{fn}({r['id']})" for flag, fn in CALLS if r[flag]]
+
+
 def listed(items: list[str]) -> str:
     """Phrases joined as a list in words: "a", "a and b", "a, b and c"."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
