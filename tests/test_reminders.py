@@ -557,3 +557,45 @@ def test_the_cdn_maps_a_checksummed_calendar_to_its_key_as_serve_does():
     paths = [f"/withdrawals/{address}.ics", "/withdrawals/feed.xml"]
     for path, got in zip(paths, _viewer(paths), strict=True):
         assert got["uri"] == match(path).canonical(path)
+
+
+def test_the_depositor_looking_stale_or_no_longer_is_an_entry(demo_snapshot, demo_profile, tmp_path):
+    """No event says the depositor stopped calling: the feed compares /withdrawals' label with the
+    last build's and dates a flip at the block that saw it, then carries it as it was."""
+    out, q, act = tmp_path / "out", demo_snapshot.withdraw_queue, demo_snapshot.queue_activity
+    waiting = [r for r in q.requests if not r.fulfilled]
+    assert waiting and act is not None and act.last_call_time is not None
+    # The wait at the demo's block, and bounds on either side of it.
+    waited = demo_snapshot.block.timestamp - max(act.last_call_time, min(r.request_time for r in waiting))
+    assert waited >= 2
+    patient, strict = (demo_profile.with_overrides(depositor_max_age=bound) for bound in (waited + 3600, waited // 2))
+    build(demo_snapshot, patient, out)
+    first = (out / "withdrawals" / "feed.xml").read_bytes()
+    assert b'<category term="depositor"/>' not in first
+    assert json.loads((out / "withdrawals.json").read_text())["depositor"]["stale"] is False
+    # A block on, under a bound the wait is past: stale, an entry at that block.
+    idle = _later(demo_snapshot, 1)
+    build(idle, strict, out, force=True)
+    assert json.loads((out / "withdrawals.json").read_text())["depositor"]["stale"] is True
+    second = (out / "withdrawals" / "feed.xml").read_bytes()
+    base = f"{F.TAG}withdrawals/{idle.network}/depositor/"
+    [entry] = [e for e in feedparser.parse(second).entries if e.tags[0].term == "depositor"]
+    assert entry.id == f"{base}{idle.block.number}" and entry.title == "The depositor looks stale"
+    assert entry.updated_parsed[:6] == _at(idle.block.timestamp).timetuple()[:6]
+    assert "Nothing in line is funded until it calls depositFromStaking" in entry.content[0].value
+    # Still stale later: carried as it was, nothing new.
+    build(_later(idle, 3), strict, out, force=True)
+    third = feedparser.parse((out / "withdrawals" / "feed.xml").read_bytes())
+    assert [e.id for e in third.entries if e.tags[0].term == "depositor"] == [entry.id]
+    # The line empties (every request in it funded): no longer stale, one more entry.
+    served = _later(idle, 5, requests=tuple(r for r in q.requests if r.fulfilled), pending_count=0)
+    ctx = context(served, strict)
+    ctx.previous = {"/withdrawals": (out / "withdrawals.json").read_bytes(), F.PATH: (out / "withdrawals" / "feed.xml").read_bytes()}
+    entries = {e.id: e for e in F.change_entries(ctx, F.previous_entries(ctx.previous[F.PATH], served.network))}
+    assert entries[entry.id].title == "The depositor looks stale"
+    assert entries[f"{base}{served.block.number}"].title == "The depositor no longer looks stale"
+    # A fresh feed while it looks stale starts with that entry.
+    fresh = tmp_path / "fresh"
+    build(idle, strict, fresh)
+    assert [e.title for e in feedparser.parse((fresh / "withdrawals" / "feed.xml").read_bytes()).entries
+            if e.tags[0].term == "depositor"] == ["The depositor looks stale"]

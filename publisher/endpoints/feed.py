@@ -12,6 +12,8 @@ Entries, newest first, the latest ``MAX_ENTRIES``:
   build's block, the first that saw it. Earlier such entries are carried from the last build's
   feed, since no snapshot holds them. A build without a last build (a fresh ``out``) sees no
   change, and starts the record with an entry for each pause in force;
+- the depositor starting or stopping to look stale (/withdrawals ``depositor.stale``), found and
+  carried the same way (a fresh feed starts with it when it looks stale);
 - the operator's announced dates (``Context.announcements``), each an entry dated at the block of
   the first build that published it (carried from the last feed like the changes), and once the
   withdrawal window's end has passed, an entry saying what the contracts still allow, dated at the
@@ -38,6 +40,7 @@ from . import withdrawals as W
 from .announcements import WINDOW_END, announcement_records
 from .calendar import DOMAIN, amount, when_utc
 from .context import Context
+from .depositor import depositor_inputs
 from .registry import Deferred, endpoint
 from .units import tokens
 
@@ -48,7 +51,7 @@ MAX_ENTRIES = 100
 TAG = f"tag:{DOMAIN},2026:"
 AUTHOR = "GoGoPool (Hypha) staking data API"
 # Kinds no snapshot holds: carried from the last build's feed.
-CARRIED = ("parameter", "pause", "announcement")
+CARRIED = ("parameter", "pause", "depositor", "announcement")
 # /withdrawals parameters whose change is news (nextRequestId moves with every request;
 # minExpirationDelay is the contract's constant; paused is pauses.queueRequests).
 PARAMETERS = {
@@ -91,7 +94,8 @@ def feed_id(network: str) -> str:
     schema={"type": "string", "contentMediaType": ATOM, "description": "an Atom 1.0 (RFC 4287) feed, UTF-8"},
     description=f"An Atom feed (RFC 4287) of the withdrawal queue, newest first, the latest {MAX_ENTRIES}: each "
                 "request's funding, claim, cancel and reclaim (from the queue's logs, dated at their block), the "
-                "queue's pauses and parameter changes, the operator's announced dates, and the withdrawal window's "
+                "queue's pauses and parameter changes, the depositor starting or stopping to look stale, the operator's "
+                "announced dates, and the withdrawal window's "
                 "close once it has passed (what the contracts still allow). The queue emits no "
                 "event for a parameter change: each build compares /withdrawals' `parameters` and `pauses` with "
                 "the last build's and dates a difference at its own block, the first that saw it (a new feed starts "
@@ -134,7 +138,8 @@ def make_feed(network: str, entries: tuple[Entry, ...], now: int | None) -> str:
 
 
 _SUBTITLE = ("Fundings, claims, cancels and reclaims of ggAVAX withdrawal requests, the queue's pauses and "
-             f"parameter changes, and the operator's announced dates: the latest {MAX_ENTRIES}, newest first.")
+             "parameter changes, the depositor looking stale or no longer, and the operator's announced dates: the "
+             f"latest {MAX_ENTRIES}, newest first.")
 
 
 def rfc3339(t: int) -> str:
@@ -236,7 +241,9 @@ def _queue_state(ctx: Context) -> dict | None:
     s, q = ctx.snap, ctx.snap.withdraw_queue
     if q is None:
         return None
-    return {"address": q.address, "parameters": W.parameters_record(q), "pauses": W.pauses_record(W.queue_pauses(s))}
+    shown, stale, _ = depositor_inputs(ctx)
+    return {"address": q.address, "parameters": W.parameters_record(q), "pauses": W.pauses_record(W.queue_pauses(s)),
+            "staleReason": stale, "lastCall": None if shown is None else (shown.last_call_block, shown.last_call_time)}
 
 
 def previous_state(data: bytes | None, network: str, chain_id: int) -> dict | None:
@@ -268,8 +275,11 @@ def _parse_state(data: bytes, network: str, chain_id: int) -> dict | None:
         # and a passed window's end a "closed" one too.
         listed = {(a["key"], a["date"]): a.get("passed") is True for a in body.get("announcements") or ()
                   if type(a.get("key")) is str and type(a.get("date")) is str}
+        depositor = body.get("depositor") or {}
         state = {"address": body["address"], "parameters": body["parameters"], "pauses": body["pauses"],
-                 "announced": set(listed), "passed": {k for k, passed in listed.items() if passed}}
+                 "announced": set(listed), "passed": {k for k, passed in listed.items() if passed},
+                 # whether the depositor looked stale (None: its calls were unknown, or not published)
+                 "stale": depositor.get("stale") if depositor.get("available") is True else None}
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
     if not isinstance(state["parameters"], dict) or not isinstance(state["pauses"], dict):
@@ -278,27 +288,16 @@ def _parse_state(data: bytes, network: str, chain_id: int) -> dict | None:
 
 
 def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
-    """The pause and parameter entries of earlier builds, and one for each value that differs from
-    the last build's, dated at this block."""
+    """The pause, parameter and depositor entries of earlier builds, and one for each value that
+    differs from the last build's, dated at this block."""
     s = ctx.snap
-    out = {i: e for i, e in carried.items() if e.kind in ("parameter", "pause")}
+    out = {i: e for i, e in carried.items() if e.kind in ("parameter", "pause", "depositor")}
     now, before = ctx.cached(_queue_state), previous_state(ctx.previous.get("/withdrawals"), s.network, s.chain_id)
     if now is None:
         return list(out.values())
     base, block, at = f"{TAG}withdrawals/{s.network}/", s.block.number, s.block.timestamp
     if before is None or now["address"] != before["address"]:
-        # Nothing to compare with (a fresh feed, another queue, or a last build that published none):
-        # a pause in force that the feed's newest entry about it does not already tell is told now,
-        # which a holder must know (a pause has no event to read its start from).
-        for name, (label, paused, _) in PAUSES.items():
-            told = max((e for i, e in out.items() if i.startswith(f"{base}pause/{name}/")), default=None,
-                       key=lambda e: (e.updated, e.id))
-            if now["pauses"].get(name) and (told is None or not told.title.endswith(" paused")):
-                e = Entry(f"{base}pause/{name}/{block}", "pause", at, f"{label} paused",
-                          f"{label} paused: {paused}. Seen in force at block {block} ({when_utc(at)}) with no earlier "
-                          "build to compare with: when it began is not known here.", "../withdrawals")
-                out[e.id] = e
-        return list(out.values())
+        return _first_entries(out, now, base, block, at)
     seen = f"First seen by this API at block {block} ({when_utc(at)}); the last build"
     for name, (label, meaning) in PARAMETERS.items():
         if name not in before["parameters"] or name not in now["parameters"]:
@@ -319,7 +318,49 @@ def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
                   f"{label} {state}: {paused if new else resumed}. {seen} saw "
                   f"{'them running' if new else 'them paused'}.", "../withdrawals")
         out[e.id] = e
+    if before["stale"] is not None and before["stale"] != (now["staleReason"] is not None):
+        e = _depositor_entry(base, block, at, now, f"{seen} did not say so")
+        out[e.id] = e
     return list(out.values())
+
+
+def _first_entries(out: dict[str, Entry], now: dict, base: str, block: int, at: int) -> list[Entry]:
+    """Nothing to compare with (a fresh feed, another queue, or a last build that published none):
+    each pause in force, and the depositor looking stale, that the feed's newest entry about it does
+    not already tell is told now, which a holder must know (neither has an event to date it by)."""
+    def newest(prefix: str) -> Entry | None:
+        return max((e for i, e in out.items() if i.startswith(prefix)), default=None, key=lambda e: (e.updated, e.id))
+
+    for name, (label, paused, _) in PAUSES.items():
+        told = newest(f"{base}pause/{name}/")
+        if now["pauses"].get(name) and (told is None or not told.title.endswith(" paused")):
+            e = Entry(f"{base}pause/{name}/{block}", "pause", at, f"{label} paused",
+                      f"{label} paused: {paused}. Seen in force at block {block} ({when_utc(at)}) with no earlier "
+                      "build to compare with: when it began is not known here.", "../withdrawals")
+            out[e.id] = e
+    told = newest(f"{base}depositor/")
+    if now["staleReason"] is not None and (told is None or told.title != STALE_TITLES[True]):
+        e = _depositor_entry(base, block, at, now, "Seen at this block with no earlier build to compare with")
+        out[e.id] = e
+    return list(out.values())
+
+
+# The depositor's entries' titles, by whether it looks stale.
+STALE_TITLES = {True: "The depositor looks stale", False: "The depositor no longer looks stale"}
+
+
+def _depositor_entry(base: str, block: int, at: int, now: dict, seen: str) -> Entry:
+    """The depositor starting or stopping to look stale (no event says either), dated at this block."""
+    reason, last = now["staleReason"], now["lastCall"]
+    if reason is not None:
+        text = (f"The depositor looks stale: {reason}. Nothing in line is funded until it calls depositFromStaking; "
+                "a request whose expiration comes first can be cancelled, or reclaimed once it expires. ")
+    else:
+        call = (f"its last call on record was at block {last[0]} ({when_utc(last[1])})" if last and last[1] is not None
+                else "no call of it is on record")
+        text = f"The depositor no longer looks stale: it called again, or no request waits in line for it ({call}). "
+    return Entry(f"{base}depositor/{block}", "depositor", at, STALE_TITLES[reason is not None], text + seen + ".",
+                 "../withdrawals")
 
 
 def _value(name: str, value) -> str:
