@@ -22,6 +22,7 @@ import yaml
 from publisher.build.pipeline import build, context
 from publisher.build.tree import sha256
 from publisher.build.validate import load_dir, text_problems, validate
+from publisher.compute import queue as Q
 from publisher.endpoints import calendar as C
 from publisher.endpoints import feed as F
 from publisher.endpoints import withdrawals as W
@@ -209,6 +210,32 @@ def test_calendars_say_what_expiry_means_while_ggavax_deposits_are_paused(demo_s
     assert "can also be cancelled for ggAVAX" in before and "anyone may reclaim it" in before
     assert "cancelled for ggAVAX" not in during and "anyone may reclaim it" not in during
     assert "stuck until they reopen" in during
+
+
+def test_a_request_expired_in_line_is_warned_before_a_funding_that_would_leave_it_stuck():
+    """Past its expiration a request in line has no expiration alarm; while ggAVAX deposits are
+    paused a dated funding would leave it stuck: its funding event warns a day before, unless that
+    time has come."""
+    now = 1_800_000_000
+    record = {"id": 7, "requester": "0x" + "ab" * 20, "status": "pendingExpired", "fulfilled": False, "expectedAvax": 12.5,
+              "advice": "Cancel or reclaim it.", "requestTime": now - 30 * 86_400, "claimableTime": now - 23 * 86_400,
+              "expirationTime": now - 9 * 86_400, "estimatedFundingTime": now + 5 * 86_400,
+              "canClaim": False, "canCancel": True, "canReclaim": True}
+    body = {"requester": record["requester"], "requests": [record], "receipts": []}
+
+    def funding_alarms(**kw) -> list[str]:
+        events = _events(C.calendar_text("mainnet", None, body, **kw).encode())
+        return [str(a["DESCRIPTION"]) for a in events[C.uid("mainnet", "funding", 7)].walk("VALARM")]
+
+    [said] = funding_alarms(deposits_paused=True)
+    assert "has expired in line and is expected to be funded at 2027-01-20" in said and "would be stuck" in said
+    assert said.endswith("Cancel or reclaim it before then.")
+    assert funding_alarms(deposits_paused=False) == []  # funded late it is reclaimable: nothing lost
+    assert funding_alarms(deposits_paused=True, late=frozenset({7})) == []  # its time has come
+    # The build's rule for when that time has come: a day before the funding it warns of.
+    place = dataclasses.make_dataclass("P", ["status", "funding_time"])
+    assert C._alarmed(None, place(Q.RequestStatus.PENDING_EXPIRED, now + 5 * 86_400)) == now + 5 * 86_400
+    assert C._alarmed(None, place(Q.RequestStatus.PENDING_EXPIRED, None)) == 0
 
 
 def test_a_requester_whose_requests_are_all_closed_keeps_a_calendar_of_the_window_end(demo_snapshot, demo_profile):

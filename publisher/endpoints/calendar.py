@@ -4,7 +4,9 @@ beside its JSON, for a calendar client to subscribe to instead of polling.
 The calendar is made from the requester's /withdrawals/{address} body, the same inputs and the same
 maker, so its times are that file's times by construction. For each open request: its estimated
 funding time (when the schedule dates it), its claimable time, and its expiration time with a
-display alarm one day before (while that time is ahead: an alarm never ships due); and the
+display alarm one day before (while that time is ahead: an alarm never ships due; for a request
+already expired in line, the alarm is on its estimated funding while ggAVAX deposits are paused,
+as that funding would leave it stuck); and the
 announced end of the withdrawal window, with alarms a week and a day before (the same way, and only
 for a requester with something to do by then: a claim to make or to come, an expired request to
 cancel or reclaim; one whose requests are stuck or closed can do nothing). A requester whose requests are all closed
@@ -59,7 +61,8 @@ def uid(network: str, kind: str, request: int | None = None, requester: str | No
             "description": "an iCalendar (RFC 5545) VCALENDAR of VEVENTs, UTF-8, CRLF line endings"},
     description="The dates of /withdrawals/{address} as an iCalendar file (RFC 5545) to subscribe to: for each open "
                 "request its estimated funding time (when the schedule dates it), its claimable time and its "
-                "expiration time, with an alarm a day before the expiration; and the announced end of the "
+                "expiration time, with an alarm a day before the expiration (for one expired in line while ggAVAX "
+                "deposits are paused, a day before the estimated funding, which would leave it stuck); and the announced end of the "
                 "withdrawal window, with alarms a week and a day before for a requester with something to do by then "
                 "(a claim, or an expired request to cancel or reclaim; an alarm whose time has come is left out). Each event's description says what "
                 "the requester can do (the request's `advice`). Where a window's end is announced, a requester whose requests "
@@ -82,14 +85,22 @@ def requester_calendar(ctx: Context):
         items = value.inputs[1]
         if window is None and not items:
             continue  # nothing to put in it: no open request and no window announced
-        late = tuple(r.id for r, _, _ in items if now >= r.expiration_time - ALARM_SECONDS)
+        late = tuple(r.id for r, place, _ in items if now >= _alarmed(r, place) - ALARM_SECONDS)
         yield path + ".ics", Deferred((s.network, window, value.inputs, late, queue), make_calendar)
+
+
+def _alarmed(r, place) -> int:
+    """The time a request's alarm warns of: its expiration, or, once that has passed while it waits
+    in line, its estimated funding (funded then, it comes too late; 0: none dated)."""
+    if place.status == RS.PENDING_EXPIRED:
+        return place.funding_time or 0
+    return r.expiration_time
 
 
 def make_calendar(network: str, window: tuple | None, inputs: tuple, late: tuple[int, ...] = (),
                   queue: str | None = None) -> str:
     """The requester's calendar, from the inputs of its JSON body (``requester_body``); ``late``:
-    the requests whose expiration alarm's time has come; ``queue``: the queue's address."""
+    the requests whose alarm's time has come (``_alarmed``); ``queue``: the queue's address."""
     paused = any(place.deposits_paused for _, place, _ in inputs[1])
     return calendar_text(network, window, W.requester_body(*inputs), deposits_paused=paused, late=frozenset(late),
                          queue=queue)
@@ -115,8 +126,8 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
     """A requester's VCALENDAR from its /withdrawals/{address} body and the announced window's end
     (date, time, meaning, source, passed, the triggers of its alarms still ahead) or None.
     ``deposits_paused``: ggAVAX takes no deposits, so a funded request can be neither cancelled nor
-    reclaimed (an expired one is stuck). ``late``: the ids whose expiration alarm's time has come
-    (it is left out). ``queue``: the queue's address, named with the calls a request allows, for a
+    reclaimed (an expired one is stuck). ``late``: the ids whose alarm's time has come (it is left
+    out): the expiration's, or the estimated funding's of one expired in line. ``queue``: the queue's address, named with the calls a request allows, for a
     holder acting without the site."""
     who = body["requester"]
     steps = {r["id"]: r for r in body.get("receipts", [])}
@@ -132,11 +143,16 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
             todo += (f" Without this site: {W.listed(allowed)} on the WithdrawQueue contract {queue} "
                      "(Avalanche C-Chain).")
         if r["estimatedFundingTime"] is not None:
+            # Expired in line, a request funded while ggAVAX deposits are paused is stuck: warned a day before.
+            warn = None if r["status"] != RS.PENDING_EXPIRED or not deposits_paused or rid in late else (
+                ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) has expired in line and is expected to be funded "
+                       f"at {when_utc(r['estimatedFundingTime'])}: funded, it would be stuck while ggAVAX deposits are "
+                       "paused. Cancel or reclaim it before then.")
             events.append(_event(uid(network, "funding", rid), stamp, r["estimatedFundingTime"],
                                  f"ggAVAX withdrawal #{rid}: estimated funding ({avax} AVAX)",
                                  f"Request {rid} of {who} ({avax} AVAX) is expected to be funded about now: an "
                                  "estimate of the queue's funding schedule, which moves when the line or the "
-                                 f"minipools' returns do. {todo}"))
+                                 f"minipools' returns do. {todo}", *([warn] if warn else [])))
         # Past its expiration, a request funded or not can no longer be claimed: no promise of a payout.
         # The contract pays a claim as soon as a request is funded, before this time too.
         until = f"until the request expires ({when_utc(r['expirationTime'])})"
