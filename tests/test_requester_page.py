@@ -541,3 +541,21 @@ def test_a_page_line_is_the_canonical_json_of_the_places_it_draws():
         drawn = [line[k - 1] for k in RP.places_through(last)] if mine else []
         assert RP.line_data(curve, mine) == R.canonical_value({"mine": mine, "curve": drawn})
         assert len(drawn) <= RP.CHART_POINTS + 2 and (not drawn or (drawn[0][0], drawn[-1][0]) == (1, last))
+
+
+def test_a_reclaim_in_line_shows_no_avax_paid():
+    """A request reclaimed while in line gets its original ggAVAX back; its event names the AVAX it
+    expected, which never moved: the page's receipt shows the shares, not that amount. A funded
+    one's reclaim deposits its AVAX back: that amount is shown."""
+    step = QueueStep(100, 1_800_000_000, "0x" + "11" * 32)
+    wei = 10**18
+
+    def item(funded: QueueStep | None) -> str:
+        r = Receipt(3, "0x" + "ab" * 20, 5 * wei, 6 * wei, 1_800_000_000, step, funded, 6 * wei if funded else None,
+                    "reclaimed", step, 6 * wei, 5 * wei, None)
+        return str(RP.receipt_item(W.receipt_record(r), lambda ts: RP._time(ts)))
+
+    in_line, funded = item(None), item(step)
+    reclaimed = re.search(r'<li data-step="reclaimed">.*?</li>', in_line).group(0)
+    assert reclaimed.endswith("; returned 5.0000 ggAVAX</li>") and " AVAX" not in reclaimed
+    assert "; 6.0000 AVAX; returned 5.0000 ggAVAX" in re.search(r'<li data-step="reclaimed">.*?</li>', funded).group(0)
