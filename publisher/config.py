@@ -112,8 +112,9 @@ class Profile:
     # the first time; later runs resume from the previous /withdrawals. 0: from genesis (the queue's
     # deployment block is not recorded anywhere we could verify).
     queue_from_block: int = field(default=0, metadata=_min(0))
-    # A depositor whose last call (a log of depositFromStaking) is older than this is labelled stale
-    # on /withdrawals, as is one with no call on record while requests wait.
+    # Requests waiting in line longer than this with no call of the depositor on record (a log of
+    # depositFromStaking; counted from the later of its last call and the moment the line last
+    # stopped being empty) label it stale on /withdrawals.
     depositor_max_age: int = field(default=2 * 86_400, metadata=_min(1))
     source_timeout: float = field(default=15.0, metadata=_min(0.1))  # seconds per request to a third-party API
     validator_default_rate_pct: float = field(default=7.5, metadata=_min(0))

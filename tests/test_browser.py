@@ -275,3 +275,24 @@ def test_dark_mode_follows_the_system(site, page, shots):
         page.screenshot(shots / f"index-{scheme}-1280.png")
     assert colors["light"][0] == "rgb(255, 255, 255)" and colors["dark"][0] != colors["light"][0]
     assert all(a != b for a, b in zip(colors["light"], colors["dark"], strict=True))
+
+
+def test_the_withdrawal_estimate_form_answers_in_words(site, page):
+    """The dashboard's form asks the function and says its answer; a request the queue would refuse
+    is said to be refused, with why, not placed in line."""
+    page.goto(site + "/index.html")
+    out = "document.getElementById('estimate-out').textContent"
+
+    def ask(amount: str) -> str:
+        page.eval(f"document.getElementById('estimate-avax').value = {amount!r}; "
+                  "document.querySelector('form.estimate button').click()")
+        page.wait_for(f"{out} && !{out}.startsWith('Asking')")
+        return page.eval(out)
+
+    said = ask("100")
+    answer = requests.get(site + "/withdrawals/estimate", params={"amount": "100"}).json()["result"]
+    assert answer["refused"] is False
+    assert said.startswith("For ") and f"place {answer['position']} in line" in said and "refuse" not in said
+    refused = ask("0")
+    assert "the queue would refuse this request now" in refused and "the queue refuses a request for 0 shares." in refused
+    assert "in line" not in refused

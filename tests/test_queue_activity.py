@@ -20,10 +20,11 @@ from web3 import Web3
 from publisher.build.pipeline import build
 from publisher.chain.rpc import RpcClient
 from publisher.collect import collect
-from publisher.compute.depositor import depositor_stale
+from publisher.compute import queue as Q
+from publisher.compute.depositor import depositor_stale, line_busy_since
 from publisher.config import load_profile
 from publisher.endpoints.depositor import DEPOSITOR_SCHEMA, depositor_record
-from publisher.snapshot import QueueActivity, Snapshot
+from publisher.snapshot import QueueActivity, QueueStep, Receipt, Snapshot, UnstakeRequest
 from publisher.sources import queuelog
 
 ARTIFACTS = json.loads((Path(__file__).parents[1] / "devnet/ggp_devnet/artifacts.json").read_text())["contracts"]
@@ -53,6 +54,9 @@ def chain(living):
     w3 = Web3(Web3.HTTPProvider(net.url))
     queue = w3.eth.contract(address=net.addresses["WithdrawQueue"], abi=ARTIFACTS["WithdrawQueue"]["abi"])
     return w3, queue
+
+
+WAD = 10**18
 
 
 def test_activity_equals_the_chain(living, chain):
@@ -147,24 +151,53 @@ def test_a_node_refusing_wide_ranges_or_failing(living):
     assert record["available"] is False and record["stale"] is False and record["lineFront"] is None
 
 
-def test_a_depositor_with_nothing_to_fund_is_not_stale(living):
-    """A call that finds the line empty leaves no log: the wait counts from the filing of the
-    oldest request in line when that comes after the last call on record."""
+def _line_of(snap, last_call: int | None, *spans: tuple[int, int | None, str | None]):
+    """``snap`` with its queue's line and receipts made of ``spans`` (filed, left, how it left:
+    "funded", "cancelled" or None while in line), times in days after the block's time less 100
+    days, and the depositor's last call on record at ``last_call`` (days, likewise)."""
+    t0, q = snap.block.timestamp - 100 * DAY, snap.withdraw_queue
+    step = lambda day: QueueStep(1, t0 + day * DAY, "0x" + "00" * 32)  # noqa: E731
+    receipts, waiting = [], []
+    for i, (filed, left, how) in enumerate(spans):
+        rc = Receipt(i, "0x" + "ab" * 20, WAD, WAD, t0 + (filed + 7) * DAY, step(filed),
+                     funded=step(left) if how == "funded" else None, allocated=WAD if how == "funded" else None,
+                     closed="cancelled" if how == "cancelled" else None, closed_at=step(left) if how == "cancelled" else None)
+        receipts.append(rc)
+        if how is None:
+            waiting.append(UnstakeRequest(i, rc.requester, WAD, WAD, rc.requested.time, rc.claimable_time,
+                                          rc.claimable_time + 90 * DAY, 0, False))
+    activity = QueueActivity(snap.block.number, 0, None if last_call is None else 1, None if last_call is None else t0 + last_call * DAY,
+                             None, None)
+    return dataclasses.replace(snap, withdraw_queue=dataclasses.replace(q, requests=tuple(waiting)),
+                               queue_receipts=tuple(receipts), queue_activity=activity)
+
+
+def test_the_depositor_is_stale_only_while_requests_wait_on_it(living):
+    """A call that finds the line empty leaves no log: the wait counts from the later of the last
+    call on record and the moment the line last stopped being empty (day 100 is the block)."""
     _, profile, _, snap = living
-    a, q, now = snap.queue_activity, snap.withdraw_queue, snap.block.timestamp
-    assert now - a.last_call_time > profile.depositor_max_age
-    # Every request in line filed an hour ago, long after the last call: not stale yet.
-    recent = tuple(r if r.fulfilled else dataclasses.replace(r, request_time=now - 3600) for r in q.requests)
-    fresh = dataclasses.replace(snap, withdraw_queue=dataclasses.replace(q, requests=recent))
-    assert depositor_stale(fresh, profile.depositor_max_age) is None
-    # Three days on, nothing has funded them: stale, counted from their filing.
-    later = dataclasses.replace(fresh, block=dataclasses.replace(snap.block, timestamp=now + 3 * DAY))
-    reason = depositor_stale(later, profile.depositor_max_age)
-    assert reason is not None and "since the oldest request in line was filed 3 days ago" in reason
-    assert "longer than the 2 days allowed" in reason and str(now - 3600) not in reason  # dates, not unix seconds
-    # Just past the bound, the age and the bound round alike: said so.
-    edge = dataclasses.replace(fresh, block=dataclasses.replace(snap.block, timestamp=now - 3600 + 2 * DAY + 60))
-    assert "just over 2 days ago" in depositor_stale(edge, profile.depositor_max_age)
+    bound = profile.depositor_max_age
+    assert bound == 2 * DAY
+    # Filed at day 99.5, long after the last call (day 0), after a line empty since day 40: not stale yet.
+    assert depositor_stale(_line_of(snap, 0, (30, 40, "cancelled"), (99.5, None, None)), bound) is None
+    # The line held a request without a break since day 30 (the first one cancelled once the second
+    # was filed): stale, counted from day 30, whichever request is left.
+    held = _line_of(snap, 0, (30, 65.5, "cancelled"), (65, None, None))
+    reason = depositor_stale(held, bound)
+    assert reason is not None and f"requests have waited in line since {Q.when(held.block.timestamp - 70 * DAY)}" in reason
+    assert "longer than the 2 days allowed" in reason and str(held.block.timestamp - 70 * DAY) not in reason
+    # A call while they waited (day 99): counted from it, and named.
+    called = _line_of(snap, 99, (30, 65.5, "cancelled"), (65, None, None))
+    assert depositor_stale(called, bound) is None and depositor_stale(called, DAY // 2) is not None
+    assert f"last called depositFromStaking at {Q.when(called.block.timestamp - DAY)} (block 1)" in depositor_stale(called, DAY // 2)
+    # A line that emptied by fundings, then a request filed at day 97: three days of waiting.
+    funded = _line_of(snap, 50, (30, 50, "funded"), (97, None, None))
+    assert line_busy_since(funded) == funded.block.timestamp - 3 * DAY and depositor_stale(funded, bound) is not None
+    # Nothing waits: never stale.
+    assert depositor_stale(_line_of(snap, None, (30, 50, "funded")), 1) is None
+    # The words name dates: they do not change as the wait grows.
+    later = dataclasses.replace(held, block=dataclasses.replace(held.block, timestamp=held.block.timestamp + DAY))
+    assert depositor_stale(later, bound) == reason
 
 
 def test_the_stale_label(living):
@@ -174,19 +207,17 @@ def test_the_stale_label(living):
     assert age >= 3 * DAY and profile.depositor_max_age == 2 * DAY
     assert depositor_stale(snap, age) is None
     reason = depositor_stale(snap, profile.depositor_max_age)
-    assert reason is not None and f"block {a.last_call_block}" in reason and "3 days ago" in reason
+    assert reason is not None and f"(block {a.last_call_block})" in reason and Q.when(a.last_call_time) in reason
     record = depositor_record(a, reason, profile.depositor_max_age)
     jsonschema.validate(record, DEPOSITOR_SCHEMA)
     assert record == {"available": True, "lastCallBlock": a.last_call_block, "lastCallTime": a.last_call_time,
                       "lastFundingBlock": a.last_funding_block, "lastFundingTime": a.last_funding_time,
                       "lineFront": a.line_front, "maxAgeSeconds": 2 * DAY,
                       "stale": True, "staleReason": reason}
-    # No call on record: stale once the oldest request in line has waited past the bound, never
-    # with an empty line.
+    # No call on record: stale once the line has held requests past the bound, never with an empty line.
     silent = dataclasses.replace(snap, queue_activity=QueueActivity(snap.block.number, 0, None, None, None, None))
     q = silent.withdraw_queue
-    waited = snap.block.timestamp - min(r.request_time for r in q.requests if not r.fulfilled)
-    assert "no call" in depositor_stale(silent, waited - 1) and "oldest request in line" in depositor_stale(silent, waited - 1)
-    assert depositor_stale(silent, waited) is None
+    waited = snap.block.timestamp - line_busy_since(silent)
+    assert "no call of the depositor" in depositor_stale(silent, waited - 1) and depositor_stale(silent, waited) is None
     served = dataclasses.replace(silent, withdraw_queue=dataclasses.replace(q, requests=tuple(r for r in q.requests if r.fulfilled)))
     assert depositor_stale(served, 1) is None

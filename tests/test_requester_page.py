@@ -175,7 +175,8 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
     banners = set(page.eval("[...document.querySelectorAll('#banners [id^=banner-expires-]')].map(b => +b.id.split('-').pop())"))
     assert banners == {r["id"] for r in body["requests"] if r["canClaim"] or r["expiresBeforeFunding"]}
     window = page.eval("(document.getElementById('banner-window') || {}).textContent")
-    asks = W.window_asks(body["requests"]) if body["requests"] else None
+    closes = listing["window"]["closesAt"]
+    asks = W.window_asks(body["requests"], closes, listing["pauses"]["ggavaxDeposits"], until=True) if body["requests"] else None
     assert W.window_record(listing["announcements"], asks=asks)["note"] in window
     # The queue's address, for acting without the site, and its pause, where it is.
     if body["requests"]:

@@ -353,7 +353,8 @@ def test_the_window_asks_what_each_request_allows_by_then():
     def rec(status, expires):
         return {"status": status, "expirationTime": expires}
 
-    claim, line, reclaim = ("claim your funded requests", "cancel or reclaim your expired requests still in line",
+    claim, line, reclaim = ("claim each request once it is funded (before its own expiration)",
+                            "cancel or reclaim your expired requests still in line",
                             "reclaim your expired funded requests (their AVAX goes back into ggAVAX for you)")
     funded, pending = rec("funded", NOW + 10 * DAY), rec("pending", NOW + 10 * DAY)
     assert window_asks([funded]) == window_asks([pending]) == [claim]
@@ -366,9 +367,12 @@ def test_the_window_asks_what_each_request_allows_by_then():
     assert window_asks([rec("stuck", NOW - DAY)]) == []
     # A requester's own words in the window's note; none to ask: its requests are stuck.
     end = [{"key": "withdrawalWindowEnd", "time": NOW + 5 * DAY, "passed": False, "daysLeft": 5}]
-    assert "(5 days left): before then, claim your funded requests and cancel or reclaim" in window_record(
+    assert "(5 days left): before then, claim each request once it is funded (before its own expiration) and cancel or reclaim" in window_record(
         end, asks=[claim, line])["note"]
-    assert "(5 days left): nothing can be done with your open requests, which are stuck" in window_record(end, asks=[])["note"]
+    assert "(5 days left): no call can change your open requests by then: they are stuck" in window_record(end, asks=[])["note"]
+    # From now until then: what each allows now and what it will allow then, together.
+    assert window_asks([funded], later, True, until=True) == [claim]
+    assert window_asks([pending], later, until=True) == [claim, line]
     assert "claim funded requests before then and before their own expiration" in window_record(end)["note"]
 
 

@@ -152,6 +152,7 @@ def test_a_paused_queue_funds_no_estimate(built):
     open_queue = L.estimate(dataclasses.replace(params, queue_paused=False), avax=WAD)
     paused = L.estimate(dataclasses.replace(params, queue_paused=True), avax=WAD)
     assert open_queue["fundableNow"] or open_queue["estimatedFundingTime"] is not None
+    assert paused["refused"] is True and open_queue["refused"] is False
     assert paused["fundableNow"] is False and paused["depositorCalls"] is None
     assert paused["estimatedFundingTime"] is None and paused["expiresBeforeFunding"] is False
     assert "the queue is paused: new requests are refused until it is unpaused" in paused["caveats"]

@@ -2,7 +2,7 @@
 ``depositFromStaking``; its calls are known from the queue's logs (snapshot.QueueActivity)."""
 from __future__ import annotations
 
-from ..snapshot import Snapshot
+from ..snapshot import Receipt, Snapshot
 from .queue import when
 
 
@@ -10,36 +10,64 @@ def depositor_stale(snap: Snapshot, max_age_seconds: int) -> str | None:
     """Why the depositor looks stale at the snapshot's block, in one line, or None: requests wait
     in line, and no call of it is on record for more than ``max_age_seconds`` while they did. A
     call that finds the line empty leaves no log, so the wait counts from the later of its last
-    call on record and the filing of the oldest request in line (a depositor that calls only when
-    a request waits is not stale for the weeks the line was empty). None too when there is no
-    queue or its logs were not read (nothing is known, which the published record says
-    separately)."""
+    call on record and the moment the line last stopped being empty (a depositor that calls only
+    when a request waits is not stale for the weeks the line was empty). The words name dates, not
+    an age, so they change only when one of those moments does. None too when there is no queue or
+    its logs were not read (nothing is known, which the published record says separately)."""
     a, q = snap.queue_activity, snap.withdraw_queue
-    if a is None or q is None:
+    if a is None or q is None or all(r.fulfilled for r in q.requests):
         return None
-    waiting = [r.request_time for r in q.requests if not r.fulfilled]
-    if not waiting:
-        return None
-    oldest = min(waiting)
+    busy = line_busy_since(snap)
     last = a.last_call_time
-    since = oldest if last is None or last < oldest else last
-    age = snap.block.timestamp - since
-    if age <= max_age_seconds:
+    since = busy if last is None or last < busy else last
+    if snap.block.timestamp - since <= max_age_seconds:
         return None
-    n = len(waiting)
-    line = f"{n} request{'s' if n != 1 else ''} wait{'s' if n == 1 else ''} in line"
     bound = f"longer than the {duration(max_age_seconds)} allowed"
     if since == last:
-        return (f"the depositor last called depositFromStaking {_over(age, max_age_seconds)} ago (block "
-                f"{a.last_call_block}, at {when(since)}) while requests waited, {bound}; {line}")
-    return (f"no call of the depositor (depositFromStaking) is on record since the oldest request in line was filed "
-            f"{_over(age, max_age_seconds)} ago (at {when(since)}), {bound}; {line}")
+        return (f"the depositor last called depositFromStaking at {when(last)} (block {a.last_call_block}), and "
+                f"requests have waited in line since with no call on record, {bound}")
+    return (f"requests have waited in line since {when(busy)} with no call of the depositor (depositFromStaking) on "
+            f"record since, {bound}")
 
 
-def _over(age: int, bound: int) -> str:
-    """``age`` in words, said to be over ``bound`` where both round to the same words."""
-    text = duration(age)
-    return f"just over {text}" if text == duration(bound) else text
+def line_busy_since(snap: Snapshot) -> int:
+    """When the withdrawal line last stopped being empty: the start of the unbroken run of requests
+    in line that holds those waiting now, from every request's filing and departure (funded, or
+    closed while in line) on record. Without receipts, the oldest filing among those waiting."""
+    q = snap.withdraw_queue
+    assert q is not None
+    oldest = min(r.request_time for r in q.requests if not r.fulfilled)
+    receipts = snap.queue_receipts
+    if not receipts:
+        return oldest
+    hit = _BUSY.get(id(receipts))
+    if hit is not None and hit[0] is receipts:
+        return hit[1]
+    spans = sorted((rc.requested.time, _left(rc)) for rc in receipts)
+    start, end = spans[0]
+    for a, b in spans[1:]:
+        if a >= end:  # the line was empty from ``end`` until this filing
+            start, end = a, b
+        else:
+            end = max(end, b)
+    # The last run holds the requests waiting now (it never ends); receipts lacking them: the oldest.
+    since = min(start, oldest) if end >= _NEVER else oldest
+    _BUSY.clear()
+    _BUSY[id(receipts)] = (receipts, since)
+    return since
+
+
+_NEVER = 2**63  # the departure of a request still in line
+# The last answer, by the receipts it was made from (held, so their id stays theirs): a build asks
+# for the wait from several files.
+_BUSY: dict[int, tuple[tuple, int]] = {}
+
+
+def _left(rc: Receipt) -> int:
+    """When a request left the line: its funding, or its closing while in line; never, while in it."""
+    if rc.funded is not None:
+        return rc.funded.time
+    return rc.closed_at.time if rc.closed and rc.closed_at is not None else _NEVER
 
 
 def duration(seconds: int) -> str:

@@ -295,7 +295,7 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     return {
         "sharesWei": str(shares), "expectedAvaxWei": str(expected),
         "position": p.pending_count + 1, "aheadAvaxWei": str(p.pending_avax),
-        "fundableNow": now_fundable, "depositorCalls": call if now_fundable else None,
+        "refused": refused, "fundableNow": now_fundable, "depositorCalls": call if now_fundable else None,
         "estimatedFundingTime": None if when is None or now_fundable else when, "awaitsOverdueReturns": overdue,
         "requestTime": t0, "claimableTime": claimable, "expirationDelay": delay, "expirationTime": expires,
         "expiresBeforeFunding": when is not None and when >= expires,

@@ -27,7 +27,7 @@ class Context:
         self.announcements = announcements  # the operator's announced dates (Profile.announced())
         self.validator_default_rate_pct = validator_default_rate_pct
         self.oracle_max_age = oracle_max_age  # an older Oracle GGP price is published labelled stale
-        self.depositor_max_age = depositor_max_age  # an older last depositor call is labelled stale
+        self.depositor_max_age = depositor_max_age  # a line waiting longer on the depositor labels it stale
         # The last build's files (URL path -> bytes, read when asked; empty without one), set by the
         # build: what an endpoint carries from run to run and no snapshot holds comes from there (the
         # queue feed's parameter changes, which the contract announces with no event).

@@ -26,8 +26,9 @@ DEPOSITOR_SCHEMA = S.obj({
     "lineFront": S.described(S.nullable(BLOCK), "first request id still in the queue's internal line: every id below it "
                              "has left the line (funded, or dropped as closed); closed ids from it on are stale entries "
                              "that count against the per-call limit"),
-    "maxAgeSeconds": S.described({"type": "integer", "minimum": 1}, "a last call older than this, or no call on record "
-                                 "while requests wait, is labelled stale"),
+    "maxAgeSeconds": S.described({"type": "integer", "minimum": 1}, "requests waiting in line longer than this with no "
+                                 "call on record (counted from the later of the last call and the moment the line last "
+                                 "stopped being empty) label the depositor stale"),
     "stale": S.described(S.BOOLEAN, "the depositor looks stale (see staleReason); false when unknown"),
     "staleReason": S.described(S.nullable(S.STRING), "why, in one line (null when not stale)"),
 }, description="the depositor, who funds requests only when it calls depositFromStaking, as the queue's logs tell it")

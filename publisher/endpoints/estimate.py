@@ -46,7 +46,7 @@ PARAMS = S.obj({
     "unstakeDelay": _d(COUNT, "seconds from filing to the claimable time"),
     "maxExpirationDelay": _d(COUNT, "longest expiration delay a requester may choose, seconds"),
     "minExpirationDelay": _d(COUNT, "shortest: a smaller one is raised to it, seconds"),
-    "queuePaused": _d(S.nullable(S.BOOLEAN), "the queue refuses new requests"),
+    "queuePaused": _d(S.nullable(S.BOOLEAN), "the queue refuses new requests (an estimate is then refused)"),
     "depositsPaused": _d(S.BOOLEAN, "ggAVAX refuses deposits (a funded request can then be neither cancelled nor reclaimed)"),
     "windowEnd": _d(S.nullable(TIME), "the announced end of the withdrawal window, unix seconds"),
     "depositorStaleReason": _d(S.nullable(S.STRING), "why the depositor looks stale (null when it does not)"),
@@ -61,9 +61,10 @@ RESULT = S.obj({
     "position": _d({"type": "integer", "minimum": 1}, "its place at the back of the line"),
     "aheadAvax": _d(S.NON_NEGATIVE, "expected AVAX of the requests ahead of it, whole AVAX"),
     "aheadAvaxWei": _d(WEI, "the same, wei"),
+    "refused": _d(S.BOOLEAN, "the queue would refuse the request now (0 shares, a delay beyond its maximum, or the queue paused): nothing is funded, a caveat says why"),
     "fundableNow": _d(S.BOOLEAN, "the liquidity covers it and the line ahead at the depositor's next calls"),
     "depositorCalls": _d(S.nullable({"type": "integer", "minimum": 1}), "when fundable now: the depositor calls that reach it"),
-    "estimatedFundingTime": _d(S.nullable(TIME), "when the schedule's serves fund it (null when fundable now, waiting for overdue returns, or not covered)"),
+    "estimatedFundingTime": _d(S.nullable(TIME), "when the schedule's serves fund it (null when fundable now, waiting for overdue returns, not covered, or refused)"),
     "awaitsOverdueReturns": _d(S.BOOLEAN, "covered by minipools whose validation has ended but whose end is not recorded: funded once it is, which no one can date"),
     "requestTime": _d(TIME, "the time it is taken as filed: the params' block"),
     "claimableTime": _d(TIME, "request time + the queue's unstake delay"),
@@ -119,8 +120,9 @@ function_endpoint(
     description="What a withdrawal request for `amount` AVAX (or `amount` ggAVAX with `unit=ggavax`) would get if filed "
                 "at the params' block: the AVAX it would be paid, its place at the back of the line and the AVAX "
                 "ahead, when the depositor would fund it under the schedule's `assumptions`, its claimable and "
-                "expiration times for `expirationDelay` seconds (default and minimum 3 days; beyond the queue's "
-                "maximum the queue refuses the request, as a caveat says), and `caveats`. Answered by the function from /withdrawals/params with the same code as "
+                "expiration times for `expirationDelay` seconds (default and minimum 3 days), and `caveats`. A "
+                "request the queue would refuse (0 shares, a delay beyond its maximum, or the queue paused) is "
+                "`refused`, with no funding dated and a caveat saying why. Answered by the function from /withdrawals/params with the same code as "
                 "the funding schedule. The amount is a whole-token decimal string; "
                 "400 otherwise, 503 when the params cannot be loaded.",
     schema=ESTIMATE,

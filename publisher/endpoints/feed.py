@@ -243,7 +243,9 @@ def _queue_state(ctx: Context) -> dict | None:
         return None
     shown, stale, _ = depositor_inputs(ctx)
     return {"address": q.address, "parameters": W.parameters_record(q), "pauses": W.pauses_record(W.queue_pauses(s)),
-            "staleReason": stale, "lastCall": None if shown is None else (shown.last_call_block, shown.last_call_time)}
+            # whether the depositor looks stale; None: its calls are unknown (the queue's logs not read)
+            "stale": None if shown is None else stale is not None, "staleReason": stale,
+            "lastCall": None if shown is None else (shown.last_call_block, shown.last_call_time)}
 
 
 def previous_state(data: bytes | None, network: str, chain_id: int) -> dict | None:
@@ -318,28 +320,33 @@ def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
                   f"{label} {state}: {paused if new else resumed}. {seen} saw "
                   f"{'them running' if new else 'them paused'}.", "../withdrawals")
         out[e.id] = e
-    if before["stale"] is not None and before["stale"] != (now["staleReason"] is not None):
+    # What the feed last said of the depositor, else what the last build published.
+    told = _newest(out, f"{base}depositor/")
+    was = before["stale"] if told is None else told.title == STALE_TITLES[True]
+    if was is not None and now["stale"] is not None and was != now["stale"]:
         e = _depositor_entry(base, block, at, now, f"{seen} did not say so")
         out[e.id] = e
     return list(out.values())
+
+
+def _newest(entries: dict[str, Entry], prefix: str) -> Entry | None:
+    """The newest of these entries whose id starts with ``prefix``."""
+    return max((e for i, e in entries.items() if i.startswith(prefix)), default=None, key=lambda e: (e.updated, e.id))
 
 
 def _first_entries(out: dict[str, Entry], now: dict, base: str, block: int, at: int) -> list[Entry]:
     """Nothing to compare with (a fresh feed, another queue, or a last build that published none):
     each pause in force, and the depositor looking stale, that the feed's newest entry about it does
     not already tell is told now, which a holder must know (neither has an event to date it by)."""
-    def newest(prefix: str) -> Entry | None:
-        return max((e for i, e in out.items() if i.startswith(prefix)), default=None, key=lambda e: (e.updated, e.id))
-
     for name, (label, paused, _) in PAUSES.items():
-        told = newest(f"{base}pause/{name}/")
+        told = _newest(out, f"{base}pause/{name}/")
         if now["pauses"].get(name) and (told is None or not told.title.endswith(" paused")):
             e = Entry(f"{base}pause/{name}/{block}", "pause", at, f"{label} paused",
                       f"{label} paused: {paused}. Seen in force at block {block} ({when_utc(at)}) with no earlier "
                       "build to compare with: when it began is not known here.", "../withdrawals")
             out[e.id] = e
-    told = newest(f"{base}depositor/")
-    if now["staleReason"] is not None and (told is None or told.title != STALE_TITLES[True]):
+    told = _newest(out, f"{base}depositor/")
+    if now["stale"] and (told is None or told.title != STALE_TITLES[True]):
         e = _depositor_entry(base, block, at, now, "Seen at this block with no earlier build to compare with")
         out[e.id] = e
     return list(out.values())

@@ -113,8 +113,8 @@ def _queue_body(ctx: Context) -> dict | None:
 
 def queue_view(ctx: Context) -> dict | None:
     """What every page shows of /withdrawals: nothing that changes with the block alone (no
-    liquidity, no days-left count but the window's note) or with the back of the line, so pages
-    stay as they are while it does not change. None without a queue."""
+    liquidity; of the time, only the window's days left, once a day) or with the back of the
+    line, so pages stay as they are while it does not change. None without a queue."""
     body = ctx.cached(_queue_body)
     if body is None or body["status"] != "ok":
         return None
@@ -221,8 +221,9 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
         chart = svg.line_chart("chart-line", "The withdrawal line through your place: AVAX needed up to each place", series,
                                x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True)
     when = partial(_when, counted)
-    if body["requests"]:  # the window's note as this requester's open requests have it
-        asks = W.window_asks(body["requests"])
+    closes = view["window"]["closesAt"]
+    if body["requests"] and closes is not None:  # the window's note as this requester's open requests have it
+        asks = W.window_asks(body["requests"], closes, view["pauses"]["ggavaxDeposits"], until=True)
         view = {**view, "window": W.window_record(list(view["announcements"]), asks=asks)}
     return _env().get_template(TEMPLATE).render(
         **common["site"], root="../", b=body, q=view, mine=mine, chart=chart, when=when, calls=dict(W.CALLS),

@@ -479,16 +479,18 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
 # What a requester can do before the announced window closes, by the status each of its open
 # requests has by then (a stuck request allows nothing).
 RS = Q.RequestStatus
-WINDOW_ACTIONS = (({RS.PENDING, RS.FUNDED}, "claim your funded requests"),
+WINDOW_ACTIONS = (({RS.PENDING, RS.FUNDED}, "claim each request once it is funded (before its own expiration)"),
                   ({RS.PENDING_EXPIRED}, "cancel or reclaim your expired requests still in line"),
                   ({RS.EXPIRED_FUNDED}, "reclaim your expired funded requests (their AVAX goes back into ggAVAX for you)"))
 
 
-def window_asks(requests: list[dict], at: int | None = None, deposits_paused: bool = False) -> list[str]:
+def window_asks(requests: list[dict], at: int | None = None, deposits_paused: bool = False, *,
+                until: bool = False) -> list[str]:
     """What the window asks of a requester with these open requests (their published records), by
     the status each has at ``at`` (None: now): one whose expiration comes first has expired by
-    then, in line still or, funded, reclaimable (stuck while ggAVAX deposits are paused)."""
-    held = set()
+    then, in line still or, funded, reclaimable (stuck while ggAVAX deposits are paused).
+    ``until``: what it can do from now until ``at``, the statuses now and then together."""
+    held = {RS(r["status"]) for r in requests} if until or at is None else set()
     for r in requests:
         st = RS(r["status"])
         if at is not None and r["expirationTime"] <= at:
@@ -533,7 +535,7 @@ def window_record(announced: list, claimable: int = 0, asks: list[str] | None = 
         elif asks:
             todo = f"before then, {listed(asks)}"
         else:
-            todo = "nothing can be done with your open requests, which are stuck (below)"
+            todo = "no call can change your open requests by then: they are stuck (below)"
         note = f"The announced withdrawal window closes at {Q.when(end['time'])} ({days} left): {todo}. After it, {allowed}."
     return {"closesAt": end["time"], "closed": end["passed"], "note": note}
 
