@@ -23,6 +23,7 @@ from publisher.build.pipeline import build, context
 from publisher.build.tree import sha256
 from publisher.build.validate import load_dir, text_problems, validate
 from publisher.compute import queue as Q
+from publisher.compute.depositor import waited_since
 from publisher.endpoints import calendar as C
 from publisher.endpoints import feed as F
 from publisher.endpoints import withdrawals as W
@@ -608,7 +609,9 @@ def test_the_depositor_looking_stale_or_no_longer_is_an_entry(demo_snapshot, dem
     base = f"{F.TAG}withdrawals/{idle.network}/depositor/"
     [entry] = [e for e in feedparser.parse(second).entries if e.tags[0].term == "depositor"]
     assert entry.id == f"{base}{idle.block.number}" and entry.title == "The depositor looks stale"
-    assert entry.updated_parsed[:6] == _at(idle.block.timestamp).timetuple()[:6]
+    # Dated when the label came to apply: the wait's start plus the bound, before the block that saw it.
+    began = waited_since(idle) + strict.depositor_max_age
+    assert began < idle.block.timestamp and entry.updated_parsed[:6] == _at(began).timetuple()[:6]
     assert "Nothing in line is funded until it calls depositFromStaking" in entry.content[0].value
     # Still stale later: carried as it was, nothing new.
     build(_later(idle, 3), strict, out, force=True)
@@ -621,6 +624,16 @@ def test_the_depositor_looking_stale_or_no_longer_is_an_entry(demo_snapshot, dem
     entries = {e.id: e for e in F.change_entries(ctx, F.previous_entries(ctx.previous[F.PATH], served.network))}
     assert entries[entry.id].title == "The depositor looks stale"
     assert entries[f"{base}{served.block.number}"].title == "The depositor no longer looks stale"
+    assert entries[f"{base}{served.block.number}"].updated == served.block.timestamp  # the line emptied: no time of its own
+    # It called again: dated at its call, from the logs.
+    call = served.block.timestamp - 1
+    again = dataclasses.replace(_later(idle, 5), queue_activity=dataclasses.replace(act, last_call_block=served.block.number - 1,
+                                                                                     last_call_time=call))
+    ctx = context(again, strict)
+    ctx.previous = {"/withdrawals": (out / "withdrawals.json").read_bytes(), F.PATH: (out / "withdrawals" / "feed.xml").read_bytes()}
+    back = {e.id: e for e in F.change_entries(ctx, F.previous_entries(ctx.previous[F.PATH], again.network))}
+    assert back[f"{base}{again.block.number}"].title == "The depositor no longer looks stale"
+    assert back[f"{base}{again.block.number}"].updated == call
     # The queue's logs unread: the depositor's calls are unknown, which says nothing either way.
     unread = dataclasses.replace(_later(idle, 5), queue_activity=None)
     ctx = context(unread, strict)

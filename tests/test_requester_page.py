@@ -176,12 +176,16 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
     assert banners == {r["id"] for r in body["requests"] if r["canClaim"] or r["expiresBeforeFunding"]}
     window = page.eval("(document.getElementById('banner-window') || {}).textContent")
     closes = listing["window"]["closesAt"]
-    asks = W.window_asks(body["requests"], closes, listing["pauses"]["ggavaxDeposits"], until=True) if body["requests"] else None
-    assert W.window_record(listing["announcements"], asks=asks)["note"] in window
+    asks = W.window_asks(body["requests"], closes, listing["pauses"]["ggavaxDeposits"], until=True)
+    assert W.window_record(listing["announcements"], asks=asks, open_requests=bool(body["requests"]))["note"] in window
+    assert ("you have no open request" in window) == (not body["requests"])
     # The queue's address, for acting without the site, and its pause, where it is.
     if body["requests"]:
         assert page.eval("document.getElementById('queue-address').textContent") == listing["address"]
     assert page.eval("!!document.getElementById('banner-queue-paused')") == bool(listing["parameters"]["paused"])
+    # The depositor's staleness is a warning only where a request waits in line on it.
+    waits = any(r["status"] == "pending" for r in body["requests"])
+    assert page.eval("!!document.getElementById('banner-depositor')") == (listing["depositor"]["stale"] and waits)
     stuck = [r for r in body["requests"] if r["status"] == "stuck"]
     assert (page.eval("!!document.getElementById('banner-stuck')")) == bool(stuck)
     # The depositor's last call, in the words of the page and the numbers of /withdrawals.

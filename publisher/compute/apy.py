@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..snapshot import Snapshot
+from .queue import when
 
 YEAR = 365 * 86_400
 MIN_HISTORY_DAYS = 7
@@ -63,11 +64,11 @@ def idle_since(snap: Snapshot) -> tuple[int, str] | None:
     waiting = (f" {pending / 10**18:.6f} AVAX received since waits for a sync, which would start a new stream."
                if pending else "")
     if snap.block.timestamp >= v.rewards_cycle_end:
-        return v.rewards_cycle_end, (f"the ggAVAX reward stream ended at {v.rewards_cycle_end} (rewardsCycleEnd) and "
+        return v.rewards_cycle_end, (f"the ggAVAX reward stream ended at {when(v.rewards_cycle_end)} (rewardsCycleEnd) and "
                                      f"no sync has started another: nothing accrues to ggAVAX and its share price "
                                      f"stands still, so the APY is 0 over any window that starts after "
-                                     f"{v.rewards_cycle_end}.{waiting}")
-    return v.last_sync, (f"the current ggAVAX reward stream, from the sync at {v.last_sync} to {v.rewards_cycle_end}, "
+                                     f"{when(v.rewards_cycle_end)}.{waiting}")
+    return v.last_sync, (f"the current ggAVAX reward stream, from the sync at {when(v.last_sync)} to {when(v.rewards_cycle_end)}, "
                          f"streams 0 AVAX: nothing accrues to ggAVAX and its share price stands still, so the APY is "
                          f"0 over any window that starts after {v.last_sync}.{waiting}")
 

@@ -14,20 +14,29 @@ def depositor_stale(snap: Snapshot, max_age_seconds: int) -> str | None:
     when a request waits is not stale for the weeks the line was empty). The words name dates, not
     an age, so they change only when one of those moments does. None too when there is no queue or
     its logs were not read (nothing is known, which the published record says separately)."""
-    a, q = snap.queue_activity, snap.withdraw_queue
-    if a is None or q is None or all(r.fulfilled for r in q.requests):
+    since = waited_since(snap)
+    if since is None or snap.block.timestamp - since <= max_age_seconds:
         return None
-    busy = line_busy_since(snap)
-    last = a.last_call_time
-    since = busy if last is None or last < busy else last
-    if snap.block.timestamp - since <= max_age_seconds:
-        return None
+    a = snap.queue_activity
+    assert a is not None
+    busy, last = line_busy_since(snap), a.last_call_time
     bound = f"longer than the {duration(max_age_seconds)} allowed"
     if since == last:
         return (f"the depositor last called depositFromStaking at {when(last)} (block {a.last_call_block}), and "
                 f"requests have waited in line since with no call on record, {bound}")
     return (f"requests have waited in line since {when(busy)} with no call of the depositor (depositFromStaking) on "
             f"record since, {bound}")
+
+
+def waited_since(snap: Snapshot) -> int | None:
+    """Since when requests have waited in line with no call of the depositor on record: the later
+    of its last call and the moment the line last stopped being empty. None when nothing waits, or
+    the queue's logs were not read."""
+    a, q = snap.queue_activity, snap.withdraw_queue
+    if a is None or q is None or all(r.fulfilled for r in q.requests):
+        return None
+    busy, last = line_busy_since(snap), a.last_call_time
+    return busy if last is None or last < busy else last
 
 
 def line_busy_since(snap: Snapshot) -> int:

@@ -84,7 +84,7 @@ def no_distribution_reason(snap: Snapshot) -> str | None:
                        "GGP is minted for a next one")
     end, bound = cycle_end_time(snap), overdue_bound(snap)
     if snap.block.timestamp > end + bound:
-        reasons.append(f"the rewards cycle ended at {end} and no new cycle has started within one whole rewards cycle "
+        reasons.append(f"the rewards cycle ended at {Q.when(end)} and no new cycle has started within one whole rewards cycle "
                        f"({bound} s, RewardsCycleSeconds) after it: a distribution this late is not one running "
                        "late, the protocol has stopped distributing")
     return "; ".join(reasons) if reasons else None
@@ -97,9 +97,9 @@ def overdue_reason(snap: Snapshot) -> str | None:
         return None
     if no_distribution_reason(snap) is not None:
         # No forecast follows the time any more: words that do not change with every block.
-        return (f"the rewards cycle ended at {end} and startRewardsCycle has not run since; no distribution is "
+        return (f"the rewards cycle ended at {Q.when(end)} and startRewardsCycle has not run since; no distribution is "
                 "expected (see noDistributionReason)")
-    return (f"the rewards cycle ended at {end}, {now - end} s before this block, and startRewardsCycle has not "
+    return (f"the rewards cycle ended at {Q.when(end)}, {now - end} s before this block, and startRewardsCycle has not "
             f"run: the forecast assumes it runs now, minting for every inflation interval since "
             f"inflationIntervalStartTime, and grows by one interval each {snap.settings.inflation_interval_seconds} s "
             f"it waits.")

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from .. import jsonin
+from ..compute.depositor import waited_since
 from ..compute.queue import MIN_EXPIRATION_DELAY
 from ..snapshot import Receipt
 from . import withdrawals as W
@@ -241,10 +242,12 @@ def _queue_state(ctx: Context) -> dict | None:
     s, q = ctx.snap, ctx.snap.withdraw_queue
     if q is None:
         return None
-    shown, stale, _ = depositor_inputs(ctx)
+    shown, stale, bound = depositor_inputs(ctx)
+    since = waited_since(s) if stale is not None else None
     return {"address": q.address, "parameters": W.parameters_record(q), "pauses": W.pauses_record(W.queue_pauses(s)),
             # whether the depositor looks stale; None: its calls are unknown (the queue's logs not read)
             "stale": None if shown is None else stale is not None, "staleReason": stale,
+            "staleFrom": None if since is None else since + bound,  # when the label came to apply
             "lastCall": None if shown is None else (shown.last_call_block, shown.last_call_time)}
 
 
@@ -324,7 +327,7 @@ def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
     told = _newest(out, f"{base}depositor/")
     was = before["stale"] if told is None else told.title == STALE_TITLES[True]
     if was is not None and now["stale"] is not None and was != now["stale"]:
-        e = _depositor_entry(base, block, at, now, f"{seen} did not say so")
+        e = _depositor_entry(base, block, at, now, f"{seen} did not say so", told)
         out[e.id] = e
     return list(out.values())
 
@@ -347,7 +350,7 @@ def _first_entries(out: dict[str, Entry], now: dict, base: str, block: int, at: 
             out[e.id] = e
     told = _newest(out, f"{base}depositor/")
     if now["stale"] and (told is None or told.title != STALE_TITLES[True]):
-        e = _depositor_entry(base, block, at, now, "Seen at this block with no earlier build to compare with")
+        e = _depositor_entry(base, block, at, now, "Seen at this block with no earlier build to compare with", told)
         out[e.id] = e
     return list(out.values())
 
@@ -356,9 +359,16 @@ def _first_entries(out: dict[str, Entry], now: dict, base: str, block: int, at: 
 STALE_TITLES = {True: "The depositor looks stale", False: "The depositor no longer looks stale"}
 
 
-def _depositor_entry(base: str, block: int, at: int, now: dict, seen: str) -> Entry:
-    """The depositor starting or stopping to look stale (no event says either), dated at this block."""
+def _depositor_entry(base: str, block: int, at: int, now: dict, seen: str, told: Entry | None) -> Entry:
+    """The depositor starting or stopping to look stale (no event says either), seen at this block
+    and dated when it happened where the logs tell: the label applies from the wait's start plus
+    the bound, and stops with a call after the last entry (else: at this block, as a line that
+    emptied by cancels leaves no time of its own)."""
     reason, last = now["staleReason"], now["lastCall"]
+    if reason is not None:
+        at = min(at, now["staleFrom"] or at)
+    elif last is not None and last[1] is not None and told is not None and told.updated < last[1] <= at:
+        at = last[1]
     if reason is not None:
         text = (f"The depositor looks stale: {reason}. Nothing in line is funded until it calls depositFromStaking; "
                 "a request whose expiration comes first can be cancelled, or reclaimed once it expires. ")

@@ -222,9 +222,9 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
                                x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True)
     when = partial(_when, counted)
     closes = view["window"]["closesAt"]
-    if body["requests"] and closes is not None:  # the window's note as this requester's open requests have it
+    if closes is not None:  # the window's note as this requester's open requests have it
         asks = W.window_asks(body["requests"], closes, view["pauses"]["ggavaxDeposits"], until=True)
-        view = {**view, "window": W.window_record(list(view["announcements"]), asks=asks)}
+        view = {**view, "window": W.window_record(list(view["announcements"]), asks=asks, open_requests=bool(body["requests"]))}
     return _env().get_template(TEMPLATE).render(
         **common["site"], root="../", b=body, q=view, mine=mine, chart=chart, when=when, calls=dict(W.CALLS),
         receipts=[receipt_item(rc, when) for rc in body.get("receipts") or ()],

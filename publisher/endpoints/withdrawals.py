@@ -513,11 +513,11 @@ def listed(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def window_record(announced: list, claimable: int = 0, asks: list[str] | None = None) -> dict:
+def window_record(announced: list, claimable: int = 0, asks: list[str] | None = None, open_requests: bool = True) -> dict:
     """The announced withdrawal window in words: before it closes, what to do by then; after, that
     it closed and what the contracts still allow (they know no such date). ``asks``: one
-    requester's own (``window_asks``; empty: its open requests allow nothing, all stuck), in place
-    of what the window asks of every holder."""
+    requester's own (``window_asks``; empty: its open requests allow nothing, all stuck, or it has
+    none: ``open_requests`` False), in place of what the window asks of every holder."""
     end = next((a for a in announced if a["key"] == WINDOW_END), None)
     if end is None:
         return {"closesAt": None, "closed": False, "note": "No end of the withdrawal window is announced for this network."}
@@ -534,6 +534,8 @@ def window_record(announced: list, claimable: int = 0, asks: list[str] | None = 
                     + (f" ({claimable} can be claimed now)" if claimable else ""))
         elif asks:
             todo = f"before then, {listed(asks)}"
+        elif asks is not None and not open_requests:
+            todo = "you have no open request"
         else:
             todo = "no call can change your open requests by then: they are stuck (below)"
         note = f"The announced withdrawal window closes at {Q.when(end['time'])} ({days} left): {todo}. After it, {allowed}."
