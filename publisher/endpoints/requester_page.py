@@ -113,8 +113,8 @@ def _queue_body(ctx: Context) -> dict | None:
 
 def queue_view(ctx: Context) -> dict | None:
     """What every page shows of /withdrawals: nothing that changes with the block alone (no
-    liquidity; of the time, only the window's days left, once a day) or with the back of the
-    line, so pages stay as they are while it does not change. None without a queue."""
+    liquidity, no days left: the page's script counts them) or with the back of the line, so
+    pages stay as they are while it does not change. None without a queue."""
     body = ctx.cached(_queue_body)
     if body is None or body["status"] != "ok":
         return None
@@ -125,11 +125,10 @@ def queue_view(ctx: Context) -> dict | None:
         "assumptions": tuple(s["assumptions"]), "stale": s["stale"], "staleReason": s["staleReason"],
         "depositor": {k: d[k] for k in ("available", "lastCallBlock", "lastCallTime", "lastFundingBlock",
                                         "lastFundingTime", "maxAgeSeconds", "stale", "staleReason")},
-        # The window's words without /withdrawals' count of claimable requests: a page says what its
-        # own requests ask by then (``make_page``), from the announcements and their days left.
-        "window": W.window_record(list(body["announcements"])),
-        "announcements": tuple({k: a[k] for k in ("key", "date", "time", "meaning", "passed", "daysLeft")}
-                               for a in body["announcements"]),
+        # The window's words without /withdrawals' count of claimable requests or the days left (the
+        # page's script counts them): a page says what its own requests ask by then (``make_page``).
+        "window": W.window_record(list(body["announcements"]), days=False),
+        "announcements": tuple({k: a[k] for k in ("key", "date", "time", "meaning", "passed")} for a in body["announcements"]),
         "pauses": dict(body["pauses"]), "requestsPaused": body["parameters"]["paused"],
         "address": body["address"],  # the queue's, for a holder calling it without this site
     }
@@ -224,7 +223,8 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
     closes = view["window"]["closesAt"]
     if closes is not None:  # the window's note as this requester's open requests have it
         asks = W.window_asks(body["requests"], closes, view["pauses"]["ggavaxDeposits"], until=True)
-        view = {**view, "window": W.window_record(list(view["announcements"]), asks=asks, open_requests=bool(body["requests"]))}
+        view = {**view, "window": W.window_record(list(view["announcements"]), asks=asks, open_requests=bool(body["requests"]),
+                                                  days=False)}
     return _env().get_template(TEMPLATE).render(
         **common["site"], root="../", b=body, q=view, mine=mine, chart=chart, when=when, calls=dict(W.CALLS),
         receipts=[receipt_item(rc, when) for rc in body.get("receipts") or ()],

@@ -513,11 +513,13 @@ def listed(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def window_record(announced: list, claimable: int = 0, asks: list[str] | None = None, open_requests: bool = True) -> dict:
+def window_record(announced: list, claimable: int = 0, asks: list[str] | None = None, open_requests: bool = True,
+                  days: bool = True) -> dict:
     """The announced withdrawal window in words: before it closes, what to do by then; after, that
     it closed and what the contracts still allow (they know no such date). ``asks``: one
     requester's own (``window_asks``; empty: its open requests allow nothing, all stuck, or it has
-    none: ``open_requests`` False), in place of what the window asks of every holder."""
+    none: ``open_requests`` False), in place of what the window asks of every holder. ``days``:
+    the days left, which a page leaves to its script (its words then change only with its requests)."""
     end = next((a for a in announced if a["key"] == WINDOW_END), None)
     if end is None:
         return {"closesAt": None, "closed": False, "note": "No end of the withdrawal window is announced for this network."}
@@ -527,8 +529,8 @@ def window_record(announced: list, claimable: int = 0, asks: list[str] | None = 
     if end["passed"]:
         note = f"The announced withdrawal window closed at {Q.when(end['time'])}; {allowed}."
     else:
-        left = end["daysLeft"]
-        days = "less than a day" if left == 0 else f"{left} day{'s' if left != 1 else ''}"  # as the dashboard says
+        n = end["daysLeft"] if days else None
+        left = "" if n is None else f" ({'less than a day' if n == 0 else f'{n} day' + ('s' if n != 1 else '')} left)"  # as the dashboard says
         if asks is None:
             todo = ("claim funded requests before then and before their own expiration"
                     + (f" ({claimable} can be claimed now)" if claimable else ""))
@@ -538,7 +540,7 @@ def window_record(announced: list, claimable: int = 0, asks: list[str] | None = 
             todo = "you have no open request"
         else:
             todo = "no call can change your open requests by then: they are stuck (below)"
-        note = f"The announced withdrawal window closes at {Q.when(end['time'])} ({days} left): {todo}. After it, {allowed}."
+        note = f"The announced withdrawal window closes at {Q.when(end['time'])}{left}: {todo}. After it, {allowed}."
     return {"closesAt": end["time"], "closed": end["passed"], "note": note}
 
 
