@@ -9,6 +9,7 @@ node, answering every lookup as serve does.
 """
 from __future__ import annotations
 
+import dataclasses
 import http.server
 import json
 import re
@@ -565,3 +566,22 @@ def test_a_reclaim_in_line_shows_no_avax_paid():
     reclaimed = re.search(r'<li data-step="reclaimed">.*?</li>', in_line).group(0)
     assert reclaimed.endswith("; returned 5.0000 ggAVAX</li>") and " AVAX" not in reclaimed
     assert "; 6.0000 AVAX; returned 5.0000 ggAVAX" in re.search(r'<li data-step="reclaimed">.*?</li>', funded).group(0)
+
+
+def test_a_day_passing_rewrites_no_page_whose_requests_keep_their_state(demo_snapshot, demo_profile, tmp_path):
+    """The days left to the window's end and every other relative time are the page's script's:
+    a day later, with nothing else changed, a page whose requests pass no deadline of their own
+    in that day has the same bytes."""
+    day = 86_400
+    later = dataclasses.replace(demo_snapshot, block=dataclasses.replace(
+        demo_snapshot.block, number=demo_snapshot.block.number + 1, timestamp=demo_snapshot.block.timestamp + day))
+    pages, profile = {}, demo_profile.with_overrides(feed_max_age=10 * day)  # the AVAX/USD round ages too
+    for name, snap in (("now", demo_snapshot), ("later", later)):
+        build(snap, profile, tmp_path / name)
+        pages[name] = {p.name: p.read_bytes() for p in (tmp_path / name / "withdrawals").glob("0x*.html")}
+    t0, t1 = demo_snapshot.block.timestamp, later.block.timestamp
+    moved = {r.requester.lower() for r in demo_snapshot.withdraw_queue.requests
+             if any(t0 < t <= t1 for t in (r.claimable_time, r.expiration_time))}
+    kept = [name for name in pages["now"] if name.removesuffix(".html") not in moved]
+    assert kept and pages["now"].keys() == pages["later"].keys()
+    assert [n for n in kept if pages["now"][n] != pages["later"][n]] == []
