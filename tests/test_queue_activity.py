@@ -193,6 +193,9 @@ def test_the_depositor_is_stale_only_while_requests_wait_on_it(living):
     # A line that emptied by fundings, then a request filed at day 97: three days of waiting.
     funded = _line_of(snap, 50, (30, 50, "funded"), (97, None, None))
     assert line_busy_since(funded) == funded.block.timestamp - 3 * DAY and depositor_stale(funded, bound) is not None
+    # Receipts whose filings are out of id order (not the chain's) give the same answer.
+    shuffled = _line_of(snap, 0, (65, None, None), (30, 65.5, "cancelled"))
+    assert line_busy_since(shuffled) == line_busy_since(held) == held.block.timestamp - 70 * DAY
     # Nothing waits: never stale.
     assert depositor_stale(_line_of(snap, None, (30, 50, "funded")), 1) is None
     # The words name dates: they do not change as the wait grows.

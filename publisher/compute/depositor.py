@@ -52,18 +52,31 @@ def line_busy_since(snap: Snapshot) -> int:
     hit = _BUSY.get(id(receipts))
     if hit is not None and hit[0] is receipts:
         return hit[1]
-    spans = sorted((rc.requested.time, _left(rc)) for rc in receipts)
-    start, end = spans[0]
-    for a, b in spans[1:]:
-        if a >= end:  # the line was empty from ``end`` until this filing
-            start, end = a, b
-        else:
-            end = max(end, b)
-    # The last run holds the requests waiting now (it never ends); receipts lacking them: the oldest.
-    since = min(start, oldest) if end >= _NEVER else oldest
+    since = _run_start(receipts)
+    if since is None:  # filings out of order: the same walk over them sorted
+        since = _run_start(sorted(receipts, key=lambda rc: (rc.requested.time, rc.id)))
+    # Receipts lacking the requests waiting now (no run reaches the present): the oldest filing.
+    since = oldest if since is None else min(since, oldest)
     _BUSY.clear()
     _BUSY[id(receipts)] = (receipts, since)
     return since
+
+
+def _run_start(receipts) -> int | None:
+    """The start of the run of requests in line that reaches the present, walking the receipts
+    back from the newest filing: a request still in line starts it, and an earlier one extends it
+    while it left the line after the run's start (one that left at or before it left the line
+    empty). None when no request is still in line, or the filings are out of order."""
+    start, after = None, _NEVER
+    for rc in reversed(receipts):
+        filed = rc.requested.time
+        if filed > after:
+            return None
+        after = filed
+        left = _left(rc)
+        if left == _NEVER or (start is not None and left > start):
+            start = filed
+    return start
 
 
 _NEVER = 2**63  # the departure of a request still in line
