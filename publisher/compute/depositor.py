@@ -51,15 +51,15 @@ def line_busy_since(snap: Snapshot) -> int:
         return oldest
     hit = _BUSY.get(id(receipts))
     if hit is not None and hit[0] is receipts:
-        return hit[1]
-    since = _run_start(receipts)
-    if since is None:  # filings out of order: the same walk over them sorted
-        since = _run_start(sorted(receipts, key=lambda rc: (rc.requested.time, rc.id)))
+        since = hit[1]
+    else:
+        since = _run_start(receipts)
+        if since is None:  # filings out of order: the same walk over them sorted
+            since = _run_start(sorted(receipts, key=lambda rc: (rc.requested.time, rc.id)))
+        _BUSY.clear()
+        _BUSY[id(receipts)] = (receipts, since)
     # Receipts lacking the requests waiting now (no run reaches the present): the oldest filing.
-    since = oldest if since is None else min(since, oldest)
-    _BUSY.clear()
-    _BUSY[id(receipts)] = (receipts, since)
-    return since
+    return oldest if since is None else min(since, oldest)
 
 
 def _run_start(receipts) -> int | None:
@@ -82,7 +82,7 @@ def _run_start(receipts) -> int | None:
 _NEVER = 2**63  # the departure of a request still in line
 # The last answer, by the receipts it was made from (held, so their id stays theirs): a build asks
 # for the wait from several files.
-_BUSY: dict[int, tuple[tuple, int]] = {}
+_BUSY: dict[int, tuple[tuple, int | None]] = {}
 
 
 def _left(rc: Receipt) -> int:
