@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 
 import pytest
@@ -293,6 +294,9 @@ def test_the_withdrawal_estimate_form_answers_in_words(site, page):
     answer = requests.get(site + "/withdrawals/estimate", params={"amount": "100"}).json()["result"]
     assert answer["refused"] is False
     assert said.startswith("For ") and f"place {answer['position']} in line" in said and "refuse" not in said
+    assert not re.search(r"\d\.\d{5,}", said) and "e-" not in said  # amounts as the pages show them
+    tiny = ask("0.0000001")
+    assert tiny.startswith("For less than 0.0001 AVAX (less than 0.0001 ggAVAX)") and "e-" not in tiny, tiny
     refused = ask("0")
     assert "the queue would refuse this request now" in refused and "the queue refuses a request for 0 shares." in refused
     assert "in line" not in refused

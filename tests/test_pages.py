@@ -108,6 +108,10 @@ def test_the_reference_has_a_section_and_a_real_example_per_endpoint(out):
         if path in ("/docs", "/openapi.json", "/status"):  # linked, not copied: /status digests the pages
             assert f'Current response: <a href="{path[1:]}">' in section.group(1)
             continue
+        if load_all()[path].content_type != "application/json":  # a calendar or a feed: linked, and published
+            link = re.search(r'Current response: <a href="([^"]+)">', section.group(1))
+            assert link and (out / html.unescape(link.group(1))).is_file(), path
+            continue
         example = re.search(r"<summary>Example response: <code>([^<]+)</code></summary>.*?<pre><code>(.*?)</code></pre>",
                             section.group(1), re.S)
         assert example, path

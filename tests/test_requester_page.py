@@ -181,6 +181,12 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
     assert W.window_record(listing["announcements"], asks=asks, open_requests=bool(body["requests"]), days=False)["note"] in window
     assert "days left" not in window and "day left" not in window  # counted by the script: the page stays as it is
     assert ("you have no open request" in window) == (not body["requests"])
+    # Its calendar and the queue's feed, to subscribe to, linked where they are published.
+    calendar = page.eval("(document.getElementById('calendar-link') || {}).href || null")
+    assert calendar == (f"{url}/withdrawals/{address}.ics" if body["requests"] or closes is not None else None)
+    assert page.eval("document.getElementById('feed-link').href") == f"{url}/withdrawals/feed.xml"
+    for link in filter(None, (calendar, f"{url}/withdrawals/feed.xml")):
+        assert requests.get(link).status_code == 200, link
     # The queue's address, for acting without the site, and its pause, where it is.
     if body["requests"]:
         assert page.eval("document.getElementById('queue-address').textContent") == listing["address"]
@@ -525,7 +531,7 @@ def test_the_estimate_form_answers_in_place_with_script_and_with_json_without(si
               "document.querySelector('form.estimate button').click(); true")
     page.wait_for("document.getElementById('estimate-out').textContent.includes('expires at')")
     text = page.eval("document.getElementById('estimate-out').textContent")
-    assert f"place {answer['position']} in line" in text and f"({answer['shares']} ggAVAX)" in text
+    assert f"place {answer['position']} in line" in text and f"({answer['shares']:,.4f}".rstrip("0").rstrip(".") + " ggAVAX)" in text
     if answer["estimatedFundingTime"]:
         assert time.strftime("%Y-%m-%d %H:%M", time.gmtime(answer["estimatedFundingTime"])) in text
     assert not page.console_errors()

@@ -9,6 +9,8 @@ import requests
 from openapi_spec_validator import validate as validate_openapi
 
 from publisher.build.pipeline import build
+from publisher.endpoints.calendar import ICS
+from publisher.endpoints.feed import ATOM
 from publisher.endpoints.registry import load_all
 from publisher.serve import make_server
 
@@ -73,13 +75,16 @@ def test_openapi_document_is_valid_and_every_example_resolves(site):
     validate_openapi(doc)
     same = requests.get(f"{base}/openapi.json")  # the conventional name serves the same bytes
     assert same.headers["Content-Type"] == "application/json" and same.content == requests.get(f"{base}/docs").content
-    assert set(doc["paths"]) == {ep.path for ep in load_all().values() if ep.content_type == "application/json" and ep.documented}
+    # The JSON files and functions, and the files to subscribe to (a requester's calendar, the queue's feed).
+    assert set(doc["paths"]) == {ep.path for ep in load_all().values()
+                                 if ep.content_type in ("application/json", ICS, ATOM) and ep.documented}
     for path, item in doc["paths"].items():
         params = item["get"].get("parameters", [])
         url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
         query = {p["name"]: p["example"] for p in params if p["in"] == "query" and "example" in p}
         r = requests.get(base + url, params=query)
         assert r.status_code == 200, (url, r.text[:200])
+        assert [r.headers["Content-Type"]] == list(item["get"]["responses"]["200"]["content"]), url
 
 
 def test_pages_link_every_endpoint_and_every_link_resolves(site):

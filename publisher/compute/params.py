@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from ..protocol import MinipoolStatus
 from . import queue as Q
 from . import rewards
+from .depositor import duration
 from .nodeid import node_id
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def no_distribution_reason(snap: Snapshot) -> str | None:
     end, bound = cycle_end_time(snap), overdue_bound(snap)
     if snap.block.timestamp > end + bound:
         reasons.append(f"the rewards cycle ended at {Q.when(end)} and no new cycle has started within one whole rewards cycle "
-                       f"({bound} s, RewardsCycleSeconds) after it: a distribution this late is not one running "
+                       f"({duration(bound)}, RewardsCycleSeconds) after it: a distribution this late is not one running "
                        "late, the protocol has stopped distributing")
     return "; ".join(reasons) if reasons else None
 

@@ -7,9 +7,15 @@ from typing import Any
 from .. import __version__
 from ..compute.nodeid import node_id
 from . import schema as S
+from .calendar import CALENDAR_PATH, ICS
 from .context import Context
+from .feed import ATOM
 from .registry import CACHE_POLICIES, Endpoint, endpoint, load_all
 from .withdrawals import REQUESTER_PATH
+
+# What the document describes: the JSON files and functions, and the files to subscribe to (a
+# requester's calendar, the queue's feed). The pages are for people, linked from one another.
+DOCUMENTED = ("application/json", ICS, ATOM)
 
 ERROR = S.obj({"error": S.obj({
     "code": S.described(S.STRING, "machine-readable error code, e.g. not_found or bad_request"),
@@ -42,7 +48,8 @@ def _examples(ctx: Context) -> dict[str, str]:
         out["nodeID"] = node_id(s.minipools[0].node_id)
     if s.withdraw_queue and s.withdraw_queue.requests:
         # A requester's file exists only for an open request: the example is the first one's owner.
-        out["/withdrawals/{address}:address"] = s.withdraw_queue.requests[0].requester
+        for path in (REQUESTER_PATH, CALENDAR_PATH):
+            out[f"{path}:address"] = s.withdraw_queue.requests[0].requester
     return out
 
 
@@ -61,7 +68,7 @@ def _operation(ep: Endpoint, examples: dict[str, str], max_age: int) -> dict:
         "content": {ep.content_type: {"schema": ep.schema}},
     }}
     # A malformed requester address is a 400 (serve.py), not a missing file.
-    codes = ["404", "405"] + (["400", "503"] if ep.is_function else ["400"] if ep.path == REQUESTER_PATH else [])
+    codes = ["404", "405"] + (["400", "503"] if ep.is_function else ["400"] if ep.path in (REQUESTER_PATH, CALENDAR_PATH) else [])
     for code in sorted(codes):
         responses[code] = {"description": ERRORS[code],
                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -75,7 +82,7 @@ def _operation(ep: Endpoint, examples: dict[str, str], max_age: int) -> dict:
 
 def document(ctx: Context) -> dict:
     examples = _examples(ctx)
-    endpoints = [ep for ep in load_all().values() if ep.content_type == "application/json" and ep.documented]
+    endpoints = [ep for ep in load_all().values() if ep.content_type in DOCUMENTED and ep.documented]
     tags = sorted({ep.tag for ep in endpoints if ep.tag})
     return {
         "openapi": "3.1.0",

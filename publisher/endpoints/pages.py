@@ -93,6 +93,8 @@ def describe(schema: dict) -> str:
     if "const" in schema:
         return repr(schema["const"])
     kind = schema.get("type", "any")
+    if isinstance(kind, list):  # a type keyword naming several types
+        return " | ".join(kind)
     if kind == "array":
         return f"array of {describe(schema.get('items', {}))}"
     if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
@@ -161,6 +163,8 @@ def _example(ctx: Context, path: str, params: list[dict]):
             things = " or ".join(ENTITY_NOUNS.get(m, f"{{{m}}}") for m in missing)
             return {"url": None, "json": None, "missing": f"block {ctx.snap.block.number} has no {things} to show"}
         url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
+        if ep.content_type not in ("application/json", HTML):  # a calendar or a feed, for a client to subscribe to: linked
+            return {"url": ep.canonical(url), "json": None}
         if "{" in path:
             assert ep.render is not None
             body = next((resolve(b) for p, b in ep.render(ctx) if p == ep.canonical(url)), None)
@@ -204,7 +208,7 @@ def _reference(ctx: Context) -> dict:
             "cache": ok["headers"]["Cache-Control"]["description"],
             "params": [{"name": p["name"], "where": p["in"], "type": describe(p["schema"]),
                         "description": p["description"], "example": p.get("example")} for p in params],
-            "fields": fields(ok["content"]["application/json"]["schema"]),
+            "fields": fields(next(iter(ok["content"].values()))["schema"]),  # the one media type it answers
             "example": _example(ctx, path, params),
         })
     shared = {"description": S.META["description"], "fields": fields(S.META, "meta.", shared=False)}
@@ -275,13 +279,15 @@ def _banners(prices: dict, params: dict, ggavax: dict, queue: dict | None) -> li
     if ggavax.get("depositsPaused"):
         out.append(("Deposits into ggAVAX are paused.", "ggAvax"))
     if queue and queue.get("status") == "ok" and queue["parameters"]["paused"]:
-        out.append(("New withdrawal requests are paused; funding, claims and cancels go on.", "withdrawals"))
+        cancels = ("cancels of requests in line" if queue["pauses"]["ggavaxDeposits"] else "cancels")
+        out.append((f"New withdrawal requests are paused; funding, claims and {cancels} go on.", "withdrawals"))
     if queue and queue.get("status") == "ok" and queue["schedule"]["stale"]:
         out.append((f"The withdrawal queue's depositor looks stale: {queue['schedule']['staleReason']}. "
                     "Nothing is funded until it calls.", "withdrawals"))
     if queue and queue.get("status") == "ok" and queue["funded"]["stuckCount"]:
-        out.append((f"{queue['funded']['stuckCount']} funded withdrawal requests are stuck: "
-                    f"{queue['funded']['stuckReason']}.", "withdrawals"))
+        n = queue["funded"]["stuckCount"]
+        out.append((f"{n} funded withdrawal request{' is' if n == 1 else 's are'} stuck: {queue['funded']['stuckReason']}.",
+                    "withdrawals"))
     # The window's note wherever its end is announced, first: what a holder must do by then, or,
     # once it has closed, what the contracts still allow. Everyone still holding has to act on it.
     end = next((a for a in (queue or {}).get("announcements") or () if a.get("key") == WINDOW_END), None)

@@ -297,7 +297,7 @@ def estimate_amounts(query: dict[str, str]) -> dict[str, int | None]:
     if "expirationDelay" in query:
         text = query["expirationDelay"]
         if not (text.isascii() and text.isdigit() and len(text) <= 12):
-            raise BadInput(f"expirationDelay must be whole seconds as digits, e.g. 604800 (got {_show(text)})")
+            raise BadInput(f"expirationDelay must be whole seconds, at most 12 digits, e.g. 604800 (got {_show(text)})")
         out["expirationDelay"] = int(text)
     return out
 
