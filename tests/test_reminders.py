@@ -645,3 +645,30 @@ def test_the_depositor_looking_stale_or_no_longer_is_an_entry(demo_snapshot, dem
     build(idle, strict, fresh)
     assert [e.title for e in feedparser.parse((fresh / "withdrawals" / "feed.xml").read_bytes()).entries
             if e.tags[0].term == "depositor"] == ["The depositor looks stale"]
+
+
+def test_a_funding_entry_keeps_the_words_it_was_published_with(demo_snapshot, demo_profile):
+    """While a funded request is open, its funding's entry names the expiration it can be claimed
+    until; once claimed, no event names that expiration any more, and the entry keeps its words
+    rather than changing under the same id and time."""
+    q = demo_snapshot.withdraw_queue
+    receipts = {rc.id: rc for rc in demo_snapshot.queue_receipts}
+    r = next(r for r in q.requests if r.fulfilled and r.id in receipts and receipts[r.id].funded is not None
+             and receipts[r.id].funded.time < r.expiration_time)  # funded in time
+    entry_id = f"{F.TAG}withdrawals/{demo_snapshot.network}/request/{r.id}/funded"
+
+    def funded(text: str) -> feedparser.FeedParserDict:
+        return next(e for e in feedparser.parse(text.encode()).entries if e.id == entry_id)
+
+    first = _feed(demo_snapshot, demo_profile)
+    said = funded(first).content[0].value
+    assert f"until the request expires ({C.when_utc(r.expiration_time)})" in said
+    rc = receipts[r.id]
+    step = dataclasses.replace(rc.funded, block=demo_snapshot.block.number, time=demo_snapshot.block.timestamp)
+    claimed = dataclasses.replace(rc, closed="claimed", closed_at=step, paid=rc.allocated)
+    later = dataclasses.replace(_later(demo_snapshot, 1, requests=tuple(x for x in q.requests if x.id != r.id),
+                                       fulfilled_count=q.fulfilled_count - 1),
+                                queue_receipts=tuple(claimed if x.id == r.id else x for x in demo_snapshot.queue_receipts))
+    assert funded(_feed(later, demo_profile, {F.PATH: first.encode()})).content[0].value == said
+    # A new feed, which never published it, says what the receipt alone tells.
+    assert C.when_utc(r.expiration_time) not in funded(_feed(later, demo_profile)).content[0].value

@@ -4,7 +4,8 @@ to follow instead of polling /withdrawals.
 Entries, newest first, the latest ``MAX_ENTRIES``:
 
 - each request's funding, claim, cancel and reclaim, from the receipts the snapshot holds (the
-  queue's logs): dated at the block of the step, linking to the requester's file;
+  queue's logs): dated at the block of the step, linking to the requester's file; a funding's
+  words are those the feed first published it with (news as of its time);
 - the queue's pauses (new requests, ggAVAX deposits, MinipoolManager) and parameter changes. The
   queue emits no event for a parameter change, and the snapshot holds only the values at its
   block, so a build compares this build's /withdrawals ``parameters`` and ``pauses`` with those of
@@ -107,15 +108,24 @@ def queue_feed(ctx: Context):
     s = ctx.snap
     if s.withdraw_queue is None:
         return  # no queue at this block: no feed of it (a noQueue /withdrawals says why)
-    carried = previous_entries(ctx.previous.get(PATH), s.network)
-    # An open request's expiration tells whether its funding came in time to be claimed.
+    carried = previous_entries(ctx.previous.get(PATH), s.network, (*CARRIED, "funded"))
+    # An open request's expiration tells whether its funding came in time to be claimed. A funding
+    # is news as of its time: an entry the last feed published keeps its words (the expiration it
+    # named is not on record once the request closes).
     expirations = {r.id: r.expiration_time for r in s.withdraw_queue.requests}
-    entries = [*receipt_entries(s.network, s.queue_receipts, MAX_ENTRIES, expirations),
+    receipts = [_as_published(e, carried) for e in receipt_entries(s.network, s.queue_receipts, MAX_ENTRIES, expirations)]
+    entries = [*receipts,
                *change_entries(ctx, carried),
                *announcement_entries(ctx, carried)]
     entries.sort(key=lambda e: (-e.updated, e.id))
     # The block's time is an input only when there is no entry to date the feed by.
     yield PATH, Deferred((s.network, tuple(entries[:MAX_ENTRIES]), None if entries else s.block.timestamp), make_feed)
+
+
+def _as_published(entry: Entry, carried: dict[str, Entry]) -> Entry:
+    """A funding's entry as the last feed published it, where it did; any other entry as made."""
+    was = carried.get(entry.id)
+    return was if entry.kind == "funded" and was is not None and was.kind == "funded" else entry
 
 
 def make_feed(network: str, entries: tuple[Entry, ...], now: int | None) -> str:
@@ -428,9 +438,10 @@ def announcement_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]
     return out
 
 
-def previous_entries(data: bytes | None, network: str) -> dict[str, Entry]:
-    """The entries of the last build's feed that no snapshot holds (CARRIED kinds), by id; empty
-    when there is none, it is another network's, or it does not read as this module writes it."""
+def previous_entries(data: bytes | None, network: str, kinds: tuple[str, ...] = CARRIED) -> dict[str, Entry]:
+    """The entries of these kinds in the last build's feed (by default those no snapshot holds), by
+    id; empty when there is none, it is another network's, or it does not read as this module
+    writes it."""
     if data is None:
         return {}
     try:
@@ -441,7 +452,7 @@ def previous_entries(data: bytes | None, network: str) -> dict[str, Entry]:
         for e in root.iter(f"{{{NS}}}entry"):
             category, link = e.find(f"{{{NS}}}category"), e.find(f"{{{NS}}}link")
             kind = category.get("term") if category is not None else None
-            if kind not in CARRIED:
+            if kind not in kinds:
                 continue
             entry = Entry(e.findtext(f"{{{NS}}}id") or "", kind, parse_rfc3339(e.findtext(f"{{{NS}}}updated") or ""),
                           e.findtext(f"{{{NS}}}title") or "", e.findtext(f"{{{NS}}}content") or "",
