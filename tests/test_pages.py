@@ -2,6 +2,7 @@
 dashboard's figures against the published files, and no internal names."""
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
@@ -248,3 +249,25 @@ def test_the_dashboard_shows_the_windows_note_wherever_its_end_is_announced():
     # First among the others: what every holder still in has to act on.
     stale = {**queue(3, False), "schedule": {"stale": True, "staleReason": "no call for 3 days"}}
     assert shown(stale)[0] == "note 3" and "depositor looks stale" in shown(stale)[1]
+
+
+def test_examples_and_links_only_name_files_that_exist(demo_snapshot, demo_profile):
+    """A requester's example is an address with a file: an open request's owner, else a requester
+    on record (its calendar only where a window's end is announced); without a queue, the queue's
+    parameters and feed are not linked."""
+    from publisher.build.pipeline import context
+    from publisher.endpoints import openapi, pages
+
+    q = demo_snapshot.withdraw_queue
+    closed_only = dataclasses.replace(demo_snapshot, withdraw_queue=dataclasses.replace(q, requests=()))
+    ex = openapi._examples(context(closed_only, demo_profile))
+    first = demo_snapshot.queue_receipts[0].requester
+    assert ex["/withdrawals/{address}:address"] == ex["/withdrawals/{address}.ics:address"] == first
+    unannounced = dataclasses.replace(demo_profile, announcements={})
+    ex = openapi._examples(context(closed_only, unannounced))
+    assert ex["/withdrawals/{address}:address"] == first and ex["/withdrawals/{address}.ics:address"] is None
+    ctx = context(dataclasses.replace(demo_snapshot, withdraw_queue=None, withdraw_queue_note="no queue here"), demo_profile)
+    assert pages.absent(ctx, "/withdrawals/feed.xml") and pages.absent(ctx, "/withdrawals/params")
+    assert not pages.absent(ctx, "/withdrawals") and not pages.absent(ctx, "/stakers")
+    links = {r["path"]: r["link"] for r in pages._endpoint_links(ctx)}
+    assert links["/withdrawals/feed.xml"].startswith("docs.html#") and links["/withdrawals"] == "withdrawals"

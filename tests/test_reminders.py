@@ -672,3 +672,26 @@ def test_a_funding_entry_keeps_the_words_it_was_published_with(demo_snapshot, de
     assert funded(_feed(later, demo_profile, {F.PATH: first.encode()})).content[0].value == said
     # A new feed, which never published it, says what the receipt alone tells.
     assert C.when_utc(r.expiration_time) not in funded(_feed(later, demo_profile)).content[0].value
+
+
+def test_a_depositor_entry_never_dates_before_the_feeds_last_word_on_it():
+    """Dated where the logs tell, but never before the entry it follows: otherwise that older entry
+    would stay the newest, and each build would tell the change again."""
+    base = f"{F.TAG}withdrawals/devnet/"
+    told = F.Entry(f"{base}depositor/99", "depositor", 1000, F.STALE_TITLES[False], "", "../withdrawals")
+    now = {"staleReason": "requests have waited", "staleFrom": 500, "lastCall": (1, 100)}
+    e = F._depositor_entry(base, 300, 2000, now, "Seen.", told)
+    assert e.updated == 1000 and e.title == F.STALE_TITLES[True]
+    assert F._newest({told.id: told, e.id: e}, f"{base}depositor/") is e  # same time: the later block
+    assert F._depositor_entry(base, 300, 2000, now, "Seen.", None).updated == 500  # nothing before it
+
+
+def test_a_funding_entry_of_another_queue_is_not_carried():
+    """A carried funding's words are kept only for the very same funding (time, requester, amount)."""
+    entry = F.Entry("tag:x/request/1/funded", "funded", 100, "Request 1 funded: 1 AVAX set aside for 0xaaaa…aaaa", "new",
+                    "0xaaaa")
+    same = dataclasses.replace(entry, content="as published")
+    assert F._as_published(entry, {entry.id: same}) is same
+    for other in (dataclasses.replace(same, updated=99), dataclasses.replace(same, link="0xbbbb"),
+                  dataclasses.replace(same, title="Request 1 funded: 2 AVAX")):
+        assert F._as_published(entry, {entry.id: other}) is entry

@@ -70,7 +70,7 @@ def idle_since(snap: Snapshot) -> tuple[int, str] | None:
                                      f"{when(v.rewards_cycle_end)}.{waiting}")
     return v.last_sync, (f"the current ggAVAX reward stream, from the sync at {when(v.last_sync)} to {when(v.rewards_cycle_end)}, "
                          f"streams 0 AVAX: nothing accrues to ggAVAX and its share price stands still, so the APY is "
-                         f"0 over any window that starts after {v.last_sync}.{waiting}")
+                         f"0 over any window that starts after {when(v.last_sync)}.{waiting}")
 
 
 def ggavax_apy(snap: Snapshot) -> Apy:
@@ -103,7 +103,7 @@ def ggavax_apy(snap: Snapshot) -> Apy:
         dt, from_block, method = v.rewards_cycle_end - v.last_sync, None, "stream"
         growth = v.last_rewards_amt / v.total_released_assets
         note = (f"stream: ((1 + lastRewardsAmt / totalReleasedAssets)^(365d / {dt}s) - 1) x 100 over the reward "
-                f"stream from lastSync {v.last_sync} to rewardsCycleEnd {v.rewards_cycle_end} (no share-price "
+                f"stream from lastSync ({when(v.last_sync)}) to rewardsCycleEnd ({when(v.rewards_cycle_end)}) (no share-price "
                 f"history at least {MIN_HISTORY_DAYS} days old); gross: g / (1 - FeeBips/10000), then compounded")
     else:
         why = idle[1] if idle is not None else "no ggAVAX reward stream to extrapolate"

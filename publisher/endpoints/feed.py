@@ -14,7 +14,8 @@ Entries, newest first, the latest ``MAX_ENTRIES``:
   feed, since no snapshot holds them. A build without a last build (a fresh ``out``) sees no
   change, and starts the record with an entry for each pause in force;
 - the depositor starting or stopping to look stale (/withdrawals ``depositor.stale``), found and
-  carried the same way (a fresh feed starts with it when it looks stale);
+  carried the same way (a fresh feed starts with it when it looks stale), but dated when it
+  happened where the logs tell: the wait's start plus the bound, or the call that ended it;
 - the operator's announced dates (``Context.announcements``), each an entry dated at the block of
   the first build that published it (carried from the last feed like the changes), and once the
   withdrawal window's end has passed, an entry saying what the contracts still allow, dated at the
@@ -102,7 +103,8 @@ def feed_id(network: str) -> str:
                 "event for a parameter change: each build compares /withdrawals' `parameters` and `pauses` with "
                 "the last build's and dates a difference at its own block, the first that saw it (a new feed starts "
                 "with the pauses in force at its first block). Entry ids are "
-                "stable tag: URIs and every time is a block's, so the file changes only when an entry does.",
+                "stable tag: URIs and every time is a block's (a depositor entry's, the time the logs say it happened), "
+                "so the file changes only when an entry does.",
 )
 def queue_feed(ctx: Context):
     s = ctx.snap
@@ -125,7 +127,10 @@ def queue_feed(ctx: Context):
 def _as_published(entry: Entry, carried: dict[str, Entry]) -> Entry:
     """A funding's entry as the last feed published it, where it did; any other entry as made."""
     was = carried.get(entry.id)
-    return was if entry.kind == "funded" and was is not None and was.kind == "funded" else entry
+    if entry.kind != "funded" or was is None:
+        return entry
+    # The very same funding (time, requester, amount), not another queue's request of that id.
+    return was if (was.kind, was.updated, was.link, was.title) == (entry.kind, entry.updated, entry.link, entry.title) else entry
 
 
 def make_feed(network: str, entries: tuple[Entry, ...], now: int | None) -> str:
@@ -343,14 +348,19 @@ def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
 
 
 def _newest(entries: dict[str, Entry], prefix: str) -> Entry | None:
-    """The newest of these entries whose id starts with ``prefix``."""
-    return max((e for i, e in entries.items() if i.startswith(prefix)), default=None, key=lambda e: (e.updated, e.id))
+    """The newest of these entries whose id (``prefix`` then the block that saw it) starts with
+    ``prefix``: by time, then by that block."""
+    def order(e: Entry) -> tuple[int, int]:
+        block = e.id.rsplit("/", 1)[-1]
+        return e.updated, int(block) if block.isdigit() else -1
+    return max((e for i, e in entries.items() if i.startswith(prefix)), default=None, key=order)
 
 
 def _first_entries(out: dict[str, Entry], now: dict, base: str, block: int, at: int) -> list[Entry]:
     """Nothing to compare with (a fresh feed, another queue, or a last build that published none):
     each pause in force, and the depositor looking stale, that the feed's newest entry about it does
-    not already tell is told now, which a holder must know (neither has an event to date it by)."""
+    not already tell is told, which a holder must know (a pause dated at this block, having no
+    event to date it by)."""
     for name, (label, paused, _) in PAUSES.items():
         told = _newest(out, f"{base}pause/{name}/")
         if now["pauses"].get(name) and (told is None or not told.title.endswith(" paused")):
@@ -376,7 +386,8 @@ def _depositor_entry(base: str, block: int, at: int, now: dict, seen: str, told:
     emptied by cancels leaves no time of its own)."""
     reason, last = now["staleReason"], now["lastCall"]
     if reason is not None:
-        at = min(at, now["staleFrom"] or at)
+        # Never before the feed's last word on it: what it said then held until this one.
+        at = max(min(at, now["staleFrom"] or at), told.updated if told is not None else 0)
     elif last is not None and last[1] is not None and told is not None and told.updated < last[1] <= at:
         at = last[1]
     if reason is not None:

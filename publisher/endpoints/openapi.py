@@ -7,6 +7,7 @@ from typing import Any
 from .. import __version__
 from ..compute.nodeid import node_id
 from . import schema as S
+from .announcements import WINDOW_END
 from .calendar import CALENDAR_PATH, ICS
 from .context import Context
 from .feed import ATOM
@@ -39,25 +40,31 @@ DESCRIPTION = (
 )
 
 
-def _examples(ctx: Context) -> dict[str, str]:
+def _examples(ctx: Context) -> dict[str, str | None]:
     s = ctx.snap
-    out = {}
+    out: dict[str, str | None] = {}
     if s.stakers:
         out["address"] = s.stakers[0].staker_addr
     if s.minipools:
         out["nodeID"] = node_id(s.minipools[0].node_id)
-    if s.withdraw_queue and s.withdraw_queue.requests:
-        # A requester's file exists only for an open request: the example is the first one's owner.
-        for path in (REQUESTER_PATH, CALENDAR_PATH):
-            out[f"{path}:address"] = s.withdraw_queue.requests[0].requester
+    # A requester's file exists for an address with a request on record (its calendar too, for one
+    # with an open request, or wherever a window's end is announced): the first such, or none (no
+    # staker's address in its place, whose link would not resolve).
+    q = s.withdraw_queue
+    who = q.requests[0].requester if q and q.requests else None
+    receipt = s.queue_receipts[0].requester if q and s.queue_receipts else None
+    window = any(a.key == WINDOW_END for a in ctx.announcements)
+    out[f"{REQUESTER_PATH}:address"] = who or receipt
+    out[f"{CALENDAR_PATH}:address"] = who or (receipt if window else None)
     return out
 
 
-def _operation(ep: Endpoint, examples: dict[str, str], max_age: int) -> dict:
+def _operation(ep: Endpoint, examples: dict[str, str | None], max_age: int) -> dict:
     params = []
     for p in ep.params:
         item = {"name": p.name, "in": p.where, "required": p.required, "description": p.description, "schema": p.schema}
-        example = p.example or examples.get(f"{ep.path}:{p.name}") or examples.get(p.name)
+        own = f"{ep.path}:{p.name}"  # this endpoint's own example, None where there is none
+        example = p.example or (examples[own] if own in examples else examples.get(p.name))
         if example:
             item["example"] = example
         params.append(item)

@@ -157,6 +157,8 @@ def _example(ctx: Context, path: str, params: list[dict]):
         if path in ("/docs", "/openapi.json") or ep.final:
             # The document itself, and /status (rendered after the pages, as it digests them): linked.
             return {"url": path, "json": None}
+        if absent(ctx, path):
+            return {"url": None, "json": None, "missing": f"block {ctx.snap.block.number} publishes no such file"}
         missing = [p["name"] for p in params if p["in"] == "path" and not p.get("example")]
         if missing:
             # Nothing of that kind exists at this block (no staker or minipool yet): no example.
@@ -296,6 +298,15 @@ def _banners(prices: dict, params: dict, ggavax: dict, queue: dict | None) -> li
     return out
 
 
+def absent(ctx: Context, path: str) -> bool:
+    """Whether a file endpoint without parameters publishes nothing at this block (the queue's
+    parameters and feed where the network has no queue)."""
+    ep = load_all()[path]
+    if ep.is_function or ep.final or "{" in path or ep.render is None or path in ("/docs", "/openapi.json"):
+        return False
+    return not any(p == path for p, _ in ctx.rendered(path, ep.render))
+
+
 def _endpoint_links(ctx: Context) -> list[dict]:
     """Every documented endpoint with a link that resolves (path parameters filled with their examples)."""
     rows = []
@@ -303,7 +314,7 @@ def _endpoint_links(ctx: Context) -> list[dict]:
         op = item["get"]
         params = op.get("parameters", [])
         query = "&".join(f"{p['name']}={p['example']}" for p in params if p["in"] == "query" and "example" in p)
-        if all(p.get("example") for p in params if p["in"] == "path"):
+        if all(p.get("example") for p in params if p["in"] == "path") and not absent(ctx, path):
             url = path.format(**{p["name"]: p["example"] for p in params if p["in"] == "path"})
             link = url.lstrip("/") + (f"?{query}" if query else "")
         else:  # no entity of that kind at this block: the reference says so
