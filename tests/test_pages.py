@@ -112,6 +112,9 @@ def test_the_reference_has_a_section_and_a_real_example_per_endpoint(out):
         if load_all()[path].content_type != "application/json":  # a calendar or a feed: linked, and published
             link = re.search(r'Current response: <a href="([^"]+)">', section.group(1))
             assert link and (out / html.unescape(link.group(1))).is_file(), path
+            # Its body is a text, not fields: the media type and what it is.
+            assert f"Response: <code>{load_all()[path].content_type}</code>" in section.group(1), path
+            assert '<table class="fields">\n    <tr><th>field</th>' not in section.group(1), path
             continue
         example = re.search(r"<summary>Example response: <code>([^<]+)</code></summary>.*?<pre><code>(.*?)</code></pre>",
                             section.group(1), re.S)

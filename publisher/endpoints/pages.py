@@ -211,6 +211,7 @@ def _reference(ctx: Context) -> dict:
             "params": [{"name": p["name"], "where": p["in"], "type": describe(p["schema"]),
                         "description": p["description"], "example": p.get("example")} for p in params],
             "fields": fields(next(iter(ok["content"].values()))["schema"]),  # the one media type it answers
+            "media": next(iter(ok["content"])), "body": next(iter(ok["content"].values()))["schema"].get("description", ""),
             "example": _example(ctx, path, params),
         })
     shared = {"description": S.META["description"], "fields": fields(S.META, "meta.", shared=False)}
