@@ -373,14 +373,22 @@ def build(network, rpc_url, block, from_snapshot, out_dir, scenario, force, full
 
 
 @main.command()
-@click.argument("directory", type=click.Path(exists=True, file_okay=False), default="out")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False), required=False)
+@click.option("--dir", "dir_option", type=click.Path(exists=True, file_okay=False),
+              help="The directory, as serve and publish name it (the same as DIRECTORY; default: out).")
 @click.option("--previous", type=click.Path(exists=True, file_okay=False),
               help="Also apply the change bounds against this earlier run (block, prices, accumulated files).")
 @fail_cleanly
-def check(directory: str, previous: str | None) -> None:
+def check(directory: str | None, dir_option: str | None, previous: str | None) -> None:
     """Validate a built directory: its files against the build's record, schemas and invariants
     as build does, with the bounds of the network its status.json names."""
     from .build.validate import compare_previous, load_dir, network_profile, recorded_problems, validate
+
+    if directory and dir_option and os.path.realpath(directory) != os.path.realpath(dir_option):
+        raise click.UsageError(f"two directories to check: {directory} and --dir {dir_option}")
+    directory = directory or dir_option or "out"
+    if not os.path.isdir(directory):
+        raise click.UsageError(f"no directory {directory} to check")
 
     root = os.path.realpath(directory)  # one tree, even if a build flips the link meanwhile
     files = load_dir(root)

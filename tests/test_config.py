@@ -138,3 +138,15 @@ def test_check_reads_the_network_from_status(tmp_path):
     run = CliRunner().invoke(cli, ["check", str(tmp_path)])
     assert run.exit_code == 1 and "names no known network ('nowhere')" in run.output
     assert "--network" not in CliRunner().invoke(cli, ["check", "--help"]).output
+
+
+def test_check_takes_its_directory_as_serve_and_publish_do(tmp_path):
+    """``check DIR`` and ``check --dir DIR`` are one command; two different directories are refused."""
+    (tmp_path / "status.json").write_text(json.dumps({"network": "nowhere"}))
+    for args in ([str(tmp_path)], ["--dir", str(tmp_path)], [str(tmp_path), "--dir", str(tmp_path)]):
+        run = CliRunner().invoke(cli, ["check", *args])
+        assert run.exit_code == 1 and "names no known network ('nowhere')" in run.output, args
+    other = tmp_path / "other"
+    other.mkdir()
+    run = CliRunner().invoke(cli, ["check", str(tmp_path), "--dir", str(other)])
+    assert run.exit_code == 2 and "two directories to check" in run.output
