@@ -634,6 +634,10 @@ def test_the_depositor_looking_stale_or_no_longer_is_an_entry(demo_snapshot, dem
     back = {e.id: e for e in F.change_entries(ctx, F.previous_entries(ctx.previous[F.PATH], again.network))}
     assert back[f"{base}{again.block.number}"].title == "The depositor no longer looks stale"
     assert back[f"{base}{again.block.number}"].updated == call
+    # The stale entry pushed out of the feed by newer ones: dated at the call all the same, a call
+    # since the last build's last call on record.
+    back = {e.id: e for e in F.change_entries(ctx, {})}
+    assert back[f"{base}{again.block.number}"].updated == call
     # The queue's logs unread: the depositor's calls are unknown, which says nothing either way.
     unread = dataclasses.replace(_later(idle, 5), queue_activity=None)
     ctx = context(unread, strict)

@@ -299,7 +299,8 @@ def _parse_state(data: bytes, network: str, chain_id: int) -> dict | None:
         state = {"address": body["address"], "parameters": body["parameters"], "pauses": body["pauses"],
                  "announced": set(listed), "passed": {k for k, passed in listed.items() if passed},
                  # whether the depositor looked stale (None: its calls were unknown, or not published)
-                 "stale": depositor.get("stale") if depositor.get("available") is True else None}
+                 "stale": depositor.get("stale") if depositor.get("available") is True else None,
+                 "lastCallTime": depositor.get("lastCallTime") if type(depositor.get("lastCallTime")) is int else None}
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
     if not isinstance(state["parameters"], dict) or not isinstance(state["pauses"], dict):
@@ -342,7 +343,7 @@ def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
     told = _newest(out, f"{base}depositor/")
     was = before["stale"] if told is None else told.title == STALE_TITLES[True]
     if was is not None and now["stale"] is not None and was != now["stale"]:
-        e = _depositor_entry(base, block, at, now, f"{seen} did not say so", told)
+        e = _depositor_entry(base, block, at, now, f"{seen} did not say so", told, before["lastCallTime"])
         out[e.id] = e
     return list(out.values())
 
@@ -379,16 +380,19 @@ def _first_entries(out: dict[str, Entry], now: dict, base: str, block: int, at: 
 STALE_TITLES = {True: "The depositor looks stale", False: "The depositor no longer looks stale"}
 
 
-def _depositor_entry(base: str, block: int, at: int, now: dict, seen: str, told: Entry | None) -> Entry:
+def _depositor_entry(base: str, block: int, at: int, now: dict, seen: str, told: Entry | None,
+                     called_before: int | None = None) -> Entry:
     """The depositor starting or stopping to look stale (no event says either), seen at this block
     and dated when it happened where the logs tell: the label applies from the wait's start plus
-    the bound, and stops with a call after the last entry (else: at this block, as a line that
-    emptied by cancels leaves no time of its own)."""
+    the bound, and stops with a call since the last build's (``called_before``: its last call on
+    record then) or the feed's last entry on it; else at this block, as a line that emptied by
+    cancels leaves no time of its own. Never before the feed's last word on it."""
     reason, last = now["staleReason"], now["lastCall"]
+    floor = told.updated if told is not None else 0
     if reason is not None:
-        # Never before the feed's last word on it: what it said then held until this one.
-        at = max(min(at, now["staleFrom"] or at), told.updated if told is not None else 0)
-    elif last is not None and last[1] is not None and told is not None and told.updated < last[1] <= at:
+        at = max(min(at, now["staleFrom"] or at), floor)
+    elif last is not None and last[1] is not None and max(floor, called_before or 0) < last[1] <= at \
+            and (told is not None or called_before is not None):
         at = last[1]
     if reason is not None:
         text = (f"The depositor looks stale: {reason}. Nothing in line is funded until it calls depositFromStaking; "
