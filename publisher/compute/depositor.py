@@ -19,12 +19,12 @@ def depositor_stale(snap: Snapshot, max_age_seconds: int) -> str | None:
         return None
     a = snap.queue_activity
     assert a is not None
-    busy, last = line_busy_since(snap), a.last_call_time
     bound = f"longer than the {duration(max_age_seconds)} allowed"
-    if since == last:
-        return (f"the depositor last called depositFromStaking at {when(last)} (block {a.last_call_block}), and "
+    if since == a.last_call_time:
+        return (f"the depositor last called depositFromStaking at {when(since)} (block {a.last_call_block}), and "
                 f"requests have waited in line since with no call on record, {bound}")
-    return (f"requests have waited in line since {when(busy)} with no call of the depositor (depositFromStaking) on "
+    # Else the wait began when the line last stopped being empty.
+    return (f"requests have waited in line since {when(since)} with no call of the depositor (depositFromStaking) on "
             f"record since, {bound}")
 
 

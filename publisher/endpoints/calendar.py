@@ -191,8 +191,8 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                              f"{'was' if passed else 'is'} counted as open until {when_utc(at)}. It is not a rule "
                              "of the contracts: after it, a funded request can still be claimed until its own "
                              "expiration while the queue holds its AVAX"
-                             + (f", with the queue's calls (claimUnstake, cancelRequest, reclaimExpiredRequest and "
-                                f"the request's id) on its contract {queue} (Avalanche C-Chain)" if queue else "")
+                             + (f", with the queue's calls ({', '.join(fn for _, fn in W.CALLS)} and the request's "
+                                f"id) on its contract {queue} (Avalanche C-Chain)" if queue else "")
                              + f". Source: {source}",
                              *alarms))
     if not events:

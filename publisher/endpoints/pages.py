@@ -204,14 +204,14 @@ def _reference(ctx: Context) -> dict:
         op = item["get"]
         params = op.get("parameters", [])
         ok = op["responses"]["200"]
+        (media, body), = ok["content"].items()  # the one media type it answers
         groups.setdefault(op["tags"][0] if op["tags"] else "Other", []).append({
             "path": path, "summary": op["summary"], "description": op["description"],
             "anchor": op["operationId"],
             "cache": ok["headers"]["Cache-Control"]["description"],
             "params": [{"name": p["name"], "where": p["in"], "type": describe(p["schema"]),
                         "description": p["description"], "example": p.get("example")} for p in params],
-            "fields": fields(next(iter(ok["content"].values()))["schema"]),  # the one media type it answers
-            "media": next(iter(ok["content"])), "body": next(iter(ok["content"].values()))["schema"].get("description", ""),
+            "fields": fields(body["schema"]), "media": media, "body": body["schema"].get("description", ""),
             "example": _example(ctx, path, params),
         })
     shared = {"description": S.META["description"], "fields": fields(S.META, "meta.", shared=False)}
