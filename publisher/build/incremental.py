@@ -120,6 +120,8 @@ class _Layer:
         lists = (snap.stakers, snap.minipools, snap.queue_receipts,
                  snap.withdraw_queue.requests if snap.withdraw_queue else (), *(derive(ctx) for derive in KEYED_RECORDS))
         self.cache.digests = keys.warm(lists, self.cache.digests)
+        made.stages["derive"] = time.monotonic() - t
+        t = time.monotonic()
         carry = old if same_run and live is not None else {}
         job = partial(_entities, ctx, made.writer, live, racy_from, carry, keys, self.cache.rows)
         with Workers(self.workers, job) as pool:
@@ -138,9 +140,11 @@ class _Layer:
                 sha = made.put(ep, path, resolve(value, self.cache.rows), key, keep)
                 if sha is not None and path in extracts():
                     reads.exact[path] = sha
+            made.stages["aggregates"] = time.monotonic() - t
+            t = time.monotonic()
             for share in pool.results():
                 share.merge(made, carry, forked=pool.forked)
-        made.stages["render+validate+write"] = time.monotonic() - t
+        made.stages["entities"] = time.monotonic() - t
         return made
 
 
