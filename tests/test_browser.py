@@ -6,6 +6,7 @@ import itertools
 import json
 import re
 import threading
+import time
 
 import pytest
 import requests
@@ -300,3 +301,34 @@ def test_the_withdrawal_estimate_form_answers_in_words(site, page):
     refused = ask("0")
     assert "the queue would refuse this request now" in refused and "the queue refuses a request for 0 shares." in refused
     assert "in line" not in refused
+
+
+def test_the_estimate_form_never_promises_a_claim_after_the_request_expires(site, page):
+    """A request the estimate sees funded after its expiration can never be claimed: the form says it
+    would expire first, and its expiration delay, chosen in the form, is the one the function is asked."""
+    page.goto(site + "/index.html")
+    out = "document.getElementById('estimate-out').textContent"
+    est = site + "/withdrawals/estimate"
+    # The demo's line: the first amount whose funding the estimate dates after a 3-day expiration.
+    late = next(a for a in ("100", "250", "1000", "5000")
+                if requests.get(est, params={"amount": a}).json()["result"]["expiresBeforeFunding"])
+    delays = [int(v) for v in page.eval("[...document.querySelectorAll('#estimate-delay option')].map(o => o.value)")]
+    assert delays[0] == 3 * 86_400 and delays == sorted(delays)
+
+    def ask(delay: int) -> str:
+        page.eval(f"document.getElementById('estimate-avax').value = {late!r}; "
+                  f"document.getElementById('estimate-delay').value = '{delay}'; "
+                  "document.querySelector('form.estimate button').click()")
+        page.wait_for(f"{out} && !{out}.startsWith('Asking')")
+        return page.eval(out)
+
+    for delay in delays:
+        answer = requests.get(est, params={"amount": late, "expirationDelay": delay}).json()["result"]
+        said, expires = ask(delay), f"expire{'' if answer['expiresBeforeFunding'] else 's'} at"
+        assert answer["expirationDelay"] == delay
+        assert f"{expires} {time.strftime('%Y-%m-%d %H:%M', time.gmtime(answer['expirationTime']))} UTC" in said, said
+        if answer["expiresBeforeFunding"]:
+            assert "before that funding" in said and "can be claimed until" not in said, said
+        else:
+            assert "once funded it can be claimed until it expires" in said, said
+    assert page.console_errors() == []

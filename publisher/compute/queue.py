@@ -30,7 +30,7 @@ from .rewards import collateralization_ratio, mul_wad
 if TYPE_CHECKING:  # annotations only: the snapshot module checks its values with compute/
     from ..snapshot import Minipool, Snapshot, UnstakeRequest, Validator
 
-MIN_EXPIRATION_DELAY = 3 * 86_400  # the queue's constant floor for a requester's expiration delay
+MIN_EXPIRATION_DELAY = L.MIN_EXPIRATION_DELAY  # the queue's constant floor for a requester's expiration delay
 NANO = 10**9  # the validator provider's amounts are nAVAX
 MIN_PERIOD = 3600  # Rialto's shortest validation period on the devnet
 
