@@ -180,6 +180,14 @@ def pipeline(r: dict) -> str:
         rows.append([f"rebuild, k = {k} ({num(v['rendered'])} rendered, {num(v['written'])} written)",
                      f"{num(v['snapshot_median'])} + **{num(v['min'])}** / {num(v['median'])}", "",
                      num(v.get("load"), ".1f"), target])
+    staged = rebuild.get("1") or rebuild.get(1)
+    if staged and all(run.get("stages") for run in staged["runs"]):
+        # Where a rebuild's build goes, each stage's median over the runs (the build's own timers).
+        order = ("records", "derive", "aggregates", "entities", "render+validate+write", "guards+status+swap")
+        names = sorted(staged["runs"][0]["stages"], key=lambda n: order.index(n) if n in order else len(order))
+        medians = {n: sorted(run["stages"].get(n, 0) for run in staged["runs"])[len(staged["runs"]) // 2] for n in names}
+        rows.append(["rebuild, k = 1, its build by stage (medians): " + ", ".join(f"{n} {num(v)}" for n, v in medians.items()),
+                     "", "", "", ""])
     first, same, later = pub["first"], pub["nothing changed"], pub["one block later, k=10"]
     rows.append([f"publish, first ({num(first['objects'])} objects + {num(first['manifest_objects'])} manifest objects, "
                  f"{num(first['request_count'])} requests)", secs(first["seconds"]),
