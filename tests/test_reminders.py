@@ -11,6 +11,7 @@ import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import feedparser
 import icalendar
@@ -26,6 +27,7 @@ from publisher.compute import queue as Q
 from publisher.compute.depositor import waited_since
 from publisher.endpoints import calendar as C
 from publisher.endpoints import feed as F
+from publisher.endpoints import registry
 from publisher.endpoints import withdrawals as W
 from publisher.endpoints.announcements import WINDOW_END
 from publisher.endpoints.registry import match, resolve
@@ -405,6 +407,38 @@ def test_parameter_changes_and_pauses_are_entries_dated_at_the_build_that_saw_th
     ids = {e.id for e in third.entries}
     assert set(news) < ids and f"{base}pause/queueRequests/{resumed.block.number}" in ids
     assert next(e for e in third.entries if e.id.endswith(f"/{resumed.block.number}")).title == "New withdrawal requests resumed"
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("parsed a file the process kept what it needs of")
+
+
+def test_the_feed_reads_the_last_queue_state_kept_or_from_the_file_alike(demo_snapshot, demo_profile, tmp_path, monkeypatch):
+    """A build compares with the last /withdrawals as this process kept it when it wrote the file,
+    or as the file reads back when it did not: what is kept is what the file parses to, and the
+    feeds are the same bytes either way."""
+    q = demo_snapshot.withdraw_queue
+    steps = [demo_snapshot, _later(demo_snapshot, 5, unstake_delay=2 * q.unstake_delay, paused=True),
+             _later(demo_snapshot, 9, unstake_delay=2 * q.unstake_delay, paused=False)]
+    feeds = {}
+    for mode in ("kept", "read back"):
+        out = tmp_path / mode.replace(" ", "-") / "out"
+        for i, snap in enumerate(steps):
+            if mode == "read back":
+                monkeypatch.setattr(registry, "_KEPT", {})
+            with monkeypatch.context() as m:
+                if mode == "kept" and i:  # the live file is the one this process wrote: none of it is parsed
+                    live = sha256((out / "withdrawals.json").read_bytes())
+                    assert registry.kept(W.QUEUE_PATH, live) is not registry.NOT_KEPT
+                    m.setattr(F, "jsonin", SimpleNamespace(loads=_refuse))
+                build(snap, demo_profile, out, force=i > 0)
+            data = (out / "withdrawals.json").read_bytes()
+            assert registry.kept(W.QUEUE_PATH, sha256(data)) == F._members(json.loads(data))
+            assert registry.kept(W.QUEUE_PATH, sha256(data + b" ")) is registry.NOT_KEPT
+        feeds[mode] = (out / "withdrawals" / "feed.xml").read_bytes()
+    assert feeds["kept"] == feeds["read back"]
+    terms = [e.tags[0].term for e in feedparser.parse(feeds["kept"]).entries]
+    assert terms.count("pause") == 2 and terms.count("parameter") == 1
 
 
 def test_a_new_feed_starts_with_the_pauses_in_force(demo_snapshot, demo_profile, tmp_path):

@@ -529,7 +529,7 @@ def test_the_estimate_form_answers_in_place_with_script_and_with_json_without(si
     page.goto(f"{site}/withdrawals/{demo_requesters[0]}.html")
     page.eval("document.getElementById('estimate-avax').value = '250'; "
               "document.querySelector('form.estimate button').click(); true")
-    page.wait_for("document.getElementById('estimate-out').textContent.includes('expires at')")
+    page.wait_for("document.getElementById('estimate-out').textContent.includes('advertised claimable time')")
     text = page.eval("document.getElementById('estimate-out').textContent")
     assert f"place {answer['position']} in line" in text and f"({answer['shares']:,.4f}".rstrip("0").rstrip(".") + " ggAVAX)" in text
     if answer["estimatedFundingTime"]:

@@ -34,7 +34,7 @@ from ..compute.rewards import ParamsError
 from ..config import Profile
 from ..endpoints.context import Context
 from ..endpoints.meta import STATUS_PATH
-from ..endpoints.registry import Endpoint, Later, Row, file_for, load_all, resolve
+from ..endpoints.registry import Endpoint, Later, Row, file_for, load_all, resolve, written
 from ..endpoints.rewards import parsed_params
 from ..endpoints.units import dumps, dumps_value
 from ..errors import PublisherError, every_cause
@@ -189,6 +189,7 @@ class Made:
         data = data or encode(path, body)
         sha = sha256(data)
         self.entries[path] = Entry(sha, len(data), key, ckey, *self.writer.write(path, data, sha))
+        written(path, sha, body)
         return sha
 
 

@@ -26,8 +26,8 @@ block's, never the wall clock's: the file changes only when an entry does.
 """
 from __future__ import annotations
 
-import hashlib
 import heapq
+import json
 import time
 import xml.etree.ElementTree as ET
 from calendar import timegm
@@ -44,8 +44,8 @@ from .announcements import WINDOW_END, announcement_records
 from .calendar import DOMAIN, amount, when_utc
 from .context import Context
 from .depositor import depositor_inputs
-from .registry import Deferred, endpoint
-from .units import tokens
+from .registry import NOT_KEPT, Deferred, endpoint, keeps, kept
+from .units import dumps, tokens
 
 ATOM = "application/atom+xml"
 NS = "http://www.w3.org/2005/Atom"
@@ -266,28 +266,52 @@ def _queue_state(ctx: Context) -> dict | None:
             "lastCall": None if shown is None else (shown.last_call_block, shown.last_call_time)}
 
 
-def previous_state(data: bytes | None, network: str, chain_id: int) -> dict | None:
+# The members of /withdrawals the feed reads back: what ``_state`` makes the last build's state of.
+_READ_BACK = ("address", "announcements", "depositor", "meta", "parameters", "pauses", "status")
+
+
+def previous_state(ctx: Context) -> dict | None:
     """The last build's /withdrawals ``address``, ``parameters`` and ``pauses``, when it is of this
-    network and has a queue; None otherwise (nothing to compare with). The answer is shared, read
-    only: a watch finds the same /withdrawals (megabytes at scale) build after build."""
-    return None if data is None else _state(hashlib.sha256(data).digest(), network, chain_id, data)
+    network and has a queue; None otherwise (nothing to compare with). Read back from the live file
+    unless this process wrote those very bytes (see ``registry.keeps``): a watch would otherwise
+    parse megabytes at every block."""
+    return ctx.cached(_previous_state)
 
 
-# The last answer, by the file's digest: a memo of a pure function that keeps no copy of the file.
-_LAST_STATE: dict[tuple[bytes, str, int], dict | None] = {}
+def _previous_state(ctx: Context) -> dict | None:
+    s, files = ctx.snap, ctx.previous
+    record = getattr(files, "record", None)
+    entry = record.files.get(W.QUEUE_PATH) if record is not None else None
+    members = kept(W.QUEUE_PATH, entry.sha256) if entry is not None else NOT_KEPT
+    if members is NOT_KEPT:
+        data = files.get(W.QUEUE_PATH)
+        if data is None:
+            return None
+        try:
+            members = _members(jsonin.loads(data))
+        except ValueError:
+            return None
+    return _state(members if isinstance(members, dict) else None, s.network, s.chain_id)
 
 
-def _state(digest: bytes, network: str, chain_id: int, data: bytes) -> dict | None:
-    key = (digest, network, chain_id)
-    if key not in _LAST_STATE:
-        _LAST_STATE.clear()
-        _LAST_STATE[key] = _parse_state(data, network, chain_id)
-    return _LAST_STATE[key]
+def _members(body) -> dict | None:
+    """The members of a /withdrawals body the feed reads back, as its file's JSON gives them."""
+    return {k: body[k] for k in _READ_BACK if k in body} if isinstance(body, dict) else None
 
 
-def _parse_state(data: bytes, network: str, chain_id: int) -> dict | None:
+def _written_members(body: dict) -> dict | None:
+    # As parsing the written file would give them: each member's JSON is the file's own (made here,
+    # a few kilobytes: the plain parser).
+    return _members(json.loads(dumps(_members(body))))
+
+
+keeps(W.QUEUE_PATH, _written_members)
+
+
+def _state(body: dict | None, network: str, chain_id: int) -> dict | None:
+    if body is None:
+        return None
     try:
-        body = jsonin.loads(data)
         meta = body["meta"]
         if body["status"] != "ok" or meta["network"] != network or meta["chainId"] != chain_id:
             return None
@@ -301,7 +325,7 @@ def _parse_state(data: bytes, network: str, chain_id: int) -> dict | None:
                  # whether the depositor looked stale (None: its calls were unknown, or not published)
                  "stale": depositor.get("stale") if depositor.get("available") is True else None,
                  "lastCallTime": depositor.get("lastCallTime") if type(depositor.get("lastCallTime")) is int else None}
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError):
         return None
     if not isinstance(state["parameters"], dict) or not isinstance(state["pauses"], dict):
         return None
@@ -313,7 +337,7 @@ def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
     differs from the last build's, dated at this block."""
     s = ctx.snap
     out = {i: e for i, e in carried.items() if e.kind in ("parameter", "pause", "depositor")}
-    now, before = ctx.cached(_queue_state), previous_state(ctx.previous.get("/withdrawals"), s.network, s.chain_id)
+    now, before = ctx.cached(_queue_state), previous_state(ctx)
     if now is None:
         return list(out.values())
     base, block, at = f"{TAG}withdrawals/{s.network}/", s.block.number, s.block.timestamp
@@ -428,7 +452,7 @@ def announcement_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]
     last build published whose feed no longer carries it was pushed out by newer entries: it is not
     news again (dated now, it would come back at the top every time)."""
     s = ctx.snap
-    before = previous_state(ctx.previous.get("/withdrawals"), s.network, s.chain_id)
+    before = previous_state(ctx)
     fed = before is not None and ctx.previous.get(PATH) is not None  # both from the last build
     shown, passed = (before["announced"], before["passed"]) if before is not None and fed else (set(), set())
     now = s.block.timestamp

@@ -393,6 +393,35 @@ def keyed_records(derive: Callable[[Any], tuple]) -> Callable[[Any], tuple]:
     return derive
 
 
+# What a later build in this process reads back of a file it wrote, without reading the file: the
+# feed compares the queue's parameters and pauses with the last /withdrawals' (megabytes at scale,
+# made again at every block while the vault's reward stream moves its liquidity). The reader
+# registers ``keep(body)``, whose value must be what it would parse of the written bytes; the build
+# keeps it for the last file written at that path, by the sha256 of its bytes.
+_KEEPERS: dict[str, Callable[[Any], Any]] = {}
+_KEPT: dict[str, tuple[str, Any]] = {}
+NOT_KEPT = object()
+
+
+def keeps(path: str, keep: Callable[[Any], Any]) -> None:
+    """Register what a later build reads back of the file at ``path`` (see _KEEPERS)."""
+    _KEEPERS[path] = keep
+
+
+def written(path: str, sha: str, body: Any) -> None:
+    """The build wrote ``body`` at ``path`` as bytes of this sha256: keep what is read back of it."""
+    keep = _KEEPERS.get(path)
+    if keep is not None:
+        _KEPT[path] = (sha, keep(body))
+
+
+def kept(path: str, sha: str) -> Any:
+    """What is read back of the file this process last wrote at ``path``, if those bytes had this
+    sha256; ``NOT_KEPT`` otherwise (the file is then read)."""
+    hit = _KEPT.get(path)
+    return hit[1] if hit is not None and hit[0] == sha else NOT_KEPT
+
+
 _ordered = True  # whether REGISTRY is in load_all's order
 
 
