@@ -16,7 +16,9 @@ of making the files before /status:
   of each endpoint, while this process makes the aggregates; a worker returns only digests;
 - ``cache`` (a ``Cache``, owned by the caller) is what a build leaves for the next one in the same
   process: long lists' rows by their item, what the invariants read of a carried aggregate by the
-  sha256 of its bytes, and the trees' records. Nothing else outlives a build.
+  sha256 of its bytes, and the trees' records. Nothing else of this layer outlives a build (what a
+  reader keeps of a file it reads back at the next build is the registry's, by the sha256 of the
+  bytes written, for the core's builds too: ``registry.keeps``).
 """
 from __future__ import annotations
 
