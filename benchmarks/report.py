@@ -180,7 +180,7 @@ def pipeline(r: dict) -> str:
         rows.append([f"rebuild, k = {k} ({num(v['rendered'])} rendered, {num(v['written'])} written)",
                      f"{num(v['snapshot_median'])} + **{num(v['min'])}** / {num(v['median'])}", "",
                      num(v.get("load"), ".1f"), target])
-    staged = rebuild.get("1") or rebuild.get(1)
+    staged = rebuild.get("1")  # the report as read back: JSON keys are strings
     if staged and all(run.get("stages") for run in staged["runs"]):
         # Where a rebuild's build goes, each stage's median over the runs (the build's own timers).
         order = ("records", "derive", "aggregates", "entities", "render+validate+write", "guards+status+swap")

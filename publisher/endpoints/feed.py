@@ -302,7 +302,7 @@ def _members(body) -> dict | None:
 def _written_members(body: dict) -> dict | None:
     # As parsing the written file would give them: each member's JSON is the file's own (made here,
     # a few kilobytes: the plain parser).
-    return _members(json.loads(dumps(_members(body))))
+    return json.loads(dumps(_members(body)))
 
 
 keeps(W.QUEUE_PATH, _written_members)
