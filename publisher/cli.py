@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import click
 from click.core import ParameterSource
 
-from . import __version__
+from . import __version__, interrupts
 from .config import NETWORKS
 from .deadline import DeadlineExceeded, deadline, run_seconds
 from .errors import PublisherError, cause
@@ -179,6 +179,7 @@ def stop_on_signals() -> None:
     """Ctrl-C and SIGTERM stop the long-running commands cleanly (devnet, serve), even when the
     process was started with SIGINT ignored, as a shell's background jobs and some supervisors do."""
     def interrupt(signum, frame):
+        interrupts.note(signum)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)
@@ -299,6 +300,8 @@ def _run_live(net, seed: int, pace: float, wind_down_at: int | None, wind_down_a
     sc = net.scenario
 
     def report(driver, events):
+        if interrupts.received():  # a Ctrl-C a finalizer swallowed still stops the run, at the next day
+            raise KeyboardInterrupt
         notable = [e for e in events if e.startswith(("GGP", "ggAVAX sync", "operations ended"))]
         click.echo(f"day {driver.day} t={driver.now}: {len(events)} events" + "".join(f"; {e}" for e in notable))
 

@@ -39,3 +39,17 @@ class Held:
         self.release()
         if self.noted:
             signal.raise_signal(self.noted[0])
+
+
+# Every SIGINT or SIGTERM the commands' handler saw (``cli.stop_on_signals``), so a loop can stop
+# on one that a finalizer dropped: raised there, it would never reach the loop.
+_RECEIVED: list[int] = []
+
+
+def note(signum: int) -> None:
+    _RECEIVED.append(signum)
+
+
+def received() -> bool:
+    """Whether the commands' handler has seen SIGINT or SIGTERM in this process."""
+    return bool(_RECEIVED)

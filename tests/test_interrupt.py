@@ -90,3 +90,20 @@ def test_ctrl_c_during_a_devnet_build_stops_everything_and_leaves_nothing(moment
     assert not [pid for pid, started in anvil.items() if pid in now and now[pid][1] == started], "anvil outlived the build"
     assert _state(site) == before, "out/ changed, or a partial tree is left beside it"
     assert not list(tmp.iterdir()), "temporary files left behind"
+
+
+def test_a_ctrl_c_a_finalizer_swallows_is_still_noted_for_the_loops():
+    """The interpreter prints and drops a KeyboardInterrupt raised in a finalizer, and the run would
+    go on (`publisher devnet --live` kept playing days after a Ctrl-C): the commands' handler notes
+    every signal, which the live loop checks at each day."""
+    code = ("import signal\n"
+            "from publisher import cli, interrupts\n"
+            "cli.stop_on_signals()\n"
+            "class Finalized:\n"
+            "    def __del__(self):\n"
+            "        signal.raise_signal(signal.SIGINT)\n"
+            "Finalized()\n"
+            "print('went on', interrupts.received())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "Exception ignored" in done.stderr and "KeyboardInterrupt" in done.stderr
+    assert done.stdout.strip() == "went on True"
