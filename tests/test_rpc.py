@@ -29,7 +29,7 @@ from publisher.chain.multicall import (
     decode_results,
     one_word_results,
 )
-from publisher.chain.reader import GAS_PER_MINIPOOL, GAS_PER_STAKER, STAKER_PAGE, Reader, collection_calls
+from publisher.chain.reader import GAS_PER_MINIPOOL, GAS_PER_STAKER, STAKER_PAGE, Reader, pool_calls, staker_page_calls
 from publisher.chain.rpc import RawParams, RpcClient, RpcError, RpcUnavailable, mask_url
 from publisher.cli import main as cli
 from publisher.collect import collect
@@ -119,15 +119,7 @@ def test_calls_of_one_function_read_like_single_calls(demo, rpc):
 def test_answers_decoded_while_the_next_request_is_out_fail_the_run_like_any_other(demo, rpc):
     calls = [Call(demo.addresses["Staking"], abis.getStakerCount, contract="Staking")] * 40
     several = {"batch_size": 1, "chunk_gas": 200_000}  # several requests: answers decode on a thread
-    ran = []
-    out = Multicall(rpc, MULTICALL3, "latest", **several).run(calls, meanwhile=lambda: ran.append(True))
-    assert out == [len(demo.scenario.stakers)] * 40 and ran == [True]
-
-    def broken() -> None:
-        raise PublisherError("meanwhile broke")
-
-    with pytest.raises(PublisherError, match="meanwhile broke"):
-        Multicall(rpc, MULTICALL3, "latest", **several).run(calls, meanwhile=broken)
+    assert Multicall(rpc, MULTICALL3, "latest", **several).run(calls) == [len(demo.scenario.stakers)] * 40
     with FlakyProxy(demo.url, [None, "random"]) as proxy, pytest.raises(CallFailed, match=r"returned a malformed result \("):
         Multicall(fast_client([proxy.url]), MULTICALL3, "latest", **several).run(calls)
 
@@ -146,6 +138,30 @@ def test_a_flaky_rpc_still_yields_the_identical_snapshot(demo, demo_profile, ref
     injected = [f for f in faults if f is not None]
     assert proxy.injected == injected
     assert client.counters.retries == len(injected)
+    assert client.counters.http_requests == proxy.requests
+
+
+def test_the_minipools_are_read_beside_the_stakers_views(demo, demo_profile, reference):
+    """The minipools' round goes out on a connection of its own beside the stakers' views: while a
+    slow node still holds it, the views are asked for. The snapshot is the same, every request of
+    either connection counted."""
+    snap, _ = reference
+    minipools, views = (fn.selector.hex().encode() for fn in (abis.getMinipool, abis.getEffectiveGGPStaked))
+    seen: list[str] = []
+
+    def slow_minipools(n: int, body: bytes) -> None:
+        if minipools in body:
+            seen.append("minipools asked")
+            time.sleep(0.8)
+            seen.append("minipools answered")
+        elif views in body:
+            seen.append("views asked")
+
+    with FlakyProxy(demo.url, on_request=slow_minipools) as proxy:
+        client = fast_client([proxy.url])
+        got = Reader(client, demo_profile).read(block=snap.block.number)
+    assert got == snap
+    assert seen.index("views asked") < seen.index("minipools answered")
     assert client.counters.http_requests == proxy.requests
 
 
@@ -309,7 +325,7 @@ def test_the_collection_round_stays_under_the_gas_cap_at_mainnet_costs():
     contracts take, stays within the chunk budget: 10 M under the 50 M eth_call cap of public
     nodes, so a chunk is never refused for its gas (refused chunks are halved and sent again)."""
     a = {"Staking": "0x" + "11" * 20, "MinipoolManager": "0x" + "22" * 20, "TokenggAVAX": "0x" + "33" * 20}
-    calls = collection_calls(a, 100_000, 30_000, "0x" + "44" * 20)
+    calls = [*staker_page_calls(a, 100_000), *pool_calls(a, 30_000, "0x" + "44" * 20)]
     groups = [Calls(c.target, c.fn, (c.args,), c.gas, c.contract) if isinstance(c, Call) else c for c in calls]
     real = []  # per call, in the order _encode numbers them
     for g in groups:

@@ -18,7 +18,7 @@ from ..errors import PublisherError
 from . import abis, codec
 from .abi import Fn
 from .codec import DecodingError, InsufficientDataBytes, InvalidPointer, NonEmptyPaddingBytes, decode
-from .rpc import RawParams, RpcClient, RpcError, RpcUnavailable
+from .rpc import Beside, RawParams, RpcClient, RpcError, RpcUnavailable
 
 # Avalanche's public nodes cap eth_call at 50M gas; stay under it with room for the wrapper.
 CHUNK_GAS = 40_000_000
@@ -95,13 +95,9 @@ class Multicall:
         self.chunk_bytes = chunk_bytes
         self.on_chunk = on_chunk
 
-    def run(self, calls: Sequence[Call | Calls], meanwhile: Callable[[], None] | None = None) -> list:
+    def run(self, calls: Sequence[Call | Calls]) -> list:
         """Decoded results in call order (a ``Calls`` gives one result per argument tuple, in
-        place); optional calls that revert give None.
-
-        ``meanwhile``: work of the caller's that does not need these results, done while the node
-        answers the first request (on the decoding thread when there are several requests); its
-        failure is raised here."""
+        place); optional calls that revert give None."""
         groups = [Calls(c.target, c.fn, (c.args,), c.gas, c.contract, c.optional) if isinstance(c, Call) else c
                   for c in calls]
         # Where each group's results start, and each result's function.
@@ -115,7 +111,7 @@ class Multicall:
         self._values: list = [None] * at
         self._failed: dict[int, tuple[bytes, bool]] = {}  # reverted: (revert data, ran in a shared chunk)
         self._undecodable: dict[int, int] = {}  # succeeded with data that does not decode: its length
-        self._execute(chunks, elements, meanwhile)
+        self._execute(chunks, elements)
         # A sub-call that ran out of gas inside a shared chunk fails with no data, just like a
         # revert without a reason: run those alone once before calling them failures.
         again = [i for i, (data, shared) in self._failed.items() if not data and shared]
@@ -189,16 +185,12 @@ class Multicall:
             chunks.append(current)
         return elements, chunks
 
-    def _execute(self, chunks: list[list[int]], elements: list[bytes], meanwhile: Callable[[], None] | None = None) -> None:
+    def _execute(self, chunks: list[list[int]], elements: list[bytes]) -> None:
         if len(chunks) <= self.batch_size:  # one request
-            if meanwhile is not None:
-                meanwhile()
             self._lane(_Work(chunks), elements, None, self.client)  # answers taken here, as they come
             return
         # Several requests: two lanes, each answer decoded on a thread of its own.
         decoder = _Decoder(self._take)
-        if meanwhile is not None:
-            decoder.call(meanwhile)
         try:
             self._lanes(chunks, elements, decoder)
         finally:
@@ -210,7 +202,7 @@ class Multicall:
         next request as soon as it has its answer: the node always has a request waiting while
         this process receives and parses the other's answer."""
         work = _Work(chunks)
-        beside = _Beside(partial(self._lane, work, elements, decoder), self.client, work)
+        beside = Beside(partial(self._lane, work, elements, decoder), self.client, work.stop, name="multicall-lane")
         try:
             self._lane(work, elements, decoder, self.client)
             beside.join()
@@ -343,45 +335,6 @@ class _Work:
             self.stopped = True
 
 
-class _Beside:
-    """The lane beside the caller's: a daemon thread running ``lane(client)`` with a client of the
-    same node on a connection of its own. Its failure stops the work (the caller's lane then
-    finds none left) and ``join``, in the caller's thread (where a run's deadline can interrupt
-    the wait), raises it. Its client's counters are added to the owner's once, when both the lane
-    has ended and the caller has closed it, whichever comes last (a lane still in a request when
-    the caller fails adds them when that request ends)."""
-
-    def __init__(self, lane: Callable[[RpcClient], None], owner: RpcClient, work: _Work):
-        self.owner, self.client, self.work = owner, owner.sibling(), work
-        self.failure: BaseException | None = None
-        self.lock, self.running, self.closed = threading.Lock(), True, False
-        self.thread = threading.Thread(target=self._run, args=(lane,), name="multicall-lane", daemon=True)
-        self.thread.start()
-
-    def _run(self, lane: Callable[[RpcClient], None]) -> None:
-        try:
-            lane(self.client)
-        except BaseException as exc:  # raised in the caller's thread
-            self.failure = exc
-            self.work.stop()
-        finally:
-            with self.lock:
-                self.running = False
-                if self.closed:
-                    self.owner.counters.add(self.client.counters)
-
-    def join(self) -> None:
-        self.thread.join()
-        if self.failure is not None:
-            raise self.failure
-
-    def close(self) -> None:
-        with self.lock:
-            self.closed = True
-            if not self.running:
-                self.owner.counters.add(self.client.counters)
-
-
 class _Decoder:
     """Decodes answers on a thread, in the order they are put, while the caller's thread waits on
     the node for the next request (socket waits release the GIL). The first failure is kept and
@@ -389,7 +342,7 @@ class _Decoder:
     (its deadline, a failed request) does not wait for it."""
 
     def __init__(self, take: Callable[[list[int], str], None]):
-        self.take: Callable[..., None] = take
+        self.take = take
         self.queue: SimpleQueue = SimpleQueue()
         self.failure: BaseException | None = None
         self.thread = threading.Thread(target=self._work, name="multicall-decode", daemon=True)
@@ -398,17 +351,13 @@ class _Decoder:
     def _work(self) -> None:
         while (item := self.queue.get()) is not None:
             if self.failure is None:
-                work, args = item
                 try:
-                    work(*args)
+                    self.take(*item)
                 except BaseException as exc:  # raised in the caller's thread
                     self.failure = exc
 
     def put(self, chunk: list[int], answer: str) -> None:
-        self.queue.put((self.take, (chunk, answer)))
-
-    def call(self, work: Callable[[], None]) -> None:
-        self.queue.put((work, ()))
+        self.queue.put((chunk, answer))
 
     def check(self) -> None:
         if self.failure is not None:

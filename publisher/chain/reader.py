@@ -1,8 +1,9 @@
 """Read the whole protocol at one pinned block into a Snapshot, in a handful of HTTP requests.
 
 Rounds, each one multicall (one or a few JSON-RPC batches): registry and paused flags; every
-scalar; staker pages and minipools; per-staker views. Then the APY window's far end at an older
-block. Every value of the run comes from the same block.
+scalar; staker pages, then per-staker views, while the minipools and then the queue's open requests
+are read beside them, and the block at the APY window's far end is found beside all of them. Every
+value of the run comes from the pinned block, but the share price at that far end.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from ..compute.prices import dex_problem
 from ..config import Profile
@@ -42,7 +44,7 @@ from . import abis
 from .abi import Fn
 from .codec import DecodingError, checksum, keccak
 from .multicall import Call, Calls, Multicall
-from .rpc import RpcClient, RpcError, RpcUnavailable
+from .rpc import Beside, RpcClient, RpcError, RpcUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -134,9 +136,9 @@ class Reader:
     client: RpcClient
     profile: Profile
     progress: Progress | None = None
-    # Called with the minipools once they are read, while the node answers the per-staker views
-    # (the largest round), possibly on the reader's decoding thread: work that needs only them
-    # can overlap the node's busiest seconds.
+    # Called with the minipools once they are read, on a thread of the reader's, while the node
+    # answers the per-staker views (the largest round): work that needs only them can overlap
+    # the node's busiest seconds.
     on_minipools: Callable[[tuple[Minipool, ...]], None] | None = None
     # Below this much gas the open ids come from the queue's set views (see SET_READ_GAS).
     set_read_gas: int = SET_READ_GAS
@@ -151,7 +153,9 @@ class Reader:
         if self.known is not None:
             self.known.begin()
         try:
-            snap = self._read(head)
+            # The APY window's far end is another block: found beside this one's rounds.
+            with Beside(partial(self._apy_block, head), self.client, name="reader-apy") as apy_block:
+                snap = self._read(head, apy_block)
         except Reorged:
             raise
         except PublisherError:
@@ -162,7 +166,7 @@ class Reader:
             self.known.end()
         return snap
 
-    def _read(self, head: BlockRef) -> Snapshot:
+    def _read(self, head: BlockRef, apy_block: Beside) -> Snapshot:
         p = self.profile
         self.mc = Multicall(self.client, p.multicall, at_hash(head), on_chunk=self._tick, label=str(head.number))
         fixed = {"Multicall3": p.multicall, "Storage": p.storage}
@@ -194,19 +198,14 @@ class Reader:
             (f"WithdrawQueue {queue_at}", s["wq_next"], s["wq_pending"], s["wq_fulfilled"]) if queue_at else ()))
         if counts:
             raise PublisherError(f"refusing to read block {head.number}: {every_cause(counts)}")
-        stakers_raw, minipools_raw, liquid, sets = self._collections(addresses, scalars, queue_at)
-        request_ids, request_calls = self._request_calls(queue_at, s, sets) if queue_at else ([], [])
-        converted: list[tuple[Minipool, ...]] = []
-
-        def minipools_ready() -> None:
-            converted.append(instances(Minipool, minipools_raw, self.known, _minipool_values))
-            if self.on_minipools:
-                self.on_minipools(converted[0])
-
-        # The minipools are converted (and handed on) while the node answers the first views.
-        stakers, requests_raw = self._staker_views(addresses, stakers_raw, minipools_ready, request_calls)
-        minipools = converted[0]
-        apy_base = self._apy_base(addresses["TokenggAVAX"], head, warnings)
+        rows = self._staker_rows(addresses, scalars["staker_count"])
+        # The minipools, then the queue's open requests (their ids come with them), are read beside
+        # the stakers' views, on a connection of their own: the node has their calls to work on
+        # while this process makes the views' calls from the stakers' rows.
+        with Beside(partial(self._pools, addresses, scalars, queue_at), self.client, name="reader-pools") as pools:
+            stakers = self._staker_views(addresses, rows)
+            minipools, liquid, request_ids, requests_raw, sets = pools.join()
+        apy_base = self._apy_base(addresses["TokenggAVAX"], apy_block.join(), warnings)
         if s["fee_bips"] is None:
             warnings.append("ProtocolDAO has no getFeeBips(): fee taken as 0")
         settings = Settings(
@@ -301,11 +300,11 @@ class Reader:
         if self.progress:
             self.progress.advance(n)
 
-    def _run(self, label: str, calls: Sequence[Call | Calls], meanwhile: Callable[[], None] | None = None) -> list:
+    def _run(self, label: str, calls: Sequence[Call | Calls]) -> list:
         if self.progress:
             self.progress.start(label, sum(len(c.args) if isinstance(c, Calls) else 1 for c in calls))
         try:
-            return self.mc.run(calls, meanwhile)
+            return self.mc.run(calls)
         finally:
             if self.progress:
                 self.progress.finish()
@@ -406,9 +405,22 @@ class Reader:
         out = self._run("protocol state", calls)
         return dict(zip(keys, out, strict=True))
 
-    def _collections(self, a: dict[str, str], s: dict, queue: str | None = None):
-        calls = collection_calls(a, s["staker_count"], s["minipool_count"], s["wavax"])
-        n_pages, pools = len(calls) - 2, s["minipool_count"]
+    def _staker_rows(self, a: dict[str, str], count: int) -> list:
+        """Every staker's row of ``Staking.getStakers``, read in pages of STAKER_PAGE rows."""
+        pages = self._run("stakers", staker_page_calls(a, count))
+        for k, page in enumerate(pages):  # the views of every row are the next round
+            asked = min(STAKER_PAGE, count - k * STAKER_PAGE)
+            if len(page) > asked:
+                raise PublisherError(f"Staking.getStakers({k * STAKER_PAGE}, {STAKER_PAGE}) answered {len(page)} rows, "
+                                     f"more than the {asked} asked for")
+        return [row for page in pages for row in page]
+
+    def _pools(self, a: dict[str, str], s: dict, queue: str | None, client: RpcClient):
+        """On ``client``: the minipools (handed to ``on_minipools`` as soon as they are made), the
+        vault's WAVAX balance, the queue's open ids and their records."""
+        mc = Multicall(client, self.profile.multicall, self.mc.block, label=self.mc.label)
+        calls = pool_calls(a, s["minipool_count"], s["wavax"])
+        pools = s["minipool_count"]
         listed = queue is not None and max(s["wq_pending"], s["wq_fulfilled"]) * GAS_PER_SET_ID <= self.set_read_gas
         if queue and listed:
             # The open ids only: a closed request costs nothing to read, however long the history.
@@ -416,18 +428,15 @@ class Reader:
             calls += [Call(queue, fn, contract=label, optional=True, gas=30_000 + n * GAS_PER_SET_ID)
                       for fn, n in ((abis.wq_getAllPendingRequests, s["wq_pending"]),
                                     (abis.wq_getAllFulfilledRequests, s["wq_fulfilled"]))]
-        out = self._run("stakers, minipools and open request ids", calls)
-        for k, page in enumerate(out[:n_pages]):  # the views of every row are the next round
-            asked = min(STAKER_PAGE, s["staker_count"] - k * STAKER_PAGE)
-            if len(page) > asked:
-                raise PublisherError(f"Staking.getStakers({k * STAKER_PAGE}, {STAKER_PAGE}) answered {len(page)} rows, "
-                                     f"more than the {asked} asked for")
-        stakers = [row for page in out[:n_pages] for row in page]
-        # A Calls group answers one element per call, in place: pages, minipools, the balance, then
-        # the queue's two sets.
-        end = n_pages + pools
-        sets = _open_ids(queue, s, out[end + 1], out[end + 2]) if queue and listed else None
-        return stakers, out[n_pages:end], out[end], sets
+        # A Calls group answers one element per call, in place: minipools, the balance, then the
+        # queue's two sets.
+        out = mc.run(calls)
+        minipools = instances(Minipool, out[:pools], self.known, _minipool_values)
+        if self.on_minipools:
+            self.on_minipools(minipools)
+        sets = _open_ids(queue, s, out[pools + 1], out[pools + 2]) if queue and listed else None
+        ids, requests = self._request_calls(queue, s, sets) if queue else ([], [])
+        return minipools, out[pools], ids, mc.run(requests) if requests else [], sets
 
     def _request_calls(self, queue: str, s: dict, sets: tuple[list[int], set[int]] | None) -> tuple[list[int], list[Calls]]:
         """The ids whose records the next round reads, and its calls: the open ids with their set
@@ -439,9 +448,7 @@ class Reader:
             calls.append(Calls(queue, abis.wq_isFulfilledRequest, [(i,) for i in ids], gas=GAS_REQUEST_VIEW, contract=label))
         return ids, calls
 
-    def _staker_views(self, a: dict[str, str], rows: list, meanwhile: Callable[[], None],
-                      extra: Sequence[Calls] = ()) -> tuple[tuple[Staker, ...], list]:
-        """The stakers with their views, and the results of ``extra`` calls read in the same round."""
+    def _staker_views(self, a: dict[str, str], rows: list) -> tuple[Staker, ...]:
         views = (
             (a["Staking"], abis.getEffectiveGGPStaked, "Staking"),
             (a["Staking"], abis.getCollateralizationRatio, "Staking"),
@@ -449,16 +456,18 @@ class Reader:
             (a["ClaimNodeOp"], abis.isEligible, "ClaimNodeOp"),
         )
         stakers = [(row[0],) for row in rows]
-        out = self._run("staker views and open requests",
-                        [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views] + list(extra), meanwhile)
+        out = self._run("staker views", [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views])
         n = len(rows)
-        out, rest = out[: 4 * n], out[4 * n :]
         return instances(Staker, zip(rows, out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n :], strict=True),
-                         self.known, _staker_values), rest
+                         self.known, _staker_values)
 
-    def _apy_base(self, vault: str, head: BlockRef, warnings: list[str]) -> VaultPoint | None:
+    def _apy_block(self, head: BlockRef, client: RpcClient) -> tuple[int, BlockRef | None]:
+        """The APY window's far end: its target time and the last block at or before it."""
         target = head.timestamp - self.profile.apy_window_days * DAY
-        ref = find_block_at(self.client, target, head, self.profile.history_from_block)
+        return target, find_block_at(client, target, head, self.profile.history_from_block)
+
+    def _apy_base(self, vault: str, found: tuple[int, BlockRef | None], warnings: list[str]) -> VaultPoint | None:
+        target, ref = found
         if ref is None:
             warnings.append(f"no block at or before {target} (APY window start): APY history unavailable")
             return None
@@ -471,15 +480,16 @@ class Reader:
         return VaultPoint(ref, value)
 
 
-def collection_calls(a: dict[str, str], count: int, pools: int, wavax: str) -> list[Call | Calls]:
-    """The round that reads every staker (pages of STAKER_PAGE rows), every minipool and the
-    vault's WAVAX balance, with the gas each is estimated to take."""
-    calls: list[Call | Calls] = [
-        Call(a["Staking"], abis.getStakers, (off, STAKER_PAGE), gas=GAS_PER_STAKER * min(STAKER_PAGE, count - off), contract="Staking")
-        for off in range(0, count, STAKER_PAGE)]
-    calls.append(Calls(a["MinipoolManager"], abis.getMinipool, [(i,) for i in range(pools)], gas=GAS_PER_MINIPOOL, contract="MinipoolManager"))
-    calls.append(Call(wavax, abis.balanceOf, (a["TokenggAVAX"],), contract="WAVAX"))
-    return calls
+def staker_page_calls(a: dict[str, str], count: int) -> list[Call]:
+    """Every staker, in pages of STAKER_PAGE rows, with the gas each page is estimated to take."""
+    return [Call(a["Staking"], abis.getStakers, (off, STAKER_PAGE), gas=GAS_PER_STAKER * min(STAKER_PAGE, count - off), contract="Staking")
+            for off in range(0, count, STAKER_PAGE)]
+
+
+def pool_calls(a: dict[str, str], pools: int, wavax: str) -> list[Call | Calls]:
+    """Every minipool and the vault's WAVAX balance."""
+    return [Calls(a["MinipoolManager"], abis.getMinipool, [(i,) for i in range(pools)], gas=GAS_PER_MINIPOOL, contract="MinipoolManager"),
+            Call(wavax, abis.balanceOf, (a["TokenggAVAX"],), contract="WAVAX")]
 
 
 def find_block_at(client: RpcClient, timestamp: int, head: BlockRef, floor: int = 0, *, fanout: int = 16, max_rounds: int = 12) -> BlockRef | None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -228,3 +229,53 @@ def _transient(err) -> bool:
         return True
     code = err.get("code")
     return type(code) is int and code in RETRY_RPC_CODES and not any(w in text for w in _REQUEST_TOO_BIG)
+
+
+class Beside:
+    """``work(client)`` on a daemon thread with a sibling of ``owner`` (a connection of its own),
+    beside the caller's requests to the same node. ``join``, in the caller's thread (where a run's
+    deadline can interrupt the wait), gives its result or raises its failure; ``on_failure`` is
+    called on the thread when it fails (to stop work the caller shares with it). The sibling's
+    counters are added to the owner's once, when both the work has ended and the caller has
+    closed it, whichever comes last (work still in a request when the caller fails adds them when
+    that request ends)."""
+
+    def __init__(self, work: Callable[[RpcClient], Any], owner: RpcClient, on_failure: Callable[[], None] | None = None,
+                 name: str = "rpc-beside"):
+        self.owner, self.client, self.on_failure = owner, owner.sibling(), on_failure
+        self.result: Any = None
+        self.failure: BaseException | None = None
+        self.lock, self.running, self.closed = threading.Lock(), True, False
+        self.thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self, work: Callable[[RpcClient], Any]) -> None:
+        try:
+            self.result = work(self.client)
+        except BaseException as exc:  # raised in the caller's thread
+            self.failure = exc
+            if self.on_failure is not None:
+                self.on_failure()
+        finally:
+            with self.lock:
+                self.running = False
+                if self.closed:
+                    self.owner.counters.add(self.client.counters)
+
+    def join(self) -> Any:
+        self.thread.join()
+        if self.failure is not None:
+            raise self.failure
+        return self.result
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            if not self.running:
+                self.owner.counters.add(self.client.counters)
+
+    def __enter__(self) -> Beside:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
