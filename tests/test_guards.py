@@ -9,6 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from publisher.build import validate as V
+from publisher.build.tree import sha256
 from publisher.build.validate import (
     accumulated,
     bounded_paths,
@@ -22,6 +24,8 @@ from publisher.build.validate import (
     schema_problems,
     strict_loads,
 )
+from publisher.compute.rewards import canonical_json
+from publisher.endpoints import registry
 from publisher.endpoints.market import HISTORY_PATH, PRICES_PATH
 from publisher.endpoints.meta import STATUS_PATH
 from publisher.endpoints.operators import MINIPOOLS_PATH, STAKERS_PATH
@@ -275,3 +279,26 @@ def test_the_bounds_read_only_the_live_files_a_publish_fetches(files, demo_profi
     fetched = {p: old[p] for p in (STATUS_PATH, *bounded_paths())}
     limits = {"max_price_move_pct": demo_profile.max_price_move_pct, "max_staker_drop_pct": demo_profile.max_staker_drop_pct}
     assert compare_previous(fetched, new, **limits) == compare_previous(old, new, **limits)
+
+
+@given(data=st.data())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_bounds_read_what_this_process_kept_of_files_it_wrote_and_judge_alike(files, demo_profile, data, monkeypatch):
+    """A bound reads the members it declares of a file this process wrote from what it kept when it
+    wrote it (a watch bounds megabytes of /withdrawals at every block), not from the file: with the
+    same verdicts as from the files parsed."""
+    old = {p: canonical_json(body) for p, body in files.items() if body is not None}
+    new = dict(old)
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(sorted(bounded_paths())))
+        new[path] = canonical_json(data.draw(_mutated(files[path])))
+    limits = {"max_price_move_pct": demo_profile.max_price_move_pct, "max_staker_drop_pct": demo_profile.max_staker_drop_pct}
+    monkeypatch.setattr(registry, "_KEPT", {})
+    parsed_whole = compare_previous(old, new, **limits)
+    for side in (old, new):
+        for path in bounded_paths():
+            registry.written(path, sha256(side[path]), json.loads(side[path]))
+    parsed: list[bytes] = []
+    monkeypatch.setattr(V, "strict_loads", lambda b: parsed.append(b) or strict_loads(b))
+    assert compare_previous(old, new, **limits) == parsed_whole
+    assert not {old[p] for p in bounded_paths() if p not in accumulated()} & {*parsed} - {old[STATUS_PATH], new[STATUS_PATH]}

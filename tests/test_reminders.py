@@ -433,7 +433,8 @@ def test_the_feed_reads_the_last_queue_state_kept_or_from_the_file_alike(demo_sn
                     m.setattr(F, "jsonin", SimpleNamespace(loads=_refuse))
                 build(snap, demo_profile, out, force=i > 0)
             data = (out / "withdrawals.json").read_bytes()
-            assert registry.kept(W.QUEUE_PATH, sha256(data)) == F._members(json.loads(data))
+            back, parsed = registry.kept(W.QUEUE_PATH, sha256(data)), json.loads(data)
+            assert back == {k: parsed[k] for k in back} and F._members(parsed).items() <= back.items()
             assert registry.kept(W.QUEUE_PATH, sha256(data + b" ")) is registry.NOT_KEPT
         feeds[mode] = (out / "withdrawals" / "feed.xml").read_bytes()
     assert feeds["kept"] == feeds["read back"]

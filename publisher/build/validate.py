@@ -18,9 +18,9 @@ import jsonschema_rs
 
 from .. import jsonin
 from ..endpoints.meta import STATUS_PATH
-from ..endpoints.registry import Accumulates, Bound, Check, Endpoint, Limits, Row, Run, load_all, match, url_for
+from ..endpoints.registry import NOT_KEPT, Accumulates, Bound, Check, Endpoint, Limits, Row, Run, kept, load_all, match, url_for
 from ..errors import PublisherError
-from .tree import changes, list_files, read_file, read_record
+from .tree import changes, list_files, read_file, read_record, sha256
 
 if TYPE_CHECKING:
     from ..config import Profile
@@ -243,8 +243,10 @@ def older_block(old_status: bytes, network: str, chain_id: int, number: int) -> 
 
 class _Parsed(Mapping):
     """Files' bodies by URL path, each parsed when a bound first reads it: an unreadable one raises
-    ValueError there, a missing one KeyError. ``parsed``: bodies by their bytes, shared by the old
-    and the new side (an unchanged /withdrawals, megabytes at scale, is parsed once)."""
+    ValueError there, a missing one KeyError. Of bytes this process wrote, the body is the members
+    it kept of them (``registry.kept``), which hold every member a bound declares it reads: a watch
+    bounds megabytes of /withdrawals at every block, its own build's against the one before.
+    ``parsed``: bodies by their bytes, shared by the old and the new side."""
 
     def __init__(self, files: Mapping[str, bytes], parsed: dict[bytes, object]):
         self.files, self.bodies, self.parsed = files, dict[str, object](), parsed
@@ -253,7 +255,9 @@ class _Parsed(Mapping):
         if path not in self.bodies:
             data = self.files[path]
             if data not in self.parsed:
-                self.parsed[data] = strict_loads(data)
+                # Bytes this process wrote: the members the bounds read, as it kept them.
+                members = kept(path, sha256(data))
+                self.parsed[data] = strict_loads(data) if members is NOT_KEPT else members
             self.bodies[path] = self.parsed[data]
         return self.bodies[path]
 

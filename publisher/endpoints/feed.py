@@ -27,7 +27,6 @@ block's, never the wall clock's: the file changes only when an entry does.
 from __future__ import annotations
 
 import heapq
-import json
 import time
 import xml.etree.ElementTree as ET
 from calendar import timegm
@@ -45,7 +44,7 @@ from .calendar import DOMAIN, amount, when_utc
 from .context import Context
 from .depositor import depositor_inputs
 from .registry import NOT_KEPT, Deferred, endpoint, keeps, kept
-from .units import dumps, tokens
+from .units import tokens
 
 ATOM = "application/atom+xml"
 NS = "http://www.w3.org/2005/Atom"
@@ -299,13 +298,7 @@ def _members(body) -> dict | None:
     return {k: body[k] for k in _READ_BACK if k in body} if isinstance(body, dict) else None
 
 
-def _written_members(body: dict) -> dict | None:
-    # As parsing the written file would give them: each member's JSON is the file's own (made here,
-    # a few kilobytes: the plain parser).
-    return json.loads(dumps(_members(body)))
-
-
-keeps(W.QUEUE_PATH, _written_members)
+keeps(W.QUEUE_PATH, _READ_BACK)
 
 
 def _state(body: dict | None, network: str, chain_id: int) -> dict | None:

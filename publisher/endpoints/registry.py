@@ -3,11 +3,14 @@ render function — and build, check, the OpenAPI document, serve and publish al
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+from ..compute.rewards import canonical_json
 
 # Cache-Control per policy; "{max_age}" follows the profile's publish cadence.
 CACHE_POLICIES = {
@@ -393,33 +396,41 @@ def keyed_records(derive: Callable[[Any], tuple]) -> Callable[[Any], tuple]:
     return derive
 
 
-# What a later build in this process reads back of a file it wrote, without reading the file: the
-# feed compares the queue's parameters and pauses with the last /withdrawals' (megabytes at scale,
-# made again at every block while the vault's reward stream moves its liquidity). The reader
-# registers ``keep(body)``, whose value must be what it would parse of the written bytes; the build
-# keeps it for the last file written at that path, by the sha256 of its bytes.
-_KEEPERS: dict[str, Callable[[Any], Any]] = {}
-_KEPT: dict[str, tuple[str, Any]] = {}
+# What a later build or publish in this process reads back of a file it wrote, without reading the
+# file: top-level members of the body, as parsing the written bytes gives them, by the sha256 of
+# those bytes. /withdrawals is megabytes at scale and made again at every block while the vault's
+# reward stream moves its liquidity: the feed compares the queue's parameters and pauses with the
+# last one's, and a publish bounds it against the live one, the build before (whose file this
+# process wrote too). Readers register the members they read; the last two files written at a path
+# are kept.
+_KEPT_MEMBERS: dict[str, set[str]] = {}
+_KEPT: dict[str, dict[str, dict]] = {}
 NOT_KEPT = object()
 
 
-def keeps(path: str, keep: Callable[[Any], Any]) -> None:
-    """Register what a later build reads back of the file at ``path`` (see _KEEPERS)."""
-    _KEEPERS[path] = keep
+def keeps(path: str, members: Iterable[str]) -> None:
+    """Register top-level members of the file at ``path`` that a reader takes back (see _KEPT)."""
+    _KEPT_MEMBERS.setdefault(path, set()).update(members)
 
 
 def written(path: str, sha: str, body: Any) -> None:
     """The build wrote ``body`` at ``path`` as bytes of this sha256: keep what is read back of it."""
-    keep = _KEEPERS.get(path)
-    if keep is not None:
-        _KEPT[path] = (sha, keep(body))
+    names = _KEPT_MEMBERS.get(path)
+    if names is None or type(body) is not dict:
+        return
+    # As parsing the file gives them: each member's JSON is the file's own (a few kilobytes).
+    members = json.loads(canonical_json({k: body[k] for k in names if k in body}))
+    last = _KEPT.setdefault(path, {})
+    last.pop(sha, None)
+    last[sha] = members
+    while len(last) > 2:
+        del last[next(iter(last))]
 
 
-def kept(path: str, sha: str) -> Any:
-    """What is read back of the file this process last wrote at ``path``, if those bytes had this
-    sha256; ``NOT_KEPT`` otherwise (the file is then read)."""
-    hit = _KEPT.get(path)
-    return hit[1] if hit is not None and hit[0] == sha else NOT_KEPT
+def kept(path: str, sha: str) -> dict | Any:
+    """The registered members of a file this process wrote at ``path`` (one of the last two) if
+    those bytes had this sha256; ``NOT_KEPT`` otherwise (the file is then read)."""
+    return _KEPT.get(path, {}).get(sha, NOT_KEPT)
 
 
 _ordered = True  # whether REGISTRY is in load_all's order
@@ -430,6 +441,9 @@ def _add(ep: Endpoint) -> None:
     if ep.path in REGISTRY:
         raise ValueError(f"endpoint {ep.path} declared twice")
     REGISTRY[ep.path] = ep
+    for bound in ep.bounds:  # what a bound reads of a file this process wrote is kept (see _KEPT)
+        for path, names in bound.reads.items():
+            keeps(path, (name.split(".")[0].removesuffix("[]") for name in names))
     _ordered = False
     _candidates.cache_clear()
     _literals.cache_clear()
