@@ -1,9 +1,10 @@
 """Read the whole protocol at one pinned block into a Snapshot, in a handful of HTTP requests.
 
 Rounds, each one multicall (one or a few JSON-RPC batches): registry and paused flags; every
-scalar; staker pages, then per-staker views, while the minipools and then the queue's open requests
-are read beside them, and the block at the APY window's far end is found beside all of them. Every
-value of the run comes from the pinned block, but the share price at that far end.
+scalar; staker pages with the queue's open ids, then per-staker views, while the minipools and the
+queue's open requests are read beside them, and the block at the APY window's far end is found
+beside all of them. Every value of the run comes from the pinned block, but the share price at
+that far end.
 """
 from __future__ import annotations
 
@@ -198,11 +199,11 @@ class Reader:
             (f"WithdrawQueue {queue_at}", s["wq_next"], s["wq_pending"], s["wq_fulfilled"]) if queue_at else ()))
         if counts:
             raise PublisherError(f"refusing to read block {head.number}: {every_cause(counts)}")
-        rows = self._staker_rows(addresses, scalars["staker_count"])
-        # The minipools, then the queue's open requests (their ids come with them), are read beside
-        # the stakers' views, on a connection of their own: the node has their calls to work on
-        # while this process makes the views' calls from the stakers' rows.
-        with Beside(partial(self._pools, addresses, scalars, queue_at), self.client, name="reader-pools") as pools:
+        rows, listed = self._stakers_and_sets(addresses, scalars, queue_at)
+        # The minipools and the queue's open requests are read beside the stakers' views, on a
+        # connection of their own: the node has their calls to work on while this process makes
+        # the views' calls from the stakers' rows.
+        with Beside(partial(self._pools, addresses, scalars, queue_at, listed), self.client, name="reader-pools") as pools:
             stakers = self._staker_views(addresses, rows)
             minipools, liquid, request_ids, requests_raw, sets = pools.join()
         apy_base = self._apy_base(addresses["TokenggAVAX"], apy_block.join(), warnings)
@@ -405,22 +406,11 @@ class Reader:
         out = self._run("protocol state", calls)
         return dict(zip(keys, out, strict=True))
 
-    def _staker_rows(self, a: dict[str, str], count: int) -> list:
-        """Every staker's row of ``Staking.getStakers``, read in pages of STAKER_PAGE rows."""
-        pages = self._run("stakers", staker_page_calls(a, count))
-        for k, page in enumerate(pages):  # the views of every row are the next round
-            asked = min(STAKER_PAGE, count - k * STAKER_PAGE)
-            if len(page) > asked:
-                raise PublisherError(f"Staking.getStakers({k * STAKER_PAGE}, {STAKER_PAGE}) answered {len(page)} rows, "
-                                     f"more than the {asked} asked for")
-        return [row for page in pages for row in page]
-
-    def _pools(self, a: dict[str, str], s: dict, queue: str | None, client: RpcClient):
-        """On ``client``: the minipools (handed to ``on_minipools`` as soon as they are made), the
-        vault's WAVAX balance, the queue's open ids and their records."""
-        mc = Multicall(client, self.profile.multicall, self.mc.block, label=self.mc.label)
-        calls = pool_calls(a, s["minipool_count"], s["wavax"])
-        pools = s["minipool_count"]
+    def _stakers_and_sets(self, a: dict[str, str], s: dict, queue: str | None) -> tuple[list, tuple | None]:
+        """Every staker's row of ``Staking.getStakers`` (pages of STAKER_PAGE rows) and the answers
+        of the queue's two set views (None when they would cost too much gas to copy)."""
+        count = s["staker_count"]
+        calls: list[Call | Calls] = list(staker_page_calls(a, count))
         listed = queue is not None and max(s["wq_pending"], s["wq_fulfilled"]) * GAS_PER_SET_ID <= self.set_read_gas
         if queue and listed:
             # The open ids only: a closed request costs nothing to read, however long the history.
@@ -428,15 +418,29 @@ class Reader:
             calls += [Call(queue, fn, contract=label, optional=True, gas=30_000 + n * GAS_PER_SET_ID)
                       for fn, n in ((abis.wq_getAllPendingRequests, s["wq_pending"]),
                                     (abis.wq_getAllFulfilledRequests, s["wq_fulfilled"]))]
-        # A Calls group answers one element per call, in place: minipools, the balance, then the
-        # queue's two sets.
-        out = mc.run(calls)
+        out = self._run("stakers and open request ids", calls)
+        pages = out[: len(out) - 2] if queue and listed else out
+        for k, page in enumerate(pages):  # the views of every row are the next round
+            asked = min(STAKER_PAGE, count - k * STAKER_PAGE)
+            if len(page) > asked:
+                raise PublisherError(f"Staking.getStakers({k * STAKER_PAGE}, {STAKER_PAGE}) answered {len(page)} rows, "
+                                     f"more than the {asked} asked for")
+        return [row for page in pages for row in page], (out[-2], out[-1]) if queue and listed else None
+
+    def _pools(self, a: dict[str, str], s: dict, queue: str | None, listed: tuple | None, client: RpcClient):
+        """On ``client``, in one round: the minipools (handed to ``on_minipools`` as soon as they
+        are made), the vault's WAVAX balance and the queue's open requests, with their ids (from
+        the ``listed`` sets, or every id ever issued) and the sets."""
+        mc = Multicall(client, self.profile.multicall, self.mc.block, label=self.mc.label)
+        pools = s["minipool_count"]
+        sets = _open_ids(queue, s, *listed) if queue and listed else None
+        ids, requests = self._request_calls(queue, s, sets) if queue else ([], [])
+        # A Calls group answers one element per call, in place: minipools, the balance, the requests.
+        out = mc.run([*pool_calls(a, pools, s["wavax"]), *requests])
         minipools = instances(Minipool, out[:pools], self.known, _minipool_values)
         if self.on_minipools:
             self.on_minipools(minipools)
-        sets = _open_ids(queue, s, out[pools + 1], out[pools + 2]) if queue and listed else None
-        ids, requests = self._request_calls(queue, s, sets) if queue else ([], [])
-        return minipools, out[pools], ids, mc.run(requests) if requests else [], sets
+        return minipools, out[pools], ids, out[pools + 1 :], sets
 
     def _request_calls(self, queue: str, s: dict, sets: tuple[list[int], set[int]] | None) -> tuple[list[int], list[Calls]]:
         """The ids whose records the next round reads, and its calls: the open ids with their set
