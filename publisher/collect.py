@@ -7,10 +7,11 @@ import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 from . import snapshot
 from .chain.reader import DAY, Reader, Reorged, find_block_at, verify_canonical
-from .chain.rpc import Counters, RpcClient
+from .chain.rpc import Beside, Counters, RpcClient
 from .compute.prices import stale_oracle
 from .config import Profile
 from .errors import PublisherError
@@ -84,8 +85,15 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
 
     vals = early.result(warnings)
 
-    points = _history(client, snap, profile, history_prior, warnings, progress)
-    activity, receipts = _queue_logs(client, snap, profile, queue_prior, warnings, progress)
+    # The history and the queue's logs are separate scans: the queue's goes beside, on a connection
+    # of its own (a node far away then costs the run its slower scan, not both), its warnings
+    # after the history's as in a scan after it, and the progress shown is the history's.
+    queue_warnings: list[str] = []
+    with Beside(partial(_queue_logs, snap=snap, profile=profile, prior=queue_prior, warnings=queue_warnings, progress=None),
+                client, name="queue-logs") as logs:
+        points = _history(client, snap, profile, history_prior, warnings, progress)
+        activity, receipts = logs.join()
+    warnings += queue_warnings
     verify_canonical(client, snap.block)  # after the last chain read: the values are this block's
 
     snap = dataclasses.replace(
