@@ -9,6 +9,7 @@ counting. Off the main thread (where signals cannot be delivered) only the coope
 """
 from __future__ import annotations
 
+import math
 import os
 import signal
 import threading
@@ -95,6 +96,22 @@ def deadline(seconds: float | None, what: str) -> Iterator[object]:
             if not _stack:
                 signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
             _arm()
+
+
+@contextmanager
+def waiting_for(what: str) -> Iterator[None]:
+    """While the body waits on another thread's work (a request of its own): a deadline that
+    fires meanwhile names ``what`` as what the run was waiting for, as this thread's own request
+    would. No alarm of its own."""
+    if not _stack or not _usable():
+        yield
+        return
+    entry = (math.inf, what, math.inf, object())
+    _stack.append(entry)
+    try:
+        yield
+    finally:
+        _stack.remove(entry)
 
 
 def run_seconds() -> float:

@@ -3,6 +3,7 @@ derived USD prices (compute/prices.py) against a CoinGecko-style price API."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 
@@ -38,7 +39,7 @@ def validate_feed(feed: FeedRound, block: BlockRef, max_age: int) -> None:
 
 
 def cross_check(http: HttpClient, snap: Snapshot, bounds: dict[str, float], warnings: list[str], *,
-                ggp_stale: bool = False) -> PriceCheck:
+                ggp_stale: bool = False, quote: Callable[[], dict[str, Decimal]] | None = None) -> PriceCheck:
     """Compare the feed-derived USD prices with the price API.
 
     A divergence beyond ``bounds[asset]`` (percent; keys "avax" and "ggp") stops the run. GGP gets
@@ -46,13 +47,14 @@ def cross_check(http: HttpClient, snap: Snapshot, bounds: dict[str, float], warn
     can leave behind on a volatile day. The API is only a second opinion, so when it is down or
     answers in an unexpected shape the run continues with a warning. A stale Oracle price
     (``ggp_stale``) is expected to drift from the market: its divergence is a warning, not a
-    refusal (the price is published labelled stale).
+    refusal (the price is published labelled stale). ``quote``: the API's answer (``fetch_usd``),
+    when the caller asked for it earlier.
     """
     ours = usd_prices(snap)
     assert ours is not None  # called only with a feed
     source = http.where("/simple/price")
     try:
-        quoted = fetch_usd(http)
+        quoted = quote() if quote is not None else fetch_usd(http)
     except SourceError as exc:
         warnings.append(f"price cross-check skipped: {exc}")
         log.warning(warnings[-1])
