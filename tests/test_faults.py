@@ -129,6 +129,23 @@ def test_rpc_faults_fail_closed(demo, previous, proxy_args, env, cause):
         assert time.monotonic() - t0 < float(RUN_DEADLINE) + 20  # interpreter start and devnet-free exit
 
 
+def test_a_stalled_round_beside_the_views_ends_the_run_naming_the_node(demo, previous):
+    """The minipools' round goes beside the stakers' views, on a connection of its own: a node that
+    never answers it stops the run at its deadline, which names the node as it does when the run's
+    own thread waits on a request."""
+    before = tree(previous)
+    minipools = abis.getMinipool.selector.hex().encode()
+
+    def stall(n: int, body: bytes) -> None:
+        if minipools in body:
+            time.sleep(60)
+
+    with FlakyProxy(demo.url, on_request=stall) as proxy:
+        got = run_cli(["build", "--rpc-url", proxy.url, "--out", previous], sources_env(demo, PUBLISHER_RUN_DEADLINE=RUN_DEADLINE))
+    assert f"the run exceeded its {RUN_DEADLINE}s deadline while waiting for the RPC" in failed(got)
+    assert tree(previous) == before
+
+
 def test_rpc_down(demo, previous):
     before = tree(previous)
     got = run_cli(["build", "--rpc-url", f"http://127.0.0.1:{free_port()}", "--out", previous], sources_env(demo))

@@ -453,6 +453,7 @@ class Reader:
         return ids, calls
 
     def _staker_views(self, a: dict[str, str], rows: list) -> tuple[Staker, ...]:
+        """The stakers of these ``getStakers`` rows, each with its four views, in one round."""
         views = (
             (a["Staking"], abis.getEffectiveGGPStaked, "Staking"),
             (a["Staking"], abis.getCollateralizationRatio, "Staking"),

@@ -16,6 +16,7 @@ from typing import Any
 import requests
 
 from .. import jsonin
+from ..deadline import waiting_for
 from ..errors import PublisherError
 from ..transport import Backoff, BodyTooLarge, Exhausted, Retry, check_url, mask_url, with_retries  # noqa: F401 (mask_url: re-export)
 from ..transport import attempt as send_attempt
@@ -263,7 +264,8 @@ class Beside:
                     self.owner.counters.add(self.client.counters)
 
     def join(self) -> Any:
-        self.thread.join()
+        with waiting_for(self.owner.describe()):  # a deadline that fires meanwhile names the node
+            self.thread.join()
         if self.failure is not None:
             raise self.failure
         return self.result
