@@ -4,26 +4,21 @@ off-chain sources, and prints nothing itself."""
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Generic, TypeVar
 
 from . import snapshot
 from .chain.reader import DAY, Reader, Reorged, find_block_at, verify_canonical
 from .chain.rpc import Beside, Counters, RpcClient
 from .compute.prices import stale_oracle
 from .config import Profile
-from .deadline import waiting_for
+from .deadline import Background
 from .errors import PublisherError
 from .progress import Progress
 from .snapshot import Minipool, Snapshot
 from .sources import clients, history, history_file, prices, queuelog, shareprice, validators
 from .sources.http import HttpCounters
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -71,7 +66,7 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
     early = _EarlyValidators(clients.glacier(profile, http), clients.pchain(profile, http))
     # The price API's quote is the chain's second opinion: asked for while the chain is read.
     api = clients.price_api(profile, http) if profile.avax_usd_feed else None
-    quote = _Early(partial(prices.fetch_usd, api), "price-quote", api.label) if api is not None else None
+    quote = Background(partial(prices.fetch_usd, api), "price-quote", api.label) if api is not None else None
     snap = Reader(client, profile, progress, on_minipools=early.start, known=known).read(block)
     # The chain's own invariants first: nothing may derive from values that break them (a zero
     # oracle price would otherwise reach the price cross-check's division).
@@ -111,34 +106,6 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
     return Collected(snap, client.counters, time.monotonic() - t0, http)
 
 
-class _Early(Generic[T]):
-    """``work()`` on a daemon thread from now on, its value taken (or its failure raised) by
-    ``result`` where a sequential run would have done the work: a run that fails or ends at its
-    deadline meanwhile does not wait for it."""
-
-    def __init__(self, work: Callable[[], T], name: str, waiting_for: str):
-        self.waiting_for = waiting_for  # what a deadline that fires while ``result`` waits names
-        self.outcome: tuple[bool, T | BaseException] | None = None
-
-        def run() -> None:
-            try:
-                self.outcome = (True, work())
-            except BaseException as exc:  # handed over in result()
-                self.outcome = (False, exc)
-
-        self.thread = threading.Thread(target=run, name=name, daemon=True)
-        self.thread.start()
-
-    def result(self) -> T:
-        with waiting_for(self.waiting_for):
-            self.thread.join()
-        assert self.outcome is not None  # the thread always sets one
-        ok, value = self.outcome
-        if not ok:
-            raise value  # type: ignore[misc]
-        return value  # type: ignore[return-value]
-
-
 class _EarlyValidators:
     """The validator records, fetched from the moment the chain read has the minipools, while the
     node still answers the per-staker views. Their warnings and their failure are taken where a
@@ -148,11 +115,11 @@ class _EarlyValidators:
     def __init__(self, glacier: validators.Glacier | None, pchain: validators.PChain | None):
         self.glacier, self.pchain = glacier, pchain
         self.warnings: list[str] = []
-        self.fetch: _Early[validators.ValidatorData] | None = None
+        self.fetch: Background[validators.ValidatorData] | None = None
 
     def start(self, minipools: tuple[Minipool, ...]) -> None:
         node_ids = validators.active_node_ids(minipools)
-        self.fetch = _Early(partial(validators.fetch, node_ids, self.glacier, self.pchain, self.warnings), "validators",
+        self.fetch = Background(partial(validators.fetch, node_ids, self.glacier, self.pchain, self.warnings), "validators",
                             " or ".join(src.http.label for src in (self.glacier, self.pchain) if src is not None) or "validator API")
 
     def result(self, warnings: list[str]) -> validators.ValidatorData:

@@ -14,8 +14,11 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 # A publish every 5 minutes (the mainnet cadence), one run at a time: a run that cannot finish in
 # 4 minutes is stuck, and ending it leaves room for the next scheduled run.
@@ -112,6 +115,33 @@ def waiting_for(what: str) -> Iterator[None]:
         yield
     finally:
         _stack.remove(entry)
+
+
+class Background(Generic[T]):
+    """``work()`` on a daemon thread from now on. ``result``, in the caller's thread, waits for it
+    within the caller's deadlines (one that fires meanwhile names ``waiting_for``) and gives its
+    value or raises its failure there; a run that fails or ends meanwhile does not wait for it."""
+
+    def __init__(self, work: Callable[[], T], name: str, waiting_for: str):
+        self.waiting_for = waiting_for
+        self.outcome: tuple[bool, T | BaseException] | None = None
+        self.thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self, work: Callable[[], T]) -> None:
+        try:
+            self.outcome = (True, work())
+        except BaseException as exc:  # raised in the caller's thread, by result()
+            self.outcome = (False, exc)
+
+    def result(self) -> T:
+        with waiting_for(self.waiting_for):
+            self.thread.join()
+        assert self.outcome is not None  # the thread always sets one
+        ok, value = self.outcome
+        if not ok:
+            raise value  # type: ignore[misc]
+        return value  # type: ignore[return-value]
 
 
 def run_seconds() -> float:

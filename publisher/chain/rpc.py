@@ -11,12 +11,13 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from typing import Any
 
 import requests
 
 from .. import jsonin
-from ..deadline import waiting_for
+from ..deadline import Background
 from ..errors import PublisherError
 from ..transport import Backoff, BodyTooLarge, Exhausted, Retry, check_url, mask_url, with_retries  # noqa: F401 (mask_url: re-export)
 from ..transport import attempt as send_attempt
@@ -233,30 +234,27 @@ def _transient(err) -> bool:
 
 
 class Beside:
-    """``work(client)`` on a daemon thread with a sibling of ``owner`` (a connection of its own),
-    beside the caller's requests to the same node. ``join``, in the caller's thread (where a run's
-    deadline can interrupt the wait), gives its result or raises its failure; ``on_failure`` is
-    called on the thread when it fails (to stop work the caller shares with it). The sibling's
-    counters are added to the owner's once, when both the work has ended and the caller has
-    closed it, whichever comes last (work still in a request when the caller fails adds them when
-    that request ends)."""
+    """``work(client)`` on a daemon thread (``deadline.Background``) with a sibling of ``owner`` (a
+    connection of its own), beside the caller's requests to the same node. ``join``, in the
+    caller's thread, gives its result or raises its failure (a deadline that fires meanwhile names
+    the node); ``on_failure`` is called on the thread when it fails (to stop work the caller shares
+    with it). The sibling's counters are added to the owner's once, when both the work has ended
+    and the caller has closed it, whichever comes last (work still in a request when the caller
+    fails adds them when that request ends)."""
 
     def __init__(self, work: Callable[[RpcClient], Any], owner: RpcClient, on_failure: Callable[[], None] | None = None,
                  name: str = "rpc-beside"):
         self.owner, self.client, self.on_failure = owner, owner.sibling(), on_failure
-        self.result: Any = None
-        self.failure: BaseException | None = None
         self.lock, self.running, self.closed = threading.Lock(), True, False
-        self.thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=True)
-        self.thread.start()
+        self.task = Background(partial(self._run, work), name, owner.describe())
 
-    def _run(self, work: Callable[[RpcClient], Any]) -> None:
+    def _run(self, work: Callable[[RpcClient], Any]) -> Any:
         try:
-            self.result = work(self.client)
-        except BaseException as exc:  # raised in the caller's thread
-            self.failure = exc
+            return work(self.client)
+        except BaseException:
             if self.on_failure is not None:
                 self.on_failure()
+            raise
         finally:
             with self.lock:
                 self.running = False
@@ -264,11 +262,7 @@ class Beside:
                     self.owner.counters.add(self.client.counters)
 
     def join(self) -> Any:
-        with waiting_for(self.owner.describe()):  # a deadline that fires meanwhile names the node
-            self.thread.join()
-        if self.failure is not None:
-            raise self.failure
-        return self.result
+        return self.task.result()
 
     def close(self) -> None:
         with self.lock:
