@@ -63,7 +63,8 @@ def collect(profile: Profile, block: int | None = None, progress: Progress | Non
 def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile, block: int | None,
              progress: Progress | None, history_prior: history_file.PriorHistory | None,
              queue_prior: queuelog.PriorActivity | None = None, known: snapshot.Known | None = None) -> Collected:
-    early = _EarlyValidators(clients.glacier(profile, http), clients.pchain(profile, http))
+    early = _EarlyValidators(clients.glacier(profile, http), clients.pchain(profile, http),
+                             guess=tuple(known.last.get(Minipool, {}).values()) if known is not None else ())
     # The price API's quote is the chain's second opinion: asked for while the chain is read.
     api = clients.price_api(profile, http) if profile.avax_usd_feed else None
     quote = Background(partial(prices.fetch_usd, api), "price-quote", api.label) if api is not None else None
@@ -107,27 +108,37 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
 
 
 class _EarlyValidators:
-    """The validator records, fetched from the moment the chain read has the minipools, while the
-    node still answers the per-staker views. Their warnings and their failure are taken where a
-    sequential run meets them, after the chain's and the prices' checks, so what a run reports
-    does not change."""
+    """The validator records, fetched while the chain is read: from its start for the nodes active
+    in this process's last read (``guess``: a watch's), else, or when the nodes active now are
+    others, from the moment the read has the minipools, while the node still answers the rest.
+    Their warnings and their failure are taken where a sequential run meets them, after the
+    chain's and the prices' checks, so what a run reports does not change."""
 
-    def __init__(self, glacier: validators.Glacier | None, pchain: validators.PChain | None):
+    def __init__(self, glacier: validators.Glacier | None, pchain: validators.PChain | None,
+                 guess: tuple[Minipool, ...] = ()):
         self.glacier, self.pchain = glacier, pchain
-        self.warnings: list[str] = []
-        self.fetch: Background[validators.ValidatorData] | None = None
+        self.fetch: tuple[list[str], Background[validators.ValidatorData], list[str]] | None = None
+        if guess:
+            self._fetch(validators.active_node_ids(guess))
+
+    def _fetch(self, node_ids: list[str]) -> None:
+        warnings: list[str] = []
+        where = " or ".join(src.http.label for src in (self.glacier, self.pchain) if src is not None) or "validator API"
+        self.fetch = (node_ids, Background(partial(validators.fetch, node_ids, self.glacier, self.pchain, warnings),
+                                           "validators", where), warnings)
 
     def start(self, minipools: tuple[Minipool, ...]) -> None:
         node_ids = validators.active_node_ids(minipools)
-        self.fetch = Background(partial(validators.fetch, node_ids, self.glacier, self.pchain, self.warnings), "validators",
-                            " or ".join(src.http.label for src in (self.glacier, self.pchain) if src is not None) or "validator API")
+        if self.fetch is None or self.fetch[0] != node_ids:  # a guessed fetch for other nodes is left to end unread
+            self._fetch(node_ids)
 
     def result(self, warnings: list[str]) -> validators.ValidatorData:
         assert self.fetch is not None  # the chain read has started it
+        _, fetch, mine = self.fetch
         try:
-            return self.fetch.result()
+            return fetch.result()
         finally:
-            warnings += self.warnings
+            warnings += mine
 
 
 def _history(client: RpcClient, snap: Snapshot, profile: Profile, prior: history_file.PriorHistory | None,

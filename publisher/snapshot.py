@@ -64,12 +64,30 @@ class Known:
     def __init__(self) -> None:
         self.last: dict[type, dict] = {}
         self.made: dict[type, dict] = {}
+        # Answers of views, by what they were asked of, that a read may take instead of asking
+        # again (``answered``): name -> (what else the views read, since when, {row: answers}).
+        self.answers: dict[str, tuple[object, int, dict]] = {}
+        self.kept: dict[str, tuple[object, int, dict]] = {}
 
     def begin(self) -> None:
-        self.made = {}
+        self.made, self.kept = {}, {}
 
     def end(self) -> None:
         self.last, self.made = self.made, {}
+        self.answers, self.kept = self.kept, {}
+
+    def answered(self, name: str, inputs: object, now: int, within: int) -> tuple[int, dict]:
+        """(since, {row: answers}) the last read kept of the views ``name`` while everything else
+        they read was ``inputs``, as it is now, for at most ``within`` seconds of chain time since
+        they were all asked; else (``now``, nothing)."""
+        kept = self.answers.get(name)
+        if kept is None or kept[0] != inputs or not 0 <= now - kept[1] < within:
+            return now, {}
+        return kept[1], kept[2]
+
+    def keep(self, name: str, inputs: object, since: int, answers: dict) -> None:
+        """What this read answered (see ``answered``), for the next read once this one ends."""
+        self.kept[name] = (inputs, since, answers)
 
 
 def instances(cls: type[T], rows: Iterable, known: Known | None = None,

@@ -19,6 +19,7 @@ from publisher.chain.abi import Fn
 from publisher.chain.reader import Reader
 from publisher.chain.rpc import RpcClient
 from publisher.errors import PublisherError
+from publisher.progress import Progress
 from publisher.snapshot import (
     BlockRef,
     DexReserves,
@@ -208,6 +209,67 @@ def test_a_pinned_read_returns_the_old_values_after_new_blocks(demo, demo_profil
     # ...but not what the pinned block reads.
     assert chain_part(again) == chain_part(first)
     assert again.to_json() == first.to_json()
+
+
+class _Asked(Progress):
+    """What each of a reader's rounds asks for, as its progress is told."""
+
+    def __init__(self) -> None:
+        super().__init__(enabled=False)
+        self.rounds: dict[str, int] = {}
+
+    def start(self, label: str, total: int) -> None:
+        self.rounds[label] = total
+
+
+def test_a_read_after_another_asks_the_views_only_where_the_answer_can_differ(demo, demo_profile, rpc):
+    """The staker views of a row read again unchanged, with the Oracle, the settings and the
+    contracts unchanged, are the last read's; a changed row, a staker whose eligibility comes with
+    time, a new price and an hour of chain time are asked again, and every read equals a read
+    without the last one's answers."""
+    known = Known()
+
+    def read(block: int | None = None) -> tuple[Snapshot, int]:
+        asked = _Asked()
+        snap = Reader(RpcClient([demo.url]), demo_profile, asked, known=known).read(block)
+        assert chain_part(snap) == chain_part(Reader(RpcClient([demo.url]), demo_profile).read(snap.block.number))
+        return snap, asked.rounds.get("staker views", 0) // 4  # four views a staker
+
+    def at(t: int) -> None:
+        rpc.request("evm_setNextBlockTimestamp", [hex(t)])
+
+    pinned, now = head(rpc)
+    first, asked = read(pinned)
+    assert asked == len(first.stakers)
+    a, wait = demo.addresses, first.settings.rewards_eligibility_min_seconds
+    fields = [name for name, _ in abis.STAKER_FIELDS]
+    rows = [tuple(dataclasses.astuple(st)[: len(fields)]) for st in first.stakers]
+    changed, soon = rows[0], next(r for r in rows[1:] if r[fields.index("avaxValidatingHighWater")] > 0)
+    changed = (*changed[:6], changed[6] + 1000 * WAD, *changed[7:])
+    soon = (*soon[:8], now + 20 - wait + 30, *soon[9:])  # eligible 30 s after the block that stores it
+    set_stakers = Fn(f"setStakers({abis.STAKER}[])")
+    with checkpoint(rpc):
+        assert read(pinned)[1] == 0  # the same block again: every answer kept
+        at(now + 20)
+        send(rpc, a["Staking"], set_stakers.encode([changed, soon]))
+        second, asked = read()
+        assert asked == 2  # the two rows that changed
+        who = {st.staker_addr: st for st in second.stakers}
+        assert not who[to_checksum_address(soon[0])].eligible
+        at(now + 40)
+        rpc.request("evm_mine", [])
+        assert read()[1] == 0  # 20 s later: not eligible yet
+        at(now + 60)
+        rpc.request("evm_mine", [])
+        third, asked = read()
+        assert asked == 1 and {st.staker_addr: st for st in third.stakers}[to_checksum_address(soon[0])].eligible
+        at(now + 80)
+        send(rpc, a["Oracle"], Fn("setGGPPriceInAVAX(uint256,uint256)").encode(first.oracle.price * 3, now + 80))
+        assert read()[1] == len(first.stakers)  # a new price: every view again
+        assert read()[1] == 0
+        at(now + 80 + 3600)
+        rpc.request("evm_mine", [])
+        assert read()[1] == len(first.stakers)  # an hour of chain time: every view again
 
 
 # ---- saved snapshots ---------------------------------------------------------------------------

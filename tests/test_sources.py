@@ -16,6 +16,7 @@ from ggp_devnet import devnet_profile, running
 from ggp_devnet.scenarios import LAUNCHED, STAKING, WAD
 from ggp_devnet.seed import DEPLOYER
 from ggp_devnet.standins import Fault, Standins, missing_node
+from support.chain import checkpoint, send
 from support.jsonrpc import LimitedRpc
 
 from publisher.chain.abi import Fn
@@ -25,7 +26,7 @@ from publisher.compute import prices as compute_prices
 from publisher.compute.nodeid import node_id
 from publisher.config import load_profile
 from publisher.errors import PublisherError
-from publisher.snapshot import PricePoint
+from publisher.snapshot import Known, PricePoint
 from publisher.sources import history, history_file, prices
 from publisher.sources.validators import MAX_PAGES
 
@@ -141,6 +142,28 @@ def test_demo_snapshot_validators(demo, demo_snapshot):
         assert v.amount_staked == (m.avax_node_op_amt + m.avax_liquid_staker_amt) // 10**9
         assert v.source == "glacier" and v.validation_reward > 0
     assert any(missing in w for w in snap.warnings)
+
+
+def test_a_read_after_another_asks_for_the_validators_of_its_last_active_nodes_from_its_start(profile, services, demo, rpc):
+    """A watch's read asks the provider for the nodes its last read found active without waiting
+    for this block's minipools: the same nodes, one fetch; other nodes, their own fetch, and what
+    the guess found (its warnings too) is left unread."""
+    known = Known()
+    first = collect(profile, known=known).snapshot
+    groups = (len(expected_nodes(first)) + 24) // 25
+    services.reset()
+    again = collect(profile, known=known).snapshot
+    assert (again.validators, again.missing_validators, again.warnings) == (first.validators, first.missing_validators, first.warnings)
+    assert len(services.glacier.hits) == groups
+    missing = missing_node(demo.scenario)
+    node = next(m.node_id for m in first.minipools if m.status == STAKING and node_id(m.node_id) != missing)
+    with checkpoint(rpc):
+        send(rpc, demo.addresses["MinipoolManager"], Fn("setStatus(address,uint256)").encode(node, 3))
+        moved = collect(profile, known=known).snapshot
+        fresh = collect(profile, block=moved.block.number).snapshot
+    assert node_id(node) not in {v.node_id for v in moved.validators}
+    assert {v.node_id for v in moved.validators} == expected_nodes(moved) - {missing}
+    assert (moved.validators, moved.missing_validators, moved.warnings) == (fresh.validators, fresh.missing_validators, fresh.warnings)
 
 
 def test_demo_snapshot_price_history(demo, demo_snapshot):

@@ -204,7 +204,7 @@ class Reader:
         # connection of their own: the node has their calls to work on while this process makes
         # the views' calls from the stakers' rows.
         with Beside(partial(self._pools, addresses, scalars, queue_at, listed), self.client, name="reader-pools") as pools:
-            stakers = self._staker_views(addresses, rows)
+            stakers = self._staker_views(addresses, rows, scalars)
             minipools, liquid, request_ids, requests_raw, sets = pools.join()
         apy_base = self._apy_base(addresses["TokenggAVAX"], apy_block.join(), warnings)
         if s["fee_bips"] is None:
@@ -452,19 +452,31 @@ class Reader:
             calls.append(Calls(queue, abis.wq_isFulfilledRequest, [(i,) for i in ids], gas=GAS_REQUEST_VIEW, contract=label))
         return ids, calls
 
-    def _staker_views(self, a: dict[str, str], rows: list) -> tuple[Staker, ...]:
-        """The stakers of these ``getStakers`` rows, each with its four views, in one round."""
+    def _staker_views(self, a: dict[str, str], rows: list, s: dict) -> tuple[Staker, ...]:
+        """The stakers of these ``getStakers`` rows, each with its four views, in one round: asked
+        only of the rows whose answers the last read did not keep (see ``_view_inputs``)."""
         views = (
             (a["Staking"], abis.getEffectiveGGPStaked, "Staking"),
             (a["Staking"], abis.getCollateralizationRatio, "Staking"),
             (a["Staking"], abis.getEffectiveRewardsRatio, "Staking"),
             (a["ClaimNodeOp"], abis.isEligible, "ClaimNodeOp"),
         )
-        stakers = [(row[0],) for row in rows]
-        out = self._run("staker views", [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views])
-        n = len(rows)
-        return instances(Staker, zip(rows, out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n :], strict=True),
-                         self.known, _staker_values)
+        inputs, now = _view_inputs(a, s), self.head.timestamp
+        since, kept = self.known.answered("staker views", inputs, now, VIEWS_KEPT_SECONDS) if self.known else (now, {})
+        # A staker not eligible may become so as time passes, its row unchanged: asked again from
+        # the time it can (``_may_be_eligible``).
+        min_seconds = s["rewards_eligibility_min_seconds"]
+        ask = [row for row in rows if (hit := kept.get(row)) is None or (not hit[3] and _may_be_eligible(row, min_seconds, now))]
+        answers = {row: kept[row] for row in rows} if not ask else {}
+        if ask:
+            stakers = [(row[0],) for row in ask]
+            out = self._run("staker views", [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views])
+            n = len(ask)
+            fresh = dict(zip(ask, zip(out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n :], strict=True), strict=True))
+            answers = {row: fresh.get(row) or kept[row] for row in rows}
+        if self.known is not None:
+            self.known.keep("staker views", inputs, since, answers)
+        return instances(Staker, ((row, *answers[row]) for row in rows), self.known, _staker_values)
 
     def _apy_block(self, head: BlockRef, client: RpcClient) -> tuple[int, BlockRef | None]:
         """The APY window's far end: its target time and the last block at or before it."""
@@ -483,6 +495,34 @@ class Reader:
             warnings.append(f"ggAVAX share price at block {ref.number} unavailable ({type(exc).__name__}): APY history unavailable")
             return None
         return VaultPoint(ref, value)
+
+
+# How long a staker view's answer is taken again for a row read again unchanged (``_view_inputs``):
+# an hour of chain time, after which every view is asked again, whatever changed or not.
+VIEWS_KEPT_SECONDS = 3600
+
+
+def _view_inputs(a: dict[str, str], s: dict) -> tuple:
+    """What a staker's four views read besides the staker's own row (the struct ``getStakers``
+    answers, which holds every per-staker value they read: GGP staked, AVAX assigned, the
+    high-water mark, the rewards start): the contracts they reach through the registry, the
+    Oracle's GGP price and the ProtocolDAO's settings. While all of these and a row are the last
+    read's, the views answer as they did then, but ``isEligible``, which also reads the block's
+    time (``_may_be_eligible``)."""
+    return (tuple(sorted(a.items())), s["oracle"], tuple(s[_snake(k)] for k in abis.DAO_SETTINGS if k != "FeeBips"),
+            s["fee_bips"])
+
+
+_START = [name for name, _ in abis.STAKER_FIELDS].index("rewardsStartTime")
+_HIGH_WATER = [name for name, _ in abis.STAKER_FIELDS].index("avaxValidatingHighWater")
+
+
+def _may_be_eligible(row: tuple, min_seconds: int, now: int) -> bool:
+    """Whether ``ClaimNodeOp.isEligible`` can be true at ``now`` for this ``getStakers`` row: only
+    with a rewards start, a high-water mark and the start at least RewardsEligibilityMinSeconds
+    before ``now`` (what it requires). A false answer can turn true, its row unchanged, only once
+    time passes that start's mark."""
+    return row[_START] != 0 and row[_HIGH_WATER] > 0 and row[_START] + min_seconds <= now
 
 
 def staker_page_calls(a: dict[str, str], count: int) -> list[Call]:
