@@ -58,16 +58,17 @@ class Known:
     takes the very object for a record read again unchanged, so that a build finds it as it left it
     (its digest, its rows) without comparing it field by field, and the reader skips converting it.
     The key is the decoded answer, whose every position has one type in every read (the codec's),
-    so an equal key is the same record. Owned by the caller (``incremental.Cache``); each read
-    replaces what it holds."""
+    so an equal key is the same record. It also holds the answers of views a read may take again
+    instead of asking (``answered``). Owned by the caller (``incremental.Cache``); each read that
+    ends replaces what it holds."""
 
     def __init__(self) -> None:
         self.last: dict[type, dict] = {}
         self.made: dict[type, dict] = {}
         # Answers of views, by what they were asked of, that a read may take instead of asking
-        # again (``answered``): name -> (what else the views read, since when, {row: answers}).
-        self.answers: dict[str, tuple[object, int, dict]] = {}
-        self.kept: dict[str, tuple[object, int, dict]] = {}
+        # again (``answered``): name -> (what else the views read, since when, as of when, {row: answers}).
+        self.answers: dict[str, tuple[object, int, int, dict]] = {}
+        self.kept: dict[str, tuple[object, int, int, dict]] = {}
 
     def begin(self) -> None:
         self.made, self.kept = {}, {}
@@ -77,17 +78,18 @@ class Known:
         self.answers, self.kept = self.kept, {}
 
     def answered(self, name: str, inputs: object, now: int, within: int) -> tuple[int, dict]:
-        """(since, {row: answers}) the last read kept of the views ``name`` while everything else
-        they read was ``inputs``, as it is now, for at most ``within`` seconds of chain time since
-        they were all asked; else (``now``, nothing)."""
+        """(since, {row: answers}) the last read kept of the views ``name``, when everything else
+        they read was ``inputs``, as it is now, at a time no later than ``now`` (a view may read
+        the time: one moving back is asked again), and all of them were asked less than
+        ``within`` seconds of chain time ago; else (``now``, nothing)."""
         kept = self.answers.get(name)
-        if kept is None or kept[0] != inputs or not 0 <= now - kept[1] < within:
+        if kept is None or kept[0] != inputs or not kept[1] <= kept[2] <= now < kept[1] + within:
             return now, {}
-        return kept[1], kept[2]
+        return kept[1], kept[3]
 
-    def keep(self, name: str, inputs: object, since: int, answers: dict) -> None:
-        """What this read answered (see ``answered``), for the next read once this one ends."""
-        self.kept[name] = (inputs, since, answers)
+    def keep(self, name: str, inputs: object, since: int, now: int, answers: dict) -> None:
+        """What this read answered at ``now`` (see ``answered``), for the next read once this one ends."""
+        self.kept[name] = (inputs, since, now, answers)
 
 
 def instances(cls: type[T], rows: Iterable, known: Known | None = None,

@@ -270,6 +270,7 @@ def test_a_read_after_another_asks_the_views_only_where_the_answer_can_differ(de
         at(now + 80 + 3600)
         rpc.request("evm_mine", [])
         assert read()[1] == len(first.stakers)  # an hour of chain time: every view again
+        assert read(pinned)[1] == len(first.stakers)  # an earlier block: its time, eligibility's too, moved back
 
 
 # ---- saved snapshots ---------------------------------------------------------------------------

@@ -475,7 +475,7 @@ class Reader:
             fresh = dict(zip(ask, zip(out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n :], strict=True), strict=True))
             answers = {row: fresh.get(row) or kept[row] for row in rows}
         if self.known is not None:
-            self.known.keep("staker views", inputs, since, answers)
+            self.known.keep("staker views", inputs, since, now, answers)
         return instances(Staker, ((row, *answers[row]) for row in rows), self.known, _staker_values)
 
     def _apy_block(self, head: BlockRef, client: RpcClient) -> tuple[int, BlockRef | None]:
