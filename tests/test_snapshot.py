@@ -233,7 +233,9 @@ def test_a_read_after_another_asks_the_views_only_where_the_answer_can_differ(de
         asked = _Asked()
         snap = Reader(RpcClient([demo.url]), demo_profile, asked, known=known).read(block)
         assert chain_part(snap) == chain_part(Reader(RpcClient([demo.url]), demo_profile).read(snap.block.number))
-        return snap, asked.rounds.get("staker views", 0) // 4  # four views a staker
+        q = snap.withdraw_queue  # its open requests are asked in the same round, one call each
+        requests = q.pending_count + q.fulfilled_count if q is not None else 0
+        return snap, (asked.rounds.get("staker views and open requests", requests) - requests) // 4  # four views a staker
 
     def at(t: int) -> None:
         rpc.request("evm_setNextBlockTimestamp", [hex(t)])

@@ -9,6 +9,7 @@ that far end.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import logging
 import math
@@ -155,8 +156,8 @@ class Reader:
             self.known.begin()
         try:
             # The APY window's far end is another block: found beside this one's rounds.
-            with Beside(partial(self._apy_block, head), self.client, name="reader-apy") as apy_block:
-                snap = self._read(head, apy_block)
+            with contextlib.ExitStack() as beside:
+                snap = self._read(head, beside)
         except Reorged:
             raise
         except PublisherError:
@@ -167,7 +168,7 @@ class Reader:
             self.known.end()
         return snap
 
-    def _read(self, head: BlockRef, apy_block: Beside) -> Snapshot:
+    def _read(self, head: BlockRef, beside: contextlib.ExitStack) -> Snapshot:
         p = self.profile
         self.mc = Multicall(self.client, p.multicall, at_hash(head), on_chunk=self._tick, label=str(head.number))
         fixed = {"Multicall3": p.multicall, "Storage": p.storage}
@@ -189,6 +190,9 @@ class Reader:
         if p.pst_avax and pst_at is None:
             warnings.append(f"pstAVAX not read: {soft_problems['pstAVAX']}")
         addresses, paused = self._registry(warnings)
+        # The share price at the APY window's far end is another block's: found and read beside
+        # this block's rounds, on a connection of its own.
+        apy = beside.enter_context(Beside(partial(self._apy_point, head, addresses["TokenggAVAX"]), self.client, name="reader-apy"))
         self._require_code({k: v for k, v in addresses.items() if k not in ("Multicall3", "Storage")})
         scalars = self._scalars(addresses, read_dex=p.dex_pair is not None and dex_error is None, queue=queue_at, pst=pst_at)
         addresses["WAVAX"] = checksum(scalars["wavax"])  # ggAVAX's asset; the DEX pair's other side
@@ -199,14 +203,16 @@ class Reader:
             (f"WithdrawQueue {queue_at}", s["wq_next"], s["wq_pending"], s["wq_fulfilled"]) if queue_at else ()))
         if counts:
             raise PublisherError(f"refusing to read block {head.number}: {every_cause(counts)}")
-        rows, listed = self._stakers_and_sets(addresses, scalars, queue_at)
-        # The minipools and the queue's open requests are read beside the stakers' views, on a
-        # connection of their own: the node has their calls to work on while this process makes
-        # the views' calls from the stakers' rows.
-        with Beside(partial(self._pools, addresses, scalars, queue_at, listed), self.client, name="reader-pools") as pools:
-            stakers = self._staker_views(addresses, rows, scalars)
-            minipools, liquid, request_ids, requests_raw, sets = pools.join()
-        apy_base = self._apy_base(addresses["TokenggAVAX"], apy_block.join(), warnings)
+        # The minipools are read beside the stakers and the queue, on a connection of their own:
+        # the node has their calls to work on while this process decodes the stakers' pages and
+        # makes the next round's calls from them.
+        with Beside(partial(self._pools, addresses, scalars), self.client, name="reader-pools") as pools:
+            rows, listed = self._stakers_and_sets(addresses, scalars, queue_at)
+            sets = _open_ids(queue_at, s, *listed) if queue_at and listed else None
+            request_ids, requests = self._request_calls(queue_at, s, sets) if queue_at else ([], [])
+            stakers, requests_raw = self._staker_views(addresses, rows, scalars, also=requests)
+            minipools, liquid = pools.join()
+        apy_base = _apy_base(apy.join(), warnings)
         if s["fee_bips"] is None:
             warnings.append("ProtocolDAO has no getFeeBips(): fee taken as 0")
         settings = Settings(
@@ -427,20 +433,17 @@ class Reader:
                                      f"more than the {asked} asked for")
         return [row for page in pages for row in page], (out[-2], out[-1]) if queue and listed else None
 
-    def _pools(self, a: dict[str, str], s: dict, queue: str | None, listed: tuple | None, client: RpcClient):
+    def _pools(self, a: dict[str, str], s: dict, client: RpcClient) -> tuple[tuple[Minipool, ...], int]:
         """On ``client``, in one round: the minipools (handed to ``on_minipools`` as soon as they
-        are made), the vault's WAVAX balance and the queue's open requests, with their ids (from
-        the ``listed`` sets, or every id ever issued) and the sets."""
+        are made) and the vault's WAVAX balance."""
         mc = Multicall(client, self.profile.multicall, self.mc.block, label=self.mc.label)
         pools = s["minipool_count"]
-        sets = _open_ids(queue, s, *listed) if queue and listed else None
-        ids, requests = self._request_calls(queue, s, sets) if queue else ([], [])
-        # A Calls group answers one element per call, in place: minipools, the balance, the requests.
-        out = mc.run([*pool_calls(a, pools, s["wavax"]), *requests])
+        # A Calls group answers one element per call, in place: the minipools, then the balance.
+        out = mc.run(pool_calls(a, pools, s["wavax"]))
         minipools = instances(Minipool, out[:pools], self.known, _minipool_values)
         if self.on_minipools:
             self.on_minipools(minipools)
-        return minipools, out[pools], ids, out[pools + 1 :], sets
+        return minipools, out[pools]
 
     def _request_calls(self, queue: str, s: dict, sets: tuple[list[int], set[int]] | None) -> tuple[list[int], list[Calls]]:
         """The ids whose records the next round reads, and its calls: the open ids with their set
@@ -452,9 +455,10 @@ class Reader:
             calls.append(Calls(queue, abis.wq_isFulfilledRequest, [(i,) for i in ids], gas=GAS_REQUEST_VIEW, contract=label))
         return ids, calls
 
-    def _staker_views(self, a: dict[str, str], rows: list, s: dict) -> tuple[Staker, ...]:
-        """The stakers of these ``getStakers`` rows, each with its four views, in one round: asked
-        only of the rows whose answers the last read did not keep (see ``_view_inputs``)."""
+    def _staker_views(self, a: dict[str, str], rows: list, s: dict, also: list[Calls]) -> tuple[tuple[Staker, ...], list]:
+        """The stakers of these ``getStakers`` rows, each with its four views, asked only of the
+        rows whose answers the last read did not keep (see ``_view_inputs``), in one round with the
+        calls ``also`` (the queue's requests), whose answers come second."""
         views = (
             (a["Staking"], abis.getEffectiveGGPStaked, "Staking"),
             (a["Staking"], abis.getCollateralizationRatio, "Staking"),
@@ -467,34 +471,40 @@ class Reader:
         # the time it can (``_may_be_eligible``).
         min_seconds = s["rewards_eligibility_min_seconds"]
         ask = [row for row in rows if (hit := kept.get(row)) is None or (not hit[3] and _may_be_eligible(row, min_seconds, now))]
-        answers = {row: kept[row] for row in rows} if not ask else {}
-        if ask:
-            stakers = [(row[0],) for row in ask]
-            out = self._run("staker views", [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views])
-            n = len(ask)
-            fresh = dict(zip(ask, zip(out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n :], strict=True), strict=True))
-            answers = {row: fresh.get(row) or kept[row] for row in rows}
+        stakers = [(row[0],) for row in ask]
+        calls = [Calls(t, fn, stakers, gas=GAS_STAKER_VIEW, contract=c) for t, fn, c in views] if ask else []
+        out = self._run("staker views and open requests", [*calls, *also]) if calls or also else []
+        n = len(ask)
+        fresh = dict(zip(ask, zip(out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n : 4 * n], strict=True), strict=True))
+        answers = {row: fresh.get(row) or kept[row] for row in rows}
         if self.known is not None:
             self.known.keep("staker views", inputs, since, now, answers)
-        return instances(Staker, ((row, *answers[row]) for row in rows), self.known, _staker_values)
+        return instances(Staker, ((row, *answers[row]) for row in rows), self.known, _staker_values), out[4 * n :]
 
-    def _apy_block(self, head: BlockRef, client: RpcClient) -> tuple[int, BlockRef | None]:
-        """The APY window's far end: its target time and the last block at or before it."""
+    def _apy_point(self, head: BlockRef, vault: str, client: RpcClient) -> tuple[int, BlockRef | None, int | Exception | None]:
+        """The APY window's far end: its target time, the last block at or before it and the
+        vault's share price there (or why it could not be read), on ``client``."""
         target = head.timestamp - self.profile.apy_window_days * DAY
-        return target, find_block_at(client, target, head, self.profile.history_from_block)
-
-    def _apy_base(self, vault: str, found: tuple[int, BlockRef | None], warnings: list[str]) -> VaultPoint | None:
-        target, ref = found
+        ref = find_block_at(client, target, head, self.profile.history_from_block)
         if ref is None:
-            warnings.append(f"no block at or before {target} (APY window start): APY history unavailable")
-            return None
+            return target, None, None
         try:
-            data = self.client.request("eth_call", [{"to": vault, "data": "0x" + abis.convertToAssets.encode(WAD).hex()}, at_hash(ref)])
-            value = abis.convertToAssets.decode(bytes.fromhex(data[2:]))
+            data = client.request("eth_call", [{"to": vault, "data": "0x" + abis.convertToAssets.encode(WAD).hex()}, at_hash(ref)])
+            return target, ref, abis.convertToAssets.decode(bytes.fromhex(data[2:]))
         except (RpcError, RpcUnavailable, ValueError, TypeError, DecodingError) as exc:  # e.g. a node without archive state
-            warnings.append(f"ggAVAX share price at block {ref.number} unavailable ({type(exc).__name__}): APY history unavailable")
-            return None
-        return VaultPoint(ref, value)
+            return target, ref, exc
+
+
+def _apy_base(point: tuple[int, BlockRef | None, int | Exception | None], warnings: list[str]) -> VaultPoint | None:
+    target, ref, value = point
+    if ref is None:
+        warnings.append(f"no block at or before {target} (APY window start): APY history unavailable")
+        return None
+    if isinstance(value, Exception):
+        warnings.append(f"ggAVAX share price at block {ref.number} unavailable ({type(value).__name__}): APY history unavailable")
+        return None
+    assert value is not None
+    return VaultPoint(ref, value)
 
 
 # How long a staker view's answer is taken again for a row read again unchanged (``_view_inputs``):
