@@ -273,13 +273,25 @@ def test_unchanged_run_uploads_nothing_and_a_changed_staker_only_its_files(dirs,
     addr = dirs["changed_addr"]
     assert diff == {f"stakers/{addr}", f"rewards/{addr}", "stakers", "status"}
     rec = Recorder()
-    run(dirs["changed"], bucket, endpoint, rec)
+    result = run(dirs["changed"], bucket, endpoint, rec)
     assert sorted(data_puts(rec)) == sorted(diff)
     assert rec.puts[-2:] == [MANIFEST_KEY, "status"]
     # The manifest moves by shard: the aggregates' and the changed staker's, then its root.
     assert len([k for k in rec.puts if k.startswith(SHARD_DIR)]) == 2
-    assert rec.puts.index(f"stakers/{addr}") < rec.puts.index("stakers")  # entity before the list naming it
+    # Its files are live already (a new version of each): they go with the lists naming them.
+    assert not result.plan.new_entities
     assert published(s3, bucket) == etags(changed)
+
+
+def test_a_new_entity_is_live_before_the_lists_that_name_it(dirs, s3, bucket, endpoint):
+    run(dirs["removed"], bucket, endpoint)
+    gone = dirs["gone_addr"]
+    rec = Recorder()
+    result = run(dirs["base"], bucket, endpoint, rec, force=True)  # the removal was built one block later
+    assert result.plan.new_entities
+    # A client following a link from the fresh /stakers never meets a 404.
+    assert max(rec.puts.index(f"stakers/{gone}"), rec.puts.index(f"rewards/{gone}")) < rec.puts.index("stakers")
+    assert published(s3, bucket) == etags(expected(dirs["base"]))
 
 
 def test_lost_or_altered_objects_are_found_by_a_reconcile(dirs, s3, bucket, endpoint):

@@ -1,10 +1,11 @@
 """Read the whole protocol at one pinned block into a Snapshot, in a handful of HTTP requests.
 
 Rounds, each one multicall (one or a few JSON-RPC batches): registry and paused flags; every
-scalar; staker pages with the queue's open ids, then per-staker views, while the minipools and the
-queue's open requests are read beside them, and the block at the APY window's far end is found
-beside all of them. Every value of the run comes from the pinned block, but the share price at
-that far end.
+scalar; staker pages with the queue's open ids, then the per-staker views with the queue's open
+requests, while the minipools are read beside them, and the block at the APY window's far end and
+the share price there beside all of them. Every value of the run comes from the pinned block, but
+that share price. A read after another takes a staker's views from it where they cannot differ
+(``Reader._staker_views``).
 """
 from __future__ import annotations
 

@@ -18,10 +18,12 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from ..build.tree import Record, changes, read_record, trees
 from ..build.validate import bounded_paths, compare_previous, load_dir, network_profile, strict_loads, validate
+from ..deadline import Background
 from ..endpoints.meta import STATUS_PATH
 from ..endpoints.registry import file_for
 from ..errors import PublisherError, every_cause
@@ -159,17 +161,19 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
         raise PublisherError(f"{len(stragglers)} request(s) of an earlier run are still in flight: publishing once "
                              "they end")
     prefix = normalize_prefix(prefix)
-    local = Local(directory, built)
-    profile = local.check(directory)
-    status = local.status
-
     if sink is None:
         sink = S3Sink(bucket, endpoint_url=endpoint_url, region=region, session=session, workers=workers)
     elif sink.bucket != bucket:
         raise ValueError(f"a client for s3://{sink.bucket} cannot publish to s3://{bucket}")
     counted = sink.requests.copy()
     target = sink.where(prefix)
-    live_status, live_root_bytes = _map(sink.get, [object_key(prefix, "/status"), prefix + MANIFEST_KEY], workers)
+    # The live /status and manifest are asked for while the local tree is looked at (reads only:
+    # one still in flight when this run fails changes nothing).
+    live = [Background(partial(sink.get, key), "publish-live", target) for key in (object_key(prefix, "/status"), prefix + MANIFEST_KEY)]
+    local = Local(directory, built)
+    profile = local.check(directory)
+    status = local.status
+    live_status, live_root_bytes = (get.result() for get in live)
     live_root = parse_root(live_root_bytes)
     all_items = items(local.files, prefix, max_age or status.get("cadenceSeconds") or DEFAULT_MAX_AGE)
     local_shards = shards(all_items)
@@ -258,8 +262,9 @@ def _block(status: bytes | None) -> int | None:
 
 
 def _execute(plan: Plan, sink: S3Sink, local: Local, distribution_id: str | None, workers: int) -> str | None:
-    for wave in ("entities", "aggregates", "docs"):
-        _map(lambda i: sink.put(i, local.read(i.url)), plan.wave(wave), workers)
+    rounds = (("entities",), ("aggregates",), ("docs",)) if plan.new_entities else (("entities", "aggregates"), ("docs",))
+    for waves in rounds:
+        _map(lambda i: sink.put(i, local.read(i.url)), [i for w in waves for i in plan.wave(w)], workers)
     if plan.delete:
         sink.delete(plan.delete)
     invalidation = None

@@ -35,8 +35,9 @@ MANIFEST_FORMAT = "ggp-publisher-manifest/3"
 AGGREGATES = "aggregates"
 RECONCILE_SECONDS = 2 * 3600  # a listing costs one request per 1 000 objects
 # Upload order. Entity files go before the aggregates that list them, so a client following a
-# link from a fresh /stakers never meets a 404; docs after data; "final" (/status) after the
-# manifest, so the live /status only ever describes complete data.
+# link from a fresh /stakers never meets a 404 (when every one of them is live already, a new
+# version of it, they go together); docs after data; "final" (/status) after the manifest, so
+# the live /status only ever describes complete data.
 WAVES = ("entities", "aggregates", "docs", "final")
 LISTED = 20  # paths shown per list in a printed plan
 
@@ -238,6 +239,8 @@ class Plan:
     # No manifest vouched for the live objects: a run that failed before its invalidation may have
     # left docs the CDN still serves stale, which the listing alone shows as unchanged.
     unvouched: bool = False
+    # An entity file to upload is not live yet: the aggregates that list it wait for it (WAVES).
+    new_entities: bool = True
 
     @property
     def manifest_key(self) -> str:
@@ -345,6 +348,9 @@ def make_plan(all_items: list[Item], *, prefix: str, status: dict, live_root: Ro
         else:  # a shard the bucket holds as ours lists this item as it is
             same = old.get(i.shard) == local_sha[i.shard]
         (unchanged if same else upload).append(i)
+    # What the bucket holds already, of the entity files to upload (by the shards read, or the listing).
+    new_entities = any(i.wave == "entities" and (i.key not in listing if listing is not None else live_entry(i) is None)
+                       for i in upload)
 
     keys = {i.key for i in all_items}
     delete = {k for shard in live_shards.values() if shard for k in shard
@@ -362,4 +368,4 @@ def make_plan(all_items: list[Item], *, prefix: str, status: dict, live_root: Ro
     return Plan(prefix, upload, unchanged, sorted(delete),
                 {shard_key(prefix, n): local_shards[n] for n in sorted(send)}, body,
                 manifest_changed=changed or live_root is None or listing is not None,
-                reconcile=listing is not None, unvouched=live_root is None)
+                reconcile=listing is not None, unvouched=live_root is None, new_entities=new_entities)
