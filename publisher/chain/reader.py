@@ -156,7 +156,8 @@ class Reader:
         if self.known is not None:
             self.known.begin()
         try:
-            # The APY window's far end is another block: found beside this one's rounds.
+            # What is read beside this block's rounds (the APY window's far end, another block) is
+            # entered by ``_read`` once it has the addresses, and closed with the read.
             with contextlib.ExitStack() as beside:
                 snap = self._read(head, beside)
         except Reorged:
@@ -467,7 +468,7 @@ class Reader:
             (a["ClaimNodeOp"], abis.isEligible, "ClaimNodeOp"),
         )
         inputs, now = _view_inputs(a, s), self.head.timestamp
-        since, kept = self.known.answered("staker views", inputs, now, VIEWS_KEPT_SECONDS) if self.known else (now, {})
+        since, kept = self.known.answered(_VIEWS, inputs, now, VIEWS_KEPT_SECONDS) if self.known else (now, {})
         # A staker not eligible may become so as time passes, its row unchanged: asked again from
         # the time it can (``_may_be_eligible``).
         min_seconds = s["rewards_eligibility_min_seconds"]
@@ -479,7 +480,7 @@ class Reader:
         fresh = dict(zip(ask, zip(out[:n], out[n : 2 * n], out[2 * n : 3 * n], out[3 * n : 4 * n], strict=True), strict=True))
         answers = {row: fresh.get(row) or kept[row] for row in rows}
         if self.known is not None:
-            self.known.keep("staker views", inputs, since, now, answers)
+            self.known.keep(_VIEWS, inputs, since, now, answers)
         return instances(Staker, ((row, *answers[row]) for row in rows), self.known, _staker_values), out[4 * n :]
 
     def _apy_point(self, head: BlockRef, vault: str, client: RpcClient) -> tuple[int, BlockRef | None, int | Exception | None]:
@@ -507,6 +508,8 @@ def _apy_base(point: tuple[int, BlockRef | None, int | Exception | None], warnin
     assert value is not None
     return VaultPoint(ref, value)
 
+
+_VIEWS = "staker views"  # what ``Known`` keeps their answers under
 
 # How long a staker view's answer is taken again for a row read again unchanged (``_view_inputs``):
 # an hour of chain time, after which every view is asked again, whatever changed or not.
