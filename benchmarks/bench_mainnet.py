@@ -184,13 +184,14 @@ def rehearse(args, node: str, keep: int | None, rows: list[dict], loads) -> None
             for kind in ("first run (history from scratch)", "later run (history resumed)"):
                 times, got = [], {}
                 for _ in range(args.runs):
-                    out = tempfile.mkdtemp(prefix="bench-mainnet-")
+                    tmp = tempfile.mkdtemp(prefix="bench-mainnet-")
+                    out = os.path.join(tmp, "out")  # its trees are its siblings: remove them with it
                     try:
                         if kind.startswith("later"):
                             build(rpc, services, out)
                         seconds, stdout = build(rpc, services, out)
                     finally:
-                        shutil.rmtree(out, ignore_errors=True)
+                        shutil.rmtree(tmp, ignore_errors=True)
                     times.append(seconds)
                     got = figures(stdout)
                     loads.sample()

@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -233,6 +234,7 @@ def main() -> None:
         full_build(snap, profile, out, cache, report, loads)
         watch_runs(net, profile, out, cache, report)
         loads.sample()
+    shutil.rmtree(out.parent, ignore_errors=True)  # out and the trees beside it
     if args.baseline:
         embed_baseline(report, args.baseline)
     if args.json_path:
