@@ -231,6 +231,10 @@ def test_status_digests_every_other_file(built):
     status = body(built, "status.json")
     files = load_dir(built)
     assert status["files"]["count"] == len(files) - 1
+    others = sorted(p for p in files if p != "/status")
+    lines = "".join(f"{p} {hashlib.sha256(files[p]).hexdigest()}\n" for p in others)
+    assert status["files"]["sha256"] == hashlib.sha256(lines.encode()).hexdigest()
+    assert status["files"]["bytes"] == sum(len(files[p]) for p in others)
     assert status["block"] == body(built, "metrics.json")["meta"]["block"]
 
 

@@ -2,13 +2,15 @@
 records the process encoded before. A finished tree holds what its record lists, and nothing else."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from publisher.build.tree import RECORD_FORMAT, Entry, Records, TreeWriter, encode_record, list_files, read_record
+from publisher.build.tree import RECORD_FORMAT, Entry, Records, TreeWriter, list_files, read_record, record_chunks
+from publisher.endpoints.meta import files_digest
 
 PATHS = st.text(alphabet="/abcdefxyz0123456789.{}é\"\\", min_size=1, max_size=12)
 DIGESTS = st.one_of(st.none(), st.text(alphabet="0123456789abcdef", min_size=1, max_size=8))
@@ -19,6 +21,10 @@ RECORDS = st.fixed_dictionaries({
     "chainId": st.integers(1, 10**6), "block": st.fixed_dictionaries({"number": st.integers(0, 10**9), "hash": DIGESTS}),
     "files": st.dictionaries(PATHS, ENTRIES, max_size=20),
 })
+
+
+def encode_record(record: dict, known: Records | None = None) -> bytes:
+    return b"".join(record_chunks(record, known))
 
 
 def plain(record: dict) -> bytes:
@@ -35,6 +41,8 @@ def test_a_record_encodes_as_its_canonical_json_after_any_other(first, second, d
     second["files"].update({p: first["files"][p] for p in kept})
     assert encode_record(second, known) == plain(second)
     assert encode_record(second) == plain(second)
+    once = Records(keep_encoded=False)  # a process that builds once keeps no texts for a next record
+    assert encode_record(second, once) == plain(second) and once.encoded is None
     assert dict(zip(known.encoded.paths, known.encoded.entries, strict=True)) == second["files"]
     # The same paths again, some entries moved (equal copies, others changed): the members that moved.
     third = {**second, "files": dict(second["files"])}
@@ -44,6 +52,21 @@ def test_a_record_encodes_as_its_canonical_json_after_any_other(first, second, d
     assert encode_record(third, known) == plain(third)
     assert encode_record(first, known) == plain(first)
     assert encode_record(second, known) == plain(second)
+
+
+def test_a_record_of_many_files_is_written_in_pieces_that_join_to_its_canonical_json():
+    files = {f"/stakers/0x{i:040x}": Entry(f"{i:064x}", i, None if i % 3 else f"{i:032x}", None, i, i) for i in range(9_001)}
+    record = {"format": RECORD_FORMAT, "run": None, "network": "devnet", "chainId": 1, "block": {"number": 1}, "files": files}
+    for known in (None, Records(), Records(keep_encoded=False)):
+        pieces = list(record_chunks(record, known))
+        assert b"".join(pieces) == plain(record)
+        assert max(map(len, pieces)) < len(plain(record)) // 2  # never the whole text at once
+
+
+def test_the_status_digest_hashed_in_pieces_is_the_digest_of_its_lines():
+    files = {f"/withdrawals/0x{i:040x}": (f"{i:064x}", i) for i in range(9_001)}
+    lines = "".join(f"{p} {files[p][0]}\n" for p in sorted(files))
+    assert files_digest(files) == hashlib.sha256(lines.encode()).hexdigest()
 
 
 def test_a_finished_tree_holds_its_record_and_nothing_else(tmp_path):

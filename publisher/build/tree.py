@@ -22,8 +22,9 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 from typing import NamedTuple
@@ -79,10 +80,13 @@ class Records:
 
     KEEP = 2  # one per tree
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_encoded: bool = True) -> None:
         self.by_sha: dict[str, tuple[dict[str, Entry], str | None]] = {}
-        # The last record encoded (``encode_record``), the live tree's in a watch: the entries of
+        # The last record encoded (``record_chunks``), the live tree's in a watch: the entries of
         # the files a build keeps are that record's very entries, so their members are its text.
+        # Not kept by a process that builds once (``keep_encoded``): at 100 000 stakers the texts
+        # are 60 MB held at the build's peak for no next build.
+        self.keep_encoded = keep_encoded
         self.encoded: Encoded | None = None
         # The folders of the last record written to each tree (``_folders``), with its paths: a
         # build one block later most often has the very same paths.
@@ -275,10 +279,13 @@ class TreeWriter:
         """Write the tree's record (``known`` remembers it, see ``Records``)."""
         if self.holds:  # what the tree held and no longer should, and anything else put there
             _sweep(self.root, _folders_of(record["files"], known, self.tree.name))
-        data = encode_record(record, known)
-        (self.tree / RECORD).write_bytes(data)
+        digest = hashlib.sha256()
+        with open(self.tree / RECORD, "wb") as f:
+            for chunk in record_chunks(record, known):
+                digest.update(chunk)
+                f.write(chunk)
         if known is not None:
-            known.put(sha256(data), record["files"], record["run"])
+            known.put(digest.hexdigest(), record["files"], record["run"])
 
 
 def _folders_of(files: dict[str, Entry], known: Records | None, tree: str) -> dict[str, set[str]]:
@@ -323,7 +330,7 @@ def _sweep(root: str, folders: dict[str, set[str]]) -> None:
 
 @dataclass(frozen=True)
 class Encoded:
-    """A record's files as ``encode_record`` wrote them: the paths in order, each one's entry and
+    """A record's files as ``record_chunks`` wrote them: the paths in order, each one's entry and
     member text."""
 
     paths: list[str]
@@ -332,11 +339,32 @@ class Encoded:
     texts: list[str]
 
 
-def encode_record(record: dict, known: Records | None = None) -> bytes:
-    """``json.dumps(record, separators=(",", ":"), sort_keys=True)``, each file's member taken
-    from the last record ``known`` encoded where its entry is the same (the very entry, most often:
-    a file kept from the live tree)."""
-    files = record["files"]
+_CHUNK = 4096  # members joined and encoded at a time: a record at 250 000 files is about 50 MB
+
+
+def record_chunks(record: dict, known: Records | None = None) -> Iterator[bytes]:
+    """``json.dumps(record, separators=(",", ":"), sort_keys=True)`` encoded, in pieces, so that
+    the whole text is never held."""
+    paths, entries, texts = _members(record["files"], known)
+    for i, name in enumerate(sorted(record)):
+        head = ("{" if i == 0 else ",") + json.dumps(name) + ":"
+        if name != "files":
+            yield (head + json.dumps(record[name], separators=(",", ":"), sort_keys=True)).encode()
+            continue
+        yield (head + "{").encode()
+        members = iter(texts) if texts is not None else map(_member, paths, entries)
+        sep = ""
+        while chunk := list(islice(members, _CHUNK)):
+            yield (sep + ",".join(chunk)).encode()
+            sep = ","
+        yield b"}"
+    yield b"}"
+
+
+def _members(files: dict[str, Entry], known: Records | None) -> tuple[list[str], list[Entry], list[str] | None]:
+    """The files' paths in order, their entries and, where ``known`` keeps them, their member
+    texts: each taken from the last record it encoded where the entry is the same (the very entry,
+    most often: a file kept from the live tree). None: made as they are written."""
     last = known.encoded if known is not None else None
     if last is not None and len(files) == len(last.paths) and files.keys() == last.names:
         # The same paths: the last record's order, and a member made again only where its entry moved.
@@ -346,20 +374,16 @@ def encode_record(record: dict, known: Records | None = None) -> bytes:
             if entries[i] != last.entries[i]:
                 texts[i] = _member(paths[i], entries[i])
     else:
-        had = dict(zip(last.paths, zip(last.entries, last.texts, strict=True), strict=True)) if last is not None else {}
         paths, names = sorted(files), frozenset(files)
-        entries, texts = [files[p] for p in paths], []
-        for path, entry in zip(paths, entries, strict=True):
-            hit = had.get(path)
-            texts.append(hit[1] if hit is not None and hit[0] == entry else _member(path, entry))
-    if known is not None:
-        known.encoded = Encoded(paths, names, entries, texts)
-    out = []
-    for name in sorted(record):
-        value = ("{" + ",".join(texts) + "}" if name == "files"
-                 else json.dumps(record[name], separators=(",", ":"), sort_keys=True))
-        out.append(f"{json.dumps(name)}:{value}")
-    return ("{" + ",".join(out) + "}").encode()
+        entries = [files[p] for p in paths]
+        if known is None or not known.keep_encoded:
+            return paths, entries, None
+        had = dict(zip(last.paths, zip(last.entries, last.texts, strict=True), strict=True)) if last is not None else {}
+        texts = [hit[1] if (hit := had.get(path)) is not None and hit[0] == entry else _member(path, entry)
+                 for path, entry in zip(paths, entries, strict=True)]
+    assert known is not None  # the last record is one it kept
+    known.encoded = Encoded(paths, names, entries, texts)
+    return paths, entries, texts
 
 
 def _member(path: str, e: Entry) -> str:
