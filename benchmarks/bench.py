@@ -52,12 +52,18 @@ def load() -> float:
 
 
 class Clock:
+    """Wall and CPU seconds of a block: this process's, and its children's that ended within it (a
+    build's forked workers), with the kernel's share of both."""
+
     def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.wall, self.cpu, self._times = time.perf_counter(), time.process_time(), os.times()
         return self
 
     def __exit__(self, *exc):
         self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        t, t0 = os.times(), self._times
+        self.children_cpu = t.children_user - t0.children_user + t.children_system - t0.children_system
+        self.kernel = t.system - t0.system + t.children_system - t0.children_system
         self.load = load()
 
 
@@ -113,10 +119,12 @@ def main() -> None:
         cache = Cache()  # one process building again and again, as `publisher watch`
         with Clock() as c:
             built = build(snap, profile, out, cache=cache, workers=cores())
-        report["full_build"] = {"seconds": c.wall, "cpu": c.cpu, "load": c.load, "files": built.count,
+        report["full_build"] = {"seconds": c.wall, "cpu": c.cpu, "workers_cpu": c.children_cpu, "kernel": c.kernel,
+                                "load": c.load, "files": built.count,
                                 "bytes": built.bytes, "stages": built.stages, "processes": record.machine()["cores"]}
         stages = ", ".join(f"{k} {v:.2f}" for k, v in built.stages.items())
-        row("full build (render+validate+write)", f"{c.wall:.2f} s (cpu {c.cpu:.2f})",
+        row("full build (render+validate+write)", f"{c.wall:.2f} s (cpu {c.cpu:.2f} + workers {c.children_cpu:.2f}, "
+                                                  f"kernel {c.kernel:.2f})",
             f"load {c.load}; {built.count:,} files, {built.bytes / 1e6:.1f} MB; {stages}")
         row("full build + snapshot", f"{c.wall + report['snapshot']['seconds']:.2f} s", f"target {TARGETS['full build + snapshot']}")
         report["floor"] = floor = creation_floor(out)
