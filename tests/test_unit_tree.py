@@ -41,7 +41,7 @@ def test_a_record_encodes_as_its_canonical_json_after_any_other(first, second, d
     second["files"].update({p: first["files"][p] for p in kept})
     assert encode_record(second, known) == plain(second)
     assert encode_record(second) == plain(second)
-    once = Records(keep_encoded=False)  # a process that builds once keeps no texts for a next record
+    once = Records(rebuilds=False)  # a process that builds once keeps no texts for a next record
     assert encode_record(second, once) == plain(second) and once.encoded is None
     assert dict(zip(known.encoded.paths, known.encoded.entries, strict=True)) == second["files"]
     # The same paths again, some entries moved (equal copies, others changed): the members that moved.
@@ -57,7 +57,7 @@ def test_a_record_encodes_as_its_canonical_json_after_any_other(first, second, d
 def test_a_record_of_many_files_is_written_in_pieces_that_join_to_its_canonical_json():
     files = {f"/stakers/0x{i:040x}": Entry(f"{i:064x}", i, None if i % 3 else f"{i:032x}", None, i, i) for i in range(9_001)}
     record = {"format": RECORD_FORMAT, "run": None, "network": "devnet", "chainId": 1, "block": {"number": 1}, "files": files}
-    for known in (None, Records(), Records(keep_encoded=False)):
+    for known in (None, Records(), Records(rebuilds=False)):
         pieces = list(record_chunks(record, known))
         assert b"".join(pieces) == plain(record)
         assert max(map(len, pieces)) < len(plain(record)) // 2  # never the whole text at once

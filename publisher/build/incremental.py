@@ -68,7 +68,7 @@ class Cache:
         # the rest of such a build.
         self.reads: dict[str, tuple[str, object]] = {}
         # The two trees' records, parsed once (``tree.Records``).
-        self.records = Records(keep_encoded=keep_rows)
+        self.records = Records(rebuilds=keep_rows)
         # The snapshot's long lists of records as the last build digested them (``Keys.warm``): a
         # build one block later finds most of them the same and takes their digests.
         self.digests: Digested = ()

@@ -80,13 +80,14 @@ class Records:
 
     KEEP = 2  # one per tree
 
-    def __init__(self, *, keep_encoded: bool = True) -> None:
+    def __init__(self, *, rebuilds: bool = True) -> None:
         self.by_sha: dict[str, tuple[dict[str, Entry], str | None]] = {}
+        # Whether a next build in this process reads what is kept below for it; a process that
+        # builds once keeps none of it (at 100 000 stakers the member texts alone are 60 MB held at
+        # the build's peak).
+        self.rebuilds = rebuilds
         # The last record encoded (``record_chunks``), the live tree's in a watch: the entries of
         # the files a build keeps are that record's very entries, so their members are its text.
-        # Not kept by a process that builds once (``keep_encoded``): at 100 000 stakers the texts
-        # are 60 MB held at the build's peak for no next build.
-        self.keep_encoded = keep_encoded
         self.encoded: Encoded | None = None
         # The folders of the last record written to each tree (``_folders``), with its paths: a
         # build one block later most often has the very same paths.
@@ -295,7 +296,7 @@ def _folders_of(files: dict[str, Entry], known: Records | None, tree: str) -> di
     if last is not None and files.keys() == last[0]:
         return last[1]
     folders = _folders(file_for(path) for path in files)
-    if known is not None:
+    if known is not None and known.rebuilds:
         known.folders[tree] = (frozenset(files), folders)
     return folders
 
@@ -376,7 +377,7 @@ def _members(files: dict[str, Entry], known: Records | None) -> tuple[list[str],
     else:
         paths, names = sorted(files), frozenset(files)
         entries = [files[p] for p in paths]
-        if known is None or not known.keep_encoded:
+        if known is None or not known.rebuilds:
             return paths, entries, None
         had = dict(zip(last.paths, zip(last.entries, last.texts, strict=True), strict=True)) if last is not None else {}
         texts = [hit[1] if (hit := had.get(path)) is not None and hit[0] == entry else _member(path, entry)
