@@ -24,6 +24,7 @@ from .sources import history_file
 # saved snapshot, like check, serve and publish, starts without them.
 if TYPE_CHECKING:
     from .collect import Collected
+    from .publish import LiveLook
     from .publish.s3 import S3Sink
     from .sources.queuelog import PriorActivity
 
@@ -118,11 +119,16 @@ def _new_head_not_older(got: Collected, out: Path) -> None:
 
 
 def read_build_publish(profile: Profile, out: str | Path, target: Target, *, cache: Cache, workers: int,
-                       history_from: Path | None = None, sink: S3Sink | None = None) -> Run:
+                       history_from: Path | None = None, sink: S3Sink | None = None, look: LiveLook | None = None) -> Run:
     """A whole run at the head: nothing is published unless the build passed every guard, and
     publish applies its own (the change bounds against the live data, /status last). ``sink``:
-    the caller's client for the target's bucket (see ``publish``)."""
-    from .publish import publish
+    the caller's client for the target's bucket (see ``publish``), with which the live /status and
+    manifest are asked for while the chain is read and the tree built (``look``, when the caller
+    started it already)."""
+    from .publish import LiveLook, publish
+
+    if look is None and sink is not None:
+        look = LiveLook(sink, target.prefix)
 
     # The change bounds are applied once, by publish, against the live data users see: the local
     # tree may be older than what is live (a move published by hand with --force), and bounding
@@ -131,6 +137,6 @@ def read_build_publish(profile: Profile, out: str | Path, target: Target, *, cac
     t0 = time.monotonic()
     run.published = publish(out, target.bucket, target.prefix, endpoint_url=target.endpoint_url,
                             region=target.region, distribution_id=target.distribution_id, max_age=target.max_age,
-                            sink=sink, built=run.built.record)
+                            sink=sink, built=run.built.record, look=look)
     run.seconds["publish"] = time.monotonic() - t0
     return run

@@ -149,6 +149,8 @@ def watch(profile: Profile, out: str | Path, target: Target, *, poll: float, hea
 
 def _watch(profile: Profile, out: str | Path, target: Target, *, poll: float, heartbeat: float,
            workers: int, runs: int, echo: Callable[[str], None]) -> int:
+    from .publish import LiveLook
+
     live = LiveData(target, Path(out))
     cache = Cache()
     follower = Follower(RpcClient(list(profile.rpc_urls), max_attempts=2), profile)
@@ -171,11 +173,14 @@ def _watch(profile: Profile, out: str | Path, target: Target, *, poll: float, he
         seen_at = time.monotonic()
         try:
             with deadline(run_seconds(), "the run"):
-                history_from = live.history_if_not_ours()
+                # The live /status and manifest, asked for once: the history's check reads the
+                # one, the publish both, after the build (``LiveLook``).
+                look = LiveLook(live.sink, target.prefix)
+                history_from = live.history_if_not_ours(look.status())
                 if history_from:
                     echo("resumed   the price history from the live /prices/history (the live data is not this watch's)")
                 run = read_build_publish(profile, out, target, cache=cache, workers=workers, history_from=history_from,
-                                         sink=live.sink)
+                                         sink=live.sink, look=look)
                 live.published()
         except (PublisherError, DeadlineExceeded, OSError) as exc:
             failures += 1
@@ -225,7 +230,8 @@ class LiveData:
     """What is live in the bucket, as far as the next run's price history is concerned. The history
     may only grow, and it is checked against the live one: when the live data is not what this
     watch published last (a new task's first run, or a move a person published with --force),
-    the run resumes from the live history instead of its own. One small GET per run."""
+    the run resumes from the live history instead of its own. It reads the live /status the run's
+    publish asks for anyway (``LiveLook``), and the live history only when that is not ours."""
 
     def __init__(self, target: Target, out: Path):
         from .publish.plan import normalize_prefix
@@ -238,10 +244,10 @@ class LiveData:
         self.ours: bytes | None = None  # the /status this watch published last
         self.copy = out.parent / f".{out.name}.live-history.json"
 
-    def history_if_not_ours(self) -> Path | None:
+    def history_if_not_ours(self, status: bytes | None) -> Path | None:
+        """``status``: the live /status (``LiveLook.status``)."""
         from .publish.plan import object_key
 
-        status = self.sink.get(object_key(self.prefix, "/status"))
         if status is None or status == self.ours:
             return None
         data = self.sink.get(object_key(self.prefix, "/prices/history"))

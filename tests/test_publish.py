@@ -374,6 +374,30 @@ def test_removed_entities_are_deleted_after_the_new_data(dirs, s3, bucket, endpo
     assert f"stakers/{gone}" not in manifest_files(s3, bucket)
 
 
+def test_a_look_taken_before_the_build_is_the_live_data_the_publish_plans_against(dirs, s3, bucket, endpoint):
+    """``publisher watch`` asks for the live /status and manifest before a turn's build: its publish
+    reads neither again, counts the look's requests, and plans against the data live at the look."""
+    from publisher.publish import LiveLook
+    from publisher.publish.s3 import S3Sink
+
+    run(dirs["base"], bucket, endpoint)
+    rec = Recorder()
+    sink = S3Sink(bucket, endpoint_url=endpoint, session=rec.session)
+    elsewhere = LiveLook(sink, "v1/")
+    with pytest.raises(ValueError, match="cannot stand for"):
+        publish(dirs["changed"], bucket, endpoint_url=endpoint, sink=sink, look=elsewhere)
+    assert rec.ops == [] and elsewhere.result() == (None, None)  # refused before anything was sent
+    rec.gets.clear()
+    look = LiveLook(sink)
+    assert look.status() == get(s3, bucket, "status")
+    result = publish(dirs["changed"], bucket, endpoint_url=endpoint, sink=sink, look=look)
+    assert rec.gets.count("status") == rec.gets.count(MANIFEST_KEY) == 1
+    assert result.requests["GET"] == len(rec.gets)  # the look's two and the changed shards
+    addr = dirs["changed_addr"]
+    assert sorted(data_puts(rec)) == sorted({f"stakers/{addr}", f"rewards/{addr}", "stakers", "status"})
+    assert published(s3, bucket) == etags(expected(dirs["changed"]))
+
+
 def test_failure_midway_keeps_the_previous_status_and_a_rerun_completes(dirs, s3, bucket, endpoint):
     run(dirs["base"], bucket, endpoint)
     status, manifest = get(s3, bucket, "status"), get(s3, bucket, MANIFEST_KEY)

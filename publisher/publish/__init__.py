@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import takewhile
 from pathlib import Path
 
 from ..build.tree import Record, changes, read_record, trees
@@ -78,7 +79,7 @@ class Result:
 
 
 class Local:
-    """A built directory's files: URL path -> (sha256, size), and their bytes on demand.
+    """A built directory's files: URL path -> (sha256, size, …), and their bytes on demand.
 
     ``built``: the record of the tree as this process's build just wrote it, every file checked
     as it was written or carried. It stands for the tree's record without the walk over the tree
@@ -104,7 +105,9 @@ class Local:
                 more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
                 raise PublisherError(f"refusing to publish {directory}: {'; '.join(changed[:3])}{more}; "
                                      "build again to replace them")
-            self.files = {url: (e.sha256, e.size) for url, e in record.files.items()}
+            # The record's entries as they are: each begins (sha256, size), and copying 34 000 of
+            # them cost a watch's publish more than the rest of its look at the tree.
+            self.files: Mapping[str, tuple] = record.files
             self.trusted = True
         else:
             self.cache = load_dir(self.root)
@@ -149,10 +152,12 @@ class Local:
 def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_url: str | None = None,
             region: str | None = None, distribution_id: str | None = None, dry_run: bool = False,
             force: bool = False, max_age: int | None = None, workers: int = 16, session=None,
-            verify: bool = False, sink: S3Sink | None = None, built: Record | None = None) -> Result:
+            verify: bool = False, sink: S3Sink | None = None, built: Record | None = None,
+            look: LiveLook | None = None) -> Result:
     """``sink``: the caller's client for ``bucket``, kept from run to run (``publisher watch``);
     else one is made for this run. ``built``: the record of the tree ``directory`` points at, as
-    the caller's build just wrote it (see ``Local``)."""
+    the caller's build just wrote it (see ``Local``). ``look``: the live /status and manifest,
+    asked for by the caller with ``sink`` before it built (see ``LiveLook``)."""
     t0 = time.monotonic()
     stragglers = [t.name for t in threading.enumerate() if t.name.startswith(_THREADS) and t.is_alive()]
     if stragglers:
@@ -165,15 +170,13 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
         sink = S3Sink(bucket, endpoint_url=endpoint_url, region=region, session=session, workers=workers)
     elif sink.bucket != bucket:
         raise ValueError(f"a client for s3://{sink.bucket} cannot publish to s3://{bucket}")
-    counted = sink.requests.copy()
     target = sink.where(prefix)
-    # The live /status and manifest are asked for while the local tree is looked at (reads only:
-    # one still in flight when this run fails changes nothing).
-    live = [Background(partial(sink.get, key), "publish-live", target) for key in (object_key(prefix, "/status"), prefix + MANIFEST_KEY)]
+    look = LiveLook.at(sink, prefix, look)
     local = Local(directory, built)
     profile = local.check(directory)
     status = local.status
-    live_status, live_root_bytes = (get.result() for get in live)
+    live_status, live_root_bytes = look.result()
+    counted = look.requests  # the run's requests count from its look's
     live_root = parse_root(live_root_bytes)
     all_items = items(local.files, prefix, max_age or status.get("cadenceSeconds") or DEFAULT_MAX_AGE)
     local_shards = shards(all_items)
@@ -204,6 +207,39 @@ def publish(directory: str | Path, bucket: str, prefix: str = "", *, endpoint_ur
     return result
 
 
+class LiveLook:
+    """The live /status and manifest root under ``prefix``, asked for from now on, on threads of
+    their own (reads only: a look still in flight when a run fails changes nothing). ``publisher
+    watch`` starts one before a turn's read, so its publish finds them in hand instead of asking
+    after the build; a publish started without one starts its own. What the plan then compares with
+    is the live data as of the look, as a publish's plan always is as of its reads: another
+    publisher's run landing in between is what the manifest's next reconcile settles."""
+
+    def __init__(self, sink: S3Sink, prefix: str = ""):
+        self.sink, self.prefix = sink, normalize_prefix(prefix)
+        self.requests = sink.requests.copy()  # before the look's own
+        self._gets = [Background(partial(sink.get, key), "publish-live", sink.where(self.prefix))
+                      for key in (object_key(self.prefix, "/status"), self.prefix + MANIFEST_KEY)]
+
+    @classmethod
+    def at(cls, sink: S3Sink, prefix: str, look: LiveLook | None) -> LiveLook:
+        """``look``, which must be one at ``sink``'s ``prefix``; without one, a look started now
+        (asked for while the local tree is looked at)."""
+        if look is None:
+            return cls(sink, prefix)
+        if (look.sink, look.prefix) != (sink, prefix):
+            raise ValueError(f"a look at {look.sink.where(look.prefix)} cannot stand for {sink.where(prefix)}")
+        return look
+
+    def status(self) -> bytes | None:
+        """The live /status, or None; waits for it."""
+        return self._gets[0].result()
+
+    def result(self) -> tuple[bytes | None, bytes | None]:
+        """(live /status, live manifest root), each None if absent; waits for both."""
+        return self._gets[0].result(), self._gets[1].result()
+
+
 def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_root: Root | None, live_shards: dict,
                   all_items: list[Item], local: Local) -> dict[str, bytes]:
     """The live objects the change bounds read. Without a readable manifest every one is fetched
@@ -211,7 +247,8 @@ def _live_guarded(sink: S3Sink, prefix: str, live_status: bytes | None, live_roo
     ours is ours, and one it says equals the tree built before ours (still beside it: a watch's
     last publish) is read from there, its digest checked; only the others are fetched."""
     live = {STATUS_PATH: live_status} if live_status is not None else {}
-    by_url = {i.url: i for i in all_items}
+    # The bounded files are aggregates, which follow the entity files in upload order (plan.WAVES).
+    by_url = {i.url: i for i in takewhile(lambda i: i.wave != "entities", reversed(all_items))}
     fetch = []
     known = live_root is not None and live_status is not None
     for url in bounded_paths():
