@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from enum import Enum
 from functools import cache, partial
-from itertools import chain
-from operator import attrgetter
+from itertools import chain, compress
+from operator import attrgetter, is_not
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -273,6 +273,13 @@ _LONG_BYTES = 256  # bytes this long are described by their digest (``Keys._long
 Digested = tuple[tuple[Sequence, list[bytes]], ...]
 
 
+def _record_kind(x) -> type:
+    kind = type(x)
+    if not hasattr(kind, "__dataclass_fields__"):
+        raise TypeError(f"cannot warm a list of {kind.__qualname__}: its items are frozen dataclasses")
+    return kind
+
+
 class Keys:
     """Keys of Deferred bodies for one build: a digest of the maker's name and a complete, stable
     description of its inputs. Each frozen dataclass is digested, and each Deferred's inputs and
@@ -305,19 +312,25 @@ class Keys:
         are) or an equal one of exact scalars only (a staker read again, unchanged) takes its digest
         from there: the same class and values pickle to the same bytes."""
         out = []
+        memo = self.memo
         for k, records in enumerate(lists):
             before, digests = last[k] if k < len(last) else ((), [])
-            mine = []
-            for i, x in enumerate(records):
-                kind = type(x)
-                if not hasattr(kind, "__dataclass_fields__"):
-                    raise TypeError(f"cannot warm a list of {kind.__qualname__}: its items are frozen dataclasses")
-                if i < len(before) and self._same(x, before[i]):
-                    self.memo[id(x)] = (x, digests[i])
-                    mine.append(digests[i])
-                else:
-                    hit = self.memo.get(id(x))
-                    mine.append(hit[1] if hit is not None else self._record(x, kind))
+            n = min(len(records), len(before))
+            mine = digests[:n]
+            # The records that are the very objects at their place last time (a staker read again
+            # unchanged, a receipt resumed: tens of thousands a build) take their digest without a
+            # look at their fields, in C; only the others are looked at, one by one.
+            kept = records[:n]
+            memo.update(zip(map(id, kept), zip(kept, mine, strict=True), strict=True))
+            for i in compress(range(n), map(is_not, kept, before[:n])):
+                x = records[i]
+                kind = _record_kind(x)
+                if not self._same(x, before[i]):
+                    mine[i] = self._record(x, kind)  # its memo entry is this digest now
+            for x in records[n:]:
+                kind = _record_kind(x)
+                hit = memo.get(id(x))
+                mine.append(hit[1] if hit is not None else self._record(x, kind))
             out.append((records, mine))
         return tuple(out)
 
