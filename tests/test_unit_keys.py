@@ -158,3 +158,26 @@ def test_a_read_after_another_takes_the_records_it_made_and_a_one_off_build_keep
     assert again[0] is first[0] and again[1] == Answer(2, "B", True)  # the changed answer is a new record
     assert instances(Answer, rows)[0] is not first[0]  # no Known: every record made anew
     assert Cache(keep_rows=False).known is None and isinstance(Cache().known, Known)
+
+
+@dataclasses.dataclass(frozen=True)
+class One:
+    a: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Many:
+    ones: tuple
+
+
+def test_a_record_holding_a_long_tuple_never_takes_digests_of_what_was_there_last():
+    """Records that are the very objects of the last build go into the memo before the others are
+    digested; a record digested then that holds a long tuple of records takes their digests from the
+    memo, so no entry may be another record's (two different records would share a key)."""
+    ys = tuple(One(i) for i in range(64))
+    xs = tuple(One(1000 + i) for i in range(64))
+    first = Keys().warm(([Many(ys), *ys],))
+    second = Keys().warm(([Many(xs), *xs],), first)
+    third = Keys().warm(([*ys, Many(ys)],), second)
+    assert second[0][1][0] != third[0][1][-1]
+    assert second[0][1] == digests([Many(xs), *xs]) and third[0][1][:64] == digests(ys)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields
 from enum import Enum
 from functools import cache, partial
 from itertools import chain, compress
-from operator import attrgetter, is_not
+from operator import attrgetter, is_, not_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -319,14 +319,21 @@ class Keys:
             mine = digests[:n]
             # The records that are the very objects at their place last time (a staker read again
             # unchanged, a receipt resumed: tens of thousands a build) take their digest without a
-            # look at their fields, in C; only the others are looked at, one by one.
+            # look at their fields, in C; only the others are looked at, one by one. Only those go
+            # into the memo first: a record digested below may hold a long tuple of records and
+            # take their digests from the memo (``_digested``), which must be theirs.
             kept = records[:n]
-            memo.update(zip(map(id, kept), zip(kept, mine, strict=True), strict=True))
-            for i in compress(range(n), map(is_not, kept, before[:n])):
+            same = list(map(is_, kept, before[:n]))
+            kept_same = list(compress(kept, same))
+            memo.update(zip(map(id, kept_same), zip(kept_same, compress(mine, same), strict=True), strict=True))
+            for i in compress(range(n), map(not_, same)):
                 x = records[i]
                 kind = _record_kind(x)
-                if not self._same(x, before[i]):
-                    mine[i] = self._record(x, kind)  # its memo entry is this digest now
+                if self._same(x, before[i]):
+                    memo[id(x)] = (x, mine[i])
+                else:
+                    hit = memo.get(id(x))  # digested in an earlier list of this build
+                    mine[i] = hit[1] if hit is not None else self._record(x, kind)
             for x in records[n:]:
                 kind = _record_kind(x)
                 hit = memo.get(id(x))
