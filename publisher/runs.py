@@ -122,13 +122,9 @@ def read_build_publish(profile: Profile, out: str | Path, target: Target, *, cac
                        history_from: Path | None = None, sink: S3Sink | None = None, look: LiveLook | None = None) -> Run:
     """A whole run at the head: nothing is published unless the build passed every guard, and
     publish applies its own (the change bounds against the live data, /status last). ``sink``:
-    the caller's client for the target's bucket (see ``publish``), with which the live /status and
-    manifest are asked for while the chain is read and the tree built (``look``, when the caller
-    started it already)."""
-    from .publish import LiveLook, publish
-
-    if look is None and sink is not None:
-        look = LiveLook(sink, target.prefix)
+    the caller's client for the target's bucket (see ``publish``); ``look``: the live /status and
+    manifest the caller asked for with it before the read (``publish.LiveLook``)."""
+    from .publish import publish
 
     # The change bounds are applied once, by publish, against the live data users see: the local
     # tree may be older than what is live (a move published by hand with --force), and bounding
