@@ -38,6 +38,30 @@ def test_workers_write_what_one_process_and_the_plain_core_write(demo_snapshot, 
     assert load_dir(plain) == trees[1][0]
 
 
+def test_the_shares_of_the_per_entity_files_partition_them_and_keep_an_entitys_files_together(demo_snapshot, demo_profile):
+    """Each worker declares only its share of every per-entity endpoint's files; the shares are the
+    whole, without overlap, and a staker's /stakers and /rewards files (a requester's JSON, page and
+    calendar) fall in one share, so that the worker making them keys their records once."""
+    ctx = pipeline.context(demo_snapshot, demo_profile)
+    every = [path for _, path, _ in pipeline.bodies(ctx, entities=True)]
+    n = 3
+    shares = []
+    for k in range(n):
+        ctx.share = (k, n)
+        shares.append([path for _, path, _ in pipeline.bodies(ctx, entities=True)])
+    assert sorted(p for share in shares for p in share) == sorted(every)
+    assert all(len(s) < len(every) for s in shares)
+
+    def entity(path: str) -> str:
+        return path.rsplit("/", 1)[1].split(".")[0]
+
+    owner = {}
+    for k, share in enumerate(shares):
+        for path in share:
+            assert owner.setdefault((path.split("/")[1] == "withdrawals", entity(path)), k) == k, path
+    assert {"/stakers", "/rewards", "/withdrawals"} <= {"/" + p.split("/")[1] for p in every}
+
+
 def test_workers_carry_and_render_an_incremental_build(demo_snapshot, demo_profile, tmp_path):
     out, cache = tmp_path / "out", Cache()
     build(demo_snapshot, demo_profile, out, cache=cache, workers=2)

@@ -184,10 +184,12 @@ def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: in
     and written."""
     made, before = Made(writer), writer.written
     kept: list[str] = []
-    # The i-th file of every endpoint in the same share: one entity's files (a staker's /stakers
-    # and /rewards, a requester's JSON, page and calendar) read the same records and inputs, which
-    # a worker then keys once.
-    for ep, path, value in bodies(ctx, entities=True, share=(share, n)):
+    # Every n-th entity from the share-th, for each endpoint: one entity's files (a staker's
+    # /stakers and /rewards, a requester's JSON, page and calendar) read the same records and
+    # inputs, which a worker then keys once, and a worker declares no file of another's share. The
+    # context is this worker's own copy (or, with one share, the build's, unchanged).
+    ctx.share = (share, n)
+    for ep, path, value in bodies(ctx, entities=True):
         key = keys.of(value) if type(value) is Deferred else None
         was = carry.get(path)
         if key is not None and was is not None and was.inputs_key == key:

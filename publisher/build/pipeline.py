@@ -226,12 +226,12 @@ def context(snap: Snapshot, profile: Profile) -> Context:
                    depositor_max_age=profile.depositor_max_age)
 
 
-def bodies(ctx: Context, entities: bool | None = None, share: tuple[int, int] = (0, 1)) -> Iterator[tuple[Endpoint, str, object]]:
+def bodies(ctx: Context, entities: bool | None = None) -> Iterator[tuple[Endpoint, str, object]]:
     """(endpoint, URL path, body or Deferred) for every file but the final ones, in registry order;
-    ``entities``: only the per-entity endpoints (True) or only the others (False). ``share`` (k, n):
-    only every n-th file of each endpoint from the k-th (a worker's), a ``Later`` declared for it
-    alone; a path made twice is refused by every share, before any of them writes its second file."""
-    k, n = share
+    ``entities``: only the per-entity endpoints (True) or only the others (False). A per-entity
+    endpoint declares the files of this process's share of its entities (``Context.own``). A path
+    made twice is refused before its second file is written (two workers' files, when each made
+    one, meet in the build's merge, which refuses them)."""
     seen: set[str] = set()
     for ep in load_all().values():
         if ep.is_function or ep.final or (entities is not None and entities != ("{" in ep.path)):
@@ -239,12 +239,10 @@ def bodies(ctx: Context, entities: bool | None = None, share: tuple[int, int] = 
         assert ep.render is not None
         match = ep.pattern.match  # tens of thousands of paths: looked up once per endpoint
         # An aggregate's bodies are the ones the pages show (rendered once); the per-entity files stream.
-        for i, (path, value) in enumerate(ep.render(ctx) if "{" in ep.path else ctx.rendered(ep.path, ep.render)):
+        for path, value in ep.render(ctx) if "{" in ep.path else ctx.rendered(ep.path, ep.render):
             if path in seen:
                 raise PublisherError(f"two responses for {path}")
             seen.add(path)
-            if i % n != k:
-                continue
             if not match(path):
                 raise PublisherError(f"{ep.path} rendered a file at {path}, outside its path template")
             yield ep, path, value() if type(value) is Later else value

@@ -79,7 +79,7 @@ def requester_calendar(ctx: Context):
                     tuple(trigger for trigger, _, before in WINDOW_ALARMS if now < a.time - before))
                    for a in ctx.announcements if a.key == WINDOW_END), None)
     queue = s.withdraw_queue.address if s.withdraw_queue is not None else None
-    for path, value in W.requester_files(ctx):
+    for path, value in ctx.own(W.requester_files(ctx)):
         if type(value) is not Deferred or value.make is not W.requester_body:
             raise TypeError(f"{path}: the calendar is made from requester_body's inputs, not from {value!r}")
         items = value.inputs[1]

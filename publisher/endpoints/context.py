@@ -2,7 +2,7 @@
 (APY, rewards parameters …) are computed once per build however many endpoints use them."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..snapshot import Snapshot
@@ -35,6 +35,9 @@ class Context:
         # The build's memo of long lists' rows (``registry.Rows``, the caller's build cache), set by
         # the build: a body made again to be shown (the page's line) reuses the rows made for it.
         self.rows: Rows | None = None
+        # (k, n): a per-entity endpoint makes the files of every n-th entity from the k-th (``own``),
+        # set by the build in a worker making its share of them.
+        self.share = (0, 1)
         self._memo: dict[Callable, Any] = {}
         self._rendered: dict[str, list[tuple[str, Any]]] = {}
 
@@ -42,6 +45,14 @@ class Context:
         if fn not in self._memo:
             self._memo[fn] = fn(self)
         return self._memo[fn]
+
+    def own(self, entities: Sequence) -> Sequence:
+        """The entities whose files this process makes, of those a per-entity endpoint iterates: every
+        one, or a worker's share. Every such endpoint iterates its entities through this, in one order
+        for an entity's files (a staker's /stakers and /rewards), so that one worker makes all of an
+        entity's files, and no worker declares the files of another's."""
+        k, n = self.share
+        return entities if n == 1 else entities[k::n]
 
     def rendered(self, path: str, render: Callable[[Context], Iterable[tuple[str, Any]]]) -> list[tuple[str, Any]]:
         """An endpoint's (path, body) of this build, rendered once: an aggregate, whose very bodies

@@ -170,7 +170,7 @@ def staker(ctx: Context):
     pools = ctx.cached(staker_minipools)
     terms = ctx.cached(staker_terms)
     then = ctx.cached(distribution_stakes)
-    for st in ctx.snap.stakers:
+    for st in ctx.own(ctx.snap.stakers):
         yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, pools.get(st.staker_addr, ()), terms, then[st.staker_addr]),
                                                                   staker_body)
 
@@ -209,7 +209,7 @@ def minipools_body(rows: list, pools: tuple[Minipool, ...]) -> dict:
     params=(Param("nodeID", "path", "Avalanche NodeID of the minipool", S.NODE_ID),),
 )
 def minipool(ctx: Context):
-    for m in ctx.snap.minipools:
+    for m in ctx.own(ctx.snap.minipools):
         yield f"/minipools/{node_id(m.node_id)}", Deferred((m,), minipool_body)
 
 

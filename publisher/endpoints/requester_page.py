@@ -194,7 +194,7 @@ def requester_page(ctx: Context):
     # Compiled here, where a build first describes this endpoint before its workers fork, so that
     # each worker making a page does not compile it again.
     _env().get_template(TEMPLATE)
-    for path, value in W.requester_files(ctx):
+    for path, value in ctx.own(W.requester_files(ctx)):
         assert type(value) is Deferred and value.make is W.requester_body
         # Declared by the worker that makes the page alone: its line is the costly part.
         yield path + ".html", Later(_page, shared, value.inputs, curve, places.get(path.rsplit("/", 1)[1], ()))

@@ -522,6 +522,6 @@ function_endpoint(
 def address_rewards(ctx: Context):
     terms = ctx.cached(staker_terms)
     then = ctx.cached(distribution_stakes)
-    for st in ctx.snap.stakers:
+    for st in ctx.own(ctx.snap.stakers):
         yield rewards_path(st.staker_addr), Deferred((st, terms, then[st.staker_addr]), staker_rewards)
 

@@ -597,7 +597,7 @@ def _restake_row(r: Q.Restake) -> dict:
     params=(REQUESTER_PARAM,),
 )
 def requester(ctx: Context):
-    yield from requester_files(ctx)
+    yield from ctx.own(requester_files(ctx))
 
 
 @keyed_records
