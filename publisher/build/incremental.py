@@ -179,9 +179,9 @@ class _Share:
 
 def _entities(ctx: Context, writer: TreeWriter, live: Path | None, racy_from: int, carry: dict[str, Entry],
               keys: Keys, rows: Rows | None, share: int, n: int) -> _Share:
-    """Every n-th file of each per-entity endpoint from the ``share``-th: linked from the live tree
-    while its key is unchanged and the file is still the recorded one, else rendered, validated
-    and written."""
+    """The files of every n-th entity of each per-entity endpoint from the ``share``-th: linked from
+    the live tree while its key is unchanged and the file is still the recorded one, else
+    rendered, validated and written."""
     made, before = Made(writer), writer.written
     kept: list[str] = []
     # Every n-th entity from the share-th, for each endpoint: one entity's files (a staker's

@@ -34,7 +34,7 @@ from ..compute.rewards import ParamsError
 from ..config import Profile
 from ..endpoints.context import Context
 from ..endpoints.meta import STATUS_PATH
-from ..endpoints.registry import Endpoint, Later, Row, file_for, load_all, resolve, written
+from ..endpoints.registry import Endpoint, Row, file_for, load_all, resolve, written
 from ..endpoints.rewards import parsed_params
 from ..endpoints.units import dumps, dumps_value
 from ..errors import PublisherError, every_cause
@@ -245,7 +245,7 @@ def bodies(ctx: Context, entities: bool | None = None) -> Iterator[tuple[Endpoin
             seen.add(path)
             if not match(path):
                 raise PublisherError(f"{ep.path} rendered a file at {path}, outside its path template")
-            yield ep, path, value() if type(value) is Later else value
+            yield ep, path, value
 
 
 def final_bodies(ctx: Context, files: Mapping[str, tuple]) -> Iterator[tuple[Endpoint, str, object]]:

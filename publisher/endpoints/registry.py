@@ -69,21 +69,6 @@ class Deferred:
         return f"Deferred({getattr(make, '__qualname__', make)}, {len(getattr(self, 'inputs', ()))} inputs)"
 
 
-class Later:
-    """A per-entity body declared only where it is made: ``make(*args)`` (a Deferred, or a body),
-    called by the build for the one share of files that writes it. Every share walks an endpoint's
-    paths (each checks them all), and a body costly to declare would otherwise be declared once per
-    worker."""
-
-    __slots__ = ("args", "make")
-
-    def __init__(self, make: Callable[..., Any], *args: Any):
-        self.make, self.args = make, args
-
-    def __call__(self) -> Any:
-        return self.make(*self.args)
-
-
 class Each:
     """An input that is a long list made row by row, ``[row(item) for item in items]``; the maker
     receives the list. ``row`` is a module-level function of one item, ``items`` a tuple of
@@ -232,8 +217,6 @@ def _made_of(item: Any) -> Any:
 def resolve(value: Any, rows: Rows | None = None) -> Any:
     """The body: a Deferred's ``make(*inputs)``, each ``Each`` made first (reusing ``rows``), its
     ``meta`` set; any other value as it is."""
-    if type(value) is Later:
-        value = value()
     if type(value) is not Deferred:
         return value
     return value.body([x.make(rows) if type(x) is Each else x for x in value.inputs])

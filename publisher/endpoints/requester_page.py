@@ -32,7 +32,7 @@ from . import svg
 from . import withdrawals as W
 from .context import Context
 from .pages import HTML, PAGE_SCHEMA, _env, _site
-from .registry import Deferred, Later, endpoint, function_endpoint, load_all, resolve
+from .registry import Deferred, endpoint, function_endpoint, load_all, resolve
 
 JSON_PATH = "/withdrawals/{address}"
 PAGE_PATH = "/withdrawals/{address}.html"
@@ -196,8 +196,7 @@ def requester_page(ctx: Context):
     _env().get_template(TEMPLATE)
     for path, value in ctx.own(W.requester_files(ctx)):
         assert type(value) is Deferred and value.make is W.requester_body
-        # Declared by the worker that makes the page alone: its line is the costly part.
-        yield path + ".html", Later(_page, shared, value.inputs, curve, places.get(path.rsplit("/", 1)[1], ()))
+        yield path + ".html", _page(shared, value.inputs, curve, places.get(path.rsplit("/", 1)[1], ()))
 
 
 def _page(shared: bytes, body_inputs: tuple, curve: tuple[bytes, ...], mine: tuple[dict, ...]) -> Deferred:
