@@ -167,8 +167,12 @@ def test_a_path_rendered_twice_fails_the_build_wherever_its_copy_falls(net, prof
     ep = registry.load_all()["/minipools/{nodeID}"]
 
     def twice(ctx):
+        # The first file again, at place ``at`` of every minipool's file; each worker then takes
+        # its share of that list (with two workers, the copy at place 1 falls to the other one).
+        share, ctx.share = ctx.share, (0, 1)
         files = list(ep.render(ctx))
-        return iter([*files[:at], files[0], *files[at:]])  # the first file again, at place ``at``
+        ctx.share = share
+        return iter(ctx.own([*files[:at], files[0], *files[at:]]))
 
     monkeypatch.setitem(registry.REGISTRY, ep.path, dataclasses.replace(ep, render=twice))
     with pytest.raises(PublisherError, match="two responses for /minipools/"):

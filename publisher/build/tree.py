@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from .. import jsonin
 from ..endpoints.registry import file_for, url_for
+from ..errors import PublisherError
 
 RECORD = ".build.json"
 RECORD_FORMAT = "ggp-publisher-build/3"
@@ -272,7 +273,18 @@ class TreeWriter:
         name = f"{source}/{file_for(path)}"
         if not holds(name, entry, racy_from):
             return None
-        os.link(name, self._target(path))
+        target = self._target(path)
+        try:
+            os.link(name, target)
+        except FileExistsError:
+            # Put there since the tree's record: by hand, or by another worker of this build making
+            # the same path (which the build's merge refuses by name). Replaced, as ``write`` does.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)
+            try:
+                os.link(name, target)
+            except FileExistsError:
+                raise PublisherError(f"two responses for {path}: written twice at once") from None
         self.written += 1
         return entry.mtime_ns, entry.inode
 
