@@ -168,10 +168,18 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
         assert s["values"]["position"]["text"].split()[:2] == [f"#{r['position']},", "with"]
         assert number(s["values"]["aheadAvax"]["text"]) == pytest.approx(r["aheadAvax"], abs=5e-5)
         assert ("already covers it" in s["estimate"]) == r["fundableNow"], where
+        # Blamed on the returns only where nothing else stops its funding.
+        unexplained = not (r["fundableNow"] or r["awaitsOverdueReturns"] or r["blockedBy"] is not None
+                           or r["callsFundNothing"] or r["estimatedFundingTime"] is not None)
+        assert ("no minipool return known today" in s["estimate"]) == unexplained, where
         if r["estimatedFundingTime"] is not None:
             assert [t["ts"] for t in s["times"]["estimate"]] == [r["estimatedFundingTime"]], where
         warned = "It has already expired" if r["status"] == "pendingExpired" else "It expires before that"
         assert (warned in s["estimate"]) == r["expiresBeforeFunding"], where
+    # What claims can still pay, and what expired requests hold besides (they return ggAVAX).
+    totals = body["totals"]
+    assert number(page.eval("document.getElementById('total-payable').textContent")) == pytest.approx(totals["payableAvax"], abs=5e-5)
+    assert page.eval("!!document.getElementById('total-expired')") == (totals["expectedAvax"] != totals["payableAvax"])
     # The deadlines: one banner per request to claim (its expiration) or expiring before its funding.
     banners = set(page.eval("[...document.querySelectorAll('#banners [id^=banner-expires-]')].map(b => +b.id.split('-').pop())"))
     assert banners == {r["id"] for r in body["requests"] if r["canClaim"] or r["expiresBeforeFunding"]}

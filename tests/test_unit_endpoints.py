@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 from support import factory as F
 from support.factory import BLOCK, DAY, NOW, WAD, avax
 
 from publisher.build.validate import schema_problems
-from publisher.endpoints import market, rewards, vault, withdrawals
+from publisher.endpoints import market, requester_page, rewards, vault, withdrawals
 from publisher.endpoints.context import Context
 from publisher.endpoints.registry import load_all, resolve
 from publisher.snapshot import DexReserves, VaultPoint, check
@@ -82,6 +83,47 @@ def test_the_withdrawals_overview_and_a_requesters_file():
     assert (second["position"], second["aheadAvax"], second["fundableNow"]) == (2, 5, False)
     funded = files[f"/withdrawals/{F.addr(0xB002).lower()}"]["requests"][0]
     assert (funded["status"], funded["canClaim"], funded["position"]) == ("funded", True, None)
+
+
+def page_of(snap, path: str) -> str:
+    """The HTML page a render function yields at ``path`` (a page has no JSON schema to pass)."""
+    return next(resolve(body) for p, body in requester_page.requester_page(Context(snap)) if p == path)
+
+
+def test_a_requester_is_told_what_claims_can_still_pay_and_why_nothing_funds_a_request():
+    """A request past its expiration returns ggAVAX (cancelled or reclaimed), never its AVAX: the
+    requester's payableAvax leaves it out, and the page says how much it leaves out. A request in
+    line that no depositor call funds names why, in its file and on its page: a per-call limit of
+    0, or calls that fail whole at a request; not a lack of minipool returns."""
+    me = F.addr(0xC000)
+    books = F.vault(released=avax(1000), supply=avax(1000), staking=avax(900))  # 100 AVAX of liquidity
+    rs = [F.request(0, avax(5), requester=me, requested=NOW - 30 * DAY),  # expired on day -9, in line
+          F.request(1, avax(7), requester=me), F.request(2, avax(3), requester=me, fulfilled=True)]
+    s = F.snapshot(ggavax=books, withdraw_queue=F.queue(rs, max_requests_per_deposit=0))
+    path = f"/withdrawals/{me.lower()}"
+    body = render(withdrawals.requester, s)[path]
+    assert [r["status"] for r in body["requests"]] == ["pendingExpired", "pending", "funded"]
+    assert (body["totals"]["expectedAvax"], body["totals"]["payableAvax"]) == (15, 10)
+    assert [(r["callsFundNothing"], r["blockedBy"], r["fundableNow"]) for r in body["requests"]] == [
+        (True, None, False), (True, None, False), (False, None, False)]
+    page = page_of(s, path + ".html")
+    assert '<div class="v" id="total-payable">10.0000</div>' in page
+    assert "and 5.0000 AVAX in requests past their expiration, which return ggAVAX instead" in page
+    estimate = re.search(r'<article class="request" id="request-1".*?<dd data-field="estimate">(.*?)</dd>', page, re.S).group(1)
+    assert "maxRequestsPerDeposit is 0" in estimate and "minipool return" not in estimate
+    # Calls that fail whole at a request worth nothing (a share price below 1): this one's, then behind it.
+    half = F.vault(released=avax(500), supply=avax(1000), staking=avax(400))
+    worthless, fair = F.request(0, 0, shares=1, requester=me), F.request(1, avax(1), shares=avax(2), requester=me)
+    s = F.snapshot(ggavax=half, withdraw_queue=F.queue([worthless, fair]))
+    body = render(withdrawals.requester, s)[path]
+    assert [(r["blockedBy"], r["callsFundNothing"]) for r in body["requests"]] == [(0, False), (0, False)]
+    assert body["totals"]["payableAvax"] == body["totals"]["expectedAvax"] == 1
+    page = page_of(s, path + ".html")
+    assert "total-expired" not in page
+    said = re.findall(r'<dd data-field="estimate">(.*?)</dd>', page, re.S)
+    assert [x.split("(")[0].strip() for x in said] == [
+        "none: the depositor's calls fail whole when they reach this request",
+        "none: the depositor's calls fail whole when they reach request #0, ahead of it"]
 
 
 def test_no_queue_is_published_with_its_reason():

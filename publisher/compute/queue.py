@@ -53,6 +53,9 @@ STATUS_TEXT = {
     RequestStatus.STUCK: "funded and past its expiration (funded late, or not claimed in time), and reclaiming it reverts now (it deposits the AVAX back into ggAVAX, and ggAVAX deposits are paused): nothing can be done with it until deposits reopen",
 }
 
+# The states in which a claim can still pay a request's AVAX: not past its expiration.
+CLAIMABLE_IN_TIME = frozenset((RequestStatus.PENDING, RequestStatus.FUNDED))
+
 DEPOSITS_PAUSED = "ggAVAX (TokenggAVAX) deposits are paused: reclaiming a funded request deposits its AVAX back, which reverts"
 
 

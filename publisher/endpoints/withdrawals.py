@@ -49,12 +49,18 @@ REQUEST = S.obj({
     "stuckReason": S.described(S.nullable(S.STRING), "why a stuck request can be neither claimed nor reclaimed now (null otherwise)"),
     "advice": S.described(S.STRING, "what the requester can do now, and until when"),
     "shares": S.described(AVAX, "ggAVAX taken when the request was filed, whole tokens"),
-    "expectedAvax": S.described(AVAX, "AVAX the requester is paid, fixed when the request was filed, whole AVAX"),
+    "expectedAvax": S.described(AVAX, "AVAX a claim pays the requester, fixed when the request was filed, whole AVAX; "
+                                      "past its expiration no claim can pay it (cancelled or reclaimed, it returns ggAVAX)"),
     "allocatedAvax": S.described(AVAX, "AVAX set aside for it (0 until funded), whole AVAX"),
     "requestTime": S.described(S.TIMESTAMP, "when it was filed, unix seconds"),
     "claimableTime": S.described(S.TIMESTAMP, "the advertised earliest payout (request time + the unstake delay), though the contract pays a claim as soon as the request is funded; a funded request can be cancelled until then while ggAVAX takes deposits (a cancel deposits its AVAX back)"),
     "expirationTime": S.described(S.TIMESTAMP, "deadline to claim: from then on a funded request can no longer be claimed, only reclaimed (its AVAX deposited back into ggAVAX for the requester), and while ggAVAX deposits are paused not even that: it is stuck; a pending one stays in line, where it can be cancelled, reclaimed as its original ggAVAX, or still funded (and then only reclaimed, or stuck while deposits are paused)"),
     **ESTIMATE,
+    "blockedBy": S.described(S.nullable(COUNT), "in line and not funded because the depositor's calls fail whole when "
+                             "they reach this request id (this one's or one ahead of it): nothing behind it is funded "
+                             "until that changes; null otherwise"),
+    "callsFundNothing": S.described(S.BOOLEAN, "the queue's maxRequestsPerDeposit is 0: no depositor call funds a request "
+                                    "until the queue's admin raises it"),
 })
 
 LINE_ROW = S.obj({
@@ -135,7 +141,8 @@ NO_CALENDAR = ("no calendar for {address}: it never filed a withdrawal request, 
 ADDRESS = S.ADDRESS["pattern"]
 
 SUMS = {"count": S.described(COUNT, "requests"), "shares": S.described(AVAX, "ggAVAX, whole tokens"),
-        "expectedAvax": S.described(AVAX, "AVAX owed to their requesters, whole AVAX")}
+        "expectedAvax": S.described(AVAX, "AVAX their claims pay, fixed when each was filed, whole AVAX (a request "
+                                          "past its expiration can no longer be claimed)")}
 
 QUEUE_PATH = "/withdrawals"
 VAULT_PATH = "/ggAvax"  # vault.VAULT_PATH (vault.py imports this module)
@@ -588,6 +595,10 @@ def _restake_row(r: Q.Restake) -> dict:
         "requests": S.described(S.array(REQUEST), "open requests, by id"),
         "count": S.described(COUNT, "number of open requests"),
         "totals": S.obj({"shares": SUMS["shares"], "expectedAvax": SUMS["expectedAvax"],
+                         "payableAvax": S.described(AVAX, "AVAX a claim can still pay: the open requests not past "
+                                                    "their expiration (in line or funded), whole AVAX; expectedAvax also "
+                                                    "counts those past it, which return ggAVAX instead (cancelled or "
+                                                    "reclaimed)"),
                          "allocatedAvax": S.described(AVAX, "AVAX funded for them, whole AVAX"),
                          "claimableAvax": S.described(AVAX, "AVAX the requester can claim now, whole AVAX")},
                         description="sums over the open requests"),
@@ -646,6 +657,7 @@ def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, tuple[i
     return {"requester": who, "requests": rows, "count": len(rows), "totals": {
         "shares": tokens(sum(r.shares for r, _, _ in items)),
         "expectedAvax": tokens(sum(r.expected_assets for r, _, _ in items)),
+        "payableAvax": tokens(sum(r.expected_assets for r, p, _ in items if p.status in Q.CLAIMABLE_IN_TIME)),
         "allocatedAvax": tokens(sum(r.allocated_funds for r, _, _ in items)),
         "claimableAvax": tokens(sum(r.allocated_funds for r, p, _ in items if p.can_claim)),
     }, "receipts": [receipt_record(r) for r in receipts]}
@@ -695,6 +707,7 @@ def _request_record(r: UnstakeRequest, place: Q.Place, window: tuple[int, bool] 
         "depositorCalls": place.depositor_calls, "estimatedFundingTime": place.funding_time,
         "awaitsOverdueReturns": place.overdue,
         "expiresBeforeFunding": place.expires_first,
+        "blockedBy": place.blocked_by, "callsFundNothing": place.calls_fund_nothing,
     }
 
 
