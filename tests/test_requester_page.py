@@ -176,10 +176,7 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
             assert [t["ts"] for t in s["times"]["estimate"]] == [r["estimatedFundingTime"]], where
         warned = "It has already expired" if r["status"] == "pendingExpired" else "It expires before that"
         assert (warned in s["estimate"]) == r["expiresBeforeFunding"], where
-    # What claims can still pay, and what expired requests hold besides (they return ggAVAX).
-    totals = body["totals"]
-    assert number(page.eval("document.getElementById('total-payable').textContent")) == pytest.approx(totals["payableAvax"], abs=5e-5)
-    assert page.eval("!!document.getElementById('total-expired')") == (totals["expectedAvax"] != totals["payableAvax"])
+    assert_totals_shown(page, body)
     # The deadlines: one banner per request to claim (its expiration) or expiring before its funding.
     banners = set(page.eval("[...document.querySelectorAll('#banners [id^=banner-expires-]')].map(b => +b.id.split('-').pop())"))
     assert banners == {r["id"] for r in body["requests"] if r["canClaim"] or r["expiresBeforeFunding"]}
@@ -223,6 +220,20 @@ def assert_page_is_the_json(page, url: str, address: str) -> list[dict]:
         assert page.eval("document.querySelector('#assumptions').children.length") == len(listing["schedule"]["assumptions"])
     assert page.console_errors() == []
     return body["requests"]
+
+
+def assert_totals_shown(page, body: dict) -> None:
+    """What claims can still pay, and apart from it what expired requests hold (ggAVAX back when
+    cancelled or reclaimed; nothing while stuck), as the JSON has them."""
+    assert number(page.eval("document.getElementById('total-payable').textContent")) == pytest.approx(
+        body["totals"]["payableAvax"], abs=5e-5)
+    shown_apart = {"total-expired": ("pendingExpired", "expiredFunded"), "total-stuck": ("stuck",)}
+    for element, statuses in shown_apart.items():
+        held = sum(r["expectedAvax"] for r in body["requests"] if r["status"] in statuses)
+        said = page.eval(f"(document.getElementById('{element}') || {{}}).textContent || null")
+        assert (said is not None) == (held > 0), element
+        if said is not None:
+            assert number(said.split("and ", 1)[1]) == pytest.approx(held, abs=5e-5), element
 
 
 @pytest.fixture(scope="module")

@@ -45,6 +45,22 @@ def test_ggavax_reports_the_vaults_books_in_whole_avax():
                             "block": {"number": BLOCK, "hash": s.block.hash, "timestamp": NOW}}
 
 
+def test_while_minipool_creation_is_paused_no_minipool_is_fundable_and_no_avax_reward_assumed():
+    """The vault's amountAvailableForStaking is the contract's, which no pause changes; the
+    minipools it could fund are none while MinipoolManager is paused, and the rewards forecast
+    assumes no AVAX reward rate for a stake that cannot make a minipool."""
+    v = F.vault(released=avax(10_500), supply=avax(10_000), staking=avax(9000), available=avax(3500))
+    stakers = [F.staker(1, ggp=avax(1000), assigned=avax(1000))]
+    s = F.snapshot(ggavax=v, stakers=stakers, paused={"MinipoolManager": True})
+    check(s)
+    body = render(vault.ggavax, s)["/ggAvax"]
+    assert (body["amountAvailableForStaking"], body["availableMinipools"]) == (3500, 0)
+    assert render(vault.ggavax, F.snapshot(ggavax=v, stakers=stakers))["/ggAvax"]["availableMinipools"] == 3
+    said = render(rewards.params_endpoint, s)["/rewards/params"]["forecast"]["assumptions"]
+    assert any("no minipool can be created, so a stake earns no AVAX rewards" in a for a in said), said
+    assert not any("AVAX rewards accrue" in a for a in said)
+
+
 def test_metrics_apy_names_its_window_and_method():
     s = F.snapshot(apy_base=VaultPoint(F.block(BLOCK - 100, NOW - 30 * DAY), WAD))
     body = render(vault.metrics_apy, s)["/metrics/apy"]
@@ -98,17 +114,20 @@ def test_a_requester_is_told_what_claims_can_still_pay_and_why_nothing_funds_a_r
     me = F.addr(0xC000)
     books = F.vault(released=avax(1000), supply=avax(1000), staking=avax(900))  # 100 AVAX of liquidity
     rs = [F.request(0, avax(5), requester=me, requested=NOW - 30 * DAY),  # expired on day -9, in line
-          F.request(1, avax(7), requester=me), F.request(2, avax(3), requester=me, fulfilled=True)]
-    s = F.snapshot(ggavax=books, withdraw_queue=F.queue(rs, max_requests_per_deposit=0))
+          F.request(1, avax(7), requester=me), F.request(2, avax(3), requester=me, fulfilled=True),
+          F.request(3, avax(2), requester=me, requested=NOW - 30 * DAY, fulfilled=True)]  # funded, expired
+    s = F.snapshot(ggavax=books, withdraw_queue=F.queue(rs, max_requests_per_deposit=0), paused={"TokenggAVAX": True})
     path = f"/withdrawals/{me.lower()}"
     body = render(withdrawals.requester, s)[path]
-    assert [r["status"] for r in body["requests"]] == ["pendingExpired", "pending", "funded"]
-    assert (body["totals"]["expectedAvax"], body["totals"]["payableAvax"]) == (15, 10)
+    assert [r["status"] for r in body["requests"]] == ["pendingExpired", "pending", "funded", "stuck"]
+    assert (body["totals"]["expectedAvax"], body["totals"]["payableAvax"]) == (17, 10)
     assert [(r["callsFundNothing"], r["blockedBy"], r["fundableNow"]) for r in body["requests"]] == [
-        (True, None, False), (True, None, False), (False, None, False)]
+        (True, None, False), (True, None, False), (False, None, False), (False, None, False)]
     page = page_of(s, path + ".html")
     assert '<div class="v" id="total-payable">10.0000</div>' in page
-    assert "and 5.0000 AVAX in requests past their expiration, which return ggAVAX instead" in page
+    # What no claim pays, by what can still be done with it: the ggAVAX back, or nothing while deposits are paused.
+    assert "and 5.0000 AVAX in requests past their expiration, which no claim pays: cancelled or reclaimed, they return ggAVAX" in page
+    assert "and 2.0000 AVAX stuck: no call releases it while ggAVAX deposits are paused" in page
     estimate = re.search(r'<article class="request" id="request-1".*?<dd data-field="estimate">(.*?)</dd>', page, re.S).group(1)
     assert "maxRequestsPerDeposit is 0" in estimate and "minipool return" not in estimate
     # Calls that fail whole at a request worth nothing (a share price below 1): this one's, then behind it.
@@ -119,7 +138,7 @@ def test_a_requester_is_told_what_claims_can_still_pay_and_why_nothing_funds_a_r
     assert [(r["blockedBy"], r["callsFundNothing"]) for r in body["requests"]] == [(0, False), (0, False)]
     assert body["totals"]["payableAvax"] == body["totals"]["expectedAvax"] == 1
     page = page_of(s, path + ".html")
-    assert "total-expired" not in page
+    assert "total-expired" not in page and "total-stuck" not in page
     said = re.findall(r'<dd data-field="estimate">(.*?)</dd>', page, re.S)
     assert [x.split("(")[0].strip() for x in said] == [
         "none: the depositor's calls fail whole when they reach this request",

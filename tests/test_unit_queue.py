@@ -388,6 +388,46 @@ def test_closed_ids_from_the_logs_cost_the_depositor_a_call():
     assert any("logs were not read" in a for a in unknown.assumptions)
 
 
+def test_a_call_redeeming_more_than_the_released_assets_fails_whole():
+    """The reward stream's AVAX is liquidity (totalAssets counts it) but joins totalReleasedAssets
+    only when the vault's rewards are synced, and redeemAVAX subtracts from those, checked: a call
+    whose redemptions pass them reverts whole, funding nothing, those ahead included. The schedule,
+    a request's advice and the estimate before a request say so, not that no return covers it."""
+    streamed = F.vault(released=avax(100), rewards=avax(50), supply=avax(150), staking=0)  # the stream has ended
+    ahead, behind = F.request(0, avax(80)), F.request(1, avax(40))  # 120 AVAX: liquid, but 20 more than released
+    s = F.snapshot(ggavax=streamed, requests=[ahead, behind])
+    plan = Q.schedule(s)
+    assert plan.liquidity == avax(150) and plan.reverted_calls and plan.blocked == 1
+    assert [(plan.places[i].fundable_now, plan.places[i].blocked_by) for i in (0, 1)] == [(False, 1), (False, 1)]
+    text = Q.advice(behind, plan.places[1])
+    assert "fail whole when they reach this request" in text and "released assets" in text and "no minipool return" not in text
+    assert "request #1, behind it" in Q.advice(ahead, plan.places[0])  # its calls reach #1 too
+    # 20 AVAX behind fits what is released: both funded by the next call.
+    fits = Q.schedule(F.snapshot(ggavax=streamed, requests=[ahead, F.request(1, avax(20))]))
+    assert fits.blocked is None and all(place.fundable_now for place in fits.places.values())
+    # Before a request: 100 AVAX can be redeemed, 120 cannot, though 150 are liquid.
+    p = Q.estimate_params(F.snapshot(ggavax=streamed, requests=[]), None, None)
+    assert p is not None
+    assert L.estimate(p, avax=avax(100))["fundableNow"]
+    too_much = L.estimate(p, avax=avax(120))
+    assert not too_much["fundableNow"] and too_much["estimatedFundingTime"] is None
+    assert any("would fail whole when they reach it" in c and "released assets" in c for c in too_much["caveats"])
+    assert not any("no minipool return" in c for c in too_much["caveats"])
+    assert L.estimate(p, avax=avax(120), resume=L.resume_point(p)) == too_much
+
+
+def test_closed_ids_stay_in_the_line_while_no_request_is_pending():
+    """The depositor's loop stops once nothing is pending, so closed ids at the front stay there and
+    each costs a step of the calls that fund the next request: at one step a call, three closed ids
+    and a new request take four calls, from the function's resume point as from the line itself."""
+    s = at_par(withdraw_queue=F.queue([], next_request_id=3, max_requests_per_deposit=1), line_front=0)
+    p = Q.estimate_params(s, None, None)
+    assert p is not None and [e.shares for e in p.entries] == [None, None, None]
+    whole = L.estimate(p, avax=avax(1))
+    assert (whole["fundableNow"], whole["depositorCalls"]) == (True, 4)
+    assert L.estimate(p, avax=avax(1), resume=L.resume_point(p)) == whole
+
+
 def test_a_call_that_would_revert_is_counted_and_funds_nothing():
     # Filed at a share price of 1, redeemed at 1.1: 11 AVAX against 10 liquid.
     s = F.snapshot(ggavax=F.vault(released=avax(1100), supply=avax(1000), staking=avax(1090)),

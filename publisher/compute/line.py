@@ -10,8 +10,9 @@ reward stream's end), each after the vault's staking assets move by that time's 
 lowers them, a restake raises them again). A serve is calls of at most ``limit`` steps: a closed id
 still in the line is dropped for a step; a pending request is redeemed at the share price of that
 block when the liquidity covers its expected AVAX, the call stopping at the first one it does not
-cover; a redemption worth nothing, less than expected, or more than the liquidity left (the queue's
-checked subtraction), fails the whole call. Another call follows while the last one used all its steps.
+cover; a redemption worth nothing, less than expected, more than the liquidity left (the queue's
+checked subtraction), or more than the vault's released assets (the vault's checked subtraction: the
+reward stream's AVAX is liquidity, but released only when synced) fails the whole call. Another call follows while the last one used all its steps.
 """
 from __future__ import annotations
 
@@ -116,8 +117,10 @@ def _call(books: Books, entries: list[Entry], at: int, limit: int, t: int,
             if liquid < e.expected:
                 break  # InsufficientLiquidity: the call ends, what it funded stays
             paid = books.to_assets(e.shares, t)
-            # redeemAVAX reverts on 0 AVAX (ZeroAssets) as on a short redemption, and the call with it.
-            if paid == 0 or paid < e.expected or paid > liquid:
+            # redeemAVAX reverts on 0 AVAX (ZeroAssets) as on a short redemption, and the call with it;
+            # so does its checked `totalReleasedAssets -= assets` when the call's redemptions pass the
+            # released assets: the stream's rewards count in the liquidity, but join them only when synced.
+            if paid == 0 or paid < e.expected or paid > liquid or paid > books.released:
                 books.released, books.supply = saved
                 return e.id
             books.released -= paid
@@ -257,8 +260,8 @@ def resume_point(p: Params) -> Resume:
     trace: list = []
     served = serve_line(b, list(p.entries), len(p.entries) if p.limit is None else p.limit, list(p.serves), trace=trace)
     pending = [e.id for e in p.entries if e.shares is not None]
-    if not pending:
-        return Resume(0, len(p.entries), p.books)
+    if not pending:  # the contract stops once none is pending: closed ids at the front stay, each a step
+        return Resume(0, 0, p.books)
     last = served.funded.get(pending[-1])
     if last is None:
         return Resume(-1, 0, p.books)
@@ -361,9 +364,8 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
                        "their ends, which no one can date")
     elif when is None and expected == 0:
         pass  # the refusal above says why a call reaching it reverts
-    elif when is None and blocked is not None and blocked != p.next_request_id:
-        caveats.append(f"the depositor's calls fail whole at request #{blocked} ahead of it ({REVERTS}): nothing "
-                       "behind it is funded until that changes or it leaves the line")
+    elif when is None and blocked is not None:
+        caveats.append(_blocked(blocked, p.next_request_id))
     elif when is None:
         caveats.append("no minipool return known today covers it: it waits for returns the schedule cannot date, or "
                        + ("for ggAVAX deposits to reopen and bring new AVAX" if p.deposits_paused else "for new deposits"))
@@ -382,8 +384,18 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: in
     return caveats
 
 
+def _blocked(blocked: int, new: int) -> str:
+    """Why the depositor's calls leave request ``new`` unfunded: they fail whole at ``blocked``."""
+    if blocked == new:
+        return f"the depositor's calls would fail whole when they reach it ({REVERTS}): it is not funded until that changes"
+    return (f"the depositor's calls fail whole at request #{blocked} ahead of it ({REVERTS}): nothing behind it is "
+            "funded until that changes or it leaves the line")
+
+
 # Why a depositor call fails whole, as the contracts decide it.
-REVERTS = "its redemption would be worth nothing, less than it expects, or more than the liquidity left"
+REVERTS = ("its redemption would be worth nothing, less than it expects, more than the liquidity left, or more "
+           "than the vault's released assets, which the reward stream's AVAX joins only when the vault's rewards "
+           "are synced")
 
 
 def after_expiry(deposits_paused: bool) -> str:

@@ -11,7 +11,7 @@ stakers' AVAX goes back to the vault. After each event the depositor serves the 
 most ``maxRequestsPerDeposit`` steps (a closed id still in the line costs a step), each request
 redeemed at the share price of that block, the call stopping at the first request the liquidity
 does not cover and failing whole when a redemption is worth more than the liquidity left (the
-queue's checked subtraction). Every assumption is published with the schedule (``assumptions``).
+queue's checked subtraction) or than the vault's released assets (the vault's). Every assumption is published with the schedule (``assumptions``).
 """
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ class Place:
     overdue: bool = False
     deposits_paused: bool = False  # ggAVAX takes no deposits: a funded request that expires is stuck
     calls_fund_nothing: bool = False  # the queue's per-call limit is 0: no depositor call funds a request
-    blocked_by: int | None = None  # unfunded because the depositor's calls fail whole at this request (its own id or one ahead)
+    blocked_by: int | None = None  # unfunded because the depositor's calls fail whole at this request id (its own, or one the same calls reach)
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,8 @@ def assumptions(snap: Snapshot, sched_front_known: bool) -> tuple[str, ...]:
         "each call takes at most maxRequestsPerDeposit steps (a closed id still in the line costs one), serves "
         "requests strictly in line order, redeems each at the share price of that block, stops at the first "
         "request the liquidity does not cover, and fails whole when a redemption is worth nothing, less than its "
-        "request expects or more than the liquidity left; it calls again while that lets it fund more",
+        "request expects, more than the liquidity left or more than the vault's released assets (no one syncs the "
+        "vault's rewards in the replay); it calls again while that lets it fund more",
         "Rialto records each staking minipool's end at the end time the validator provider reports (one already "
         "past is recorded in the block after the build block); each validation earns the reward the provider "
         "reports as its potential reward (a restaked period earns at the same rate), and none is slashed; the "
@@ -449,7 +450,8 @@ def schedule(snap: Snapshot) -> Schedule:
             when is not None and (st == RequestStatus.PENDING_EXPIRED
                                   or (st == RequestStatus.PENDING and not overdue and when >= r.expiration_time)),
             overdue=overdue, deposits_paused=paused_deposits, calls_fund_nothing=limit == 0,
-            blocked_by=served.blocked if when is None and served.blocked is not None and r.id >= served.blocked else None)
+            # Unfunded with a call failing whole: at it, at one ahead, or at one behind that the same calls reach.
+            blocked_by=served.blocked if when is None and served.blocked is not None else None)
         ahead += r.expected_assets
     for r in q.requests:
         if r.fulfilled:
@@ -575,7 +577,8 @@ def _wait(place: Place, rid: int) -> str:
     if funding is not None:
         return f"Wait: {funding}."
     if place.blocked_by is not None:
-        where = "this request" if place.blocked_by == rid else f"request #{place.blocked_by}, ahead of it"
+        where = ("this request" if place.blocked_by == rid else
+                 f"request #{place.blocked_by}, {'ahead of' if place.blocked_by < rid else 'behind'} it")
         return (f"Wait or cancel: the depositor's calls fail whole when they reach {where} ({L.REVERTS}), so "
                 "it is not funded until that changes" + ("." if place.blocked_by == rid else " or that request leaves the line."))
     if place.calls_fund_nothing:

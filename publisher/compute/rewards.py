@@ -334,6 +334,10 @@ def parse_params(doc) -> Params:
         "the Oracle GGP price, every stake and the total eligible GGP stake stay as they are at the params block until then",
         "every eligible staker shares one pool pro rata: no investor weighting (the protocol operator's "
         "off-chain down-weighting of listed addresses is not modelled)",
+        # While MinipoolManager is paused no stake makes a minipool: the estimates' AVAX is 0, not that rate's.
+        f"MinipoolManager is paused: no minipool can be created, so a stake earns no AVAX rewards (the validation "
+        f"reward rate, {_dec(p.validator_rate, 16, 4)} % a year, source: {p.validator_rate_source}, applies to none)"
+        if p.minipool_creation_paused else
         f"AVAX rewards accrue at the validation reward rate of {_dec(p.validator_rate, 16, 4)} % a year "
         f"(source: {p.validator_rate_source})",
     ]

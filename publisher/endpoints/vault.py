@@ -69,7 +69,8 @@ def tvl_avax(ctx: Context) -> Fraction:
     VAULT_PATH, tag="Liquid staking", summary="The ggAVAX (stAVAX) liquid staking pool",
     description="Amounts in the liquid staking vault (TokenggAVAX), in whole AVAX. `pendingRewards` is AVAX "
                 "received but not yet streamed (queued for the next sync); `exchangeRate` is AVAX per ggAVAX; "
-                "`availableMinipools` is how many minimum-size minipools the vault can fund now.",
+                "`availableMinipools` is how many minimum-size minipools the vault can fund now (0 while MinipoolManager is "
+                "paused: no minipool can be created).",
     schema=S.obj({
         "address": S.described(S.ADDRESS, "the ggAVAX token (vault) contract"),
         "name": S.described(S.STRING, "token name"),
@@ -77,7 +78,10 @@ def tvl_avax(ctx: Context) -> Fraction:
         "totalAssets": S.described(AVAX, "AVAX the vault holds for ggAVAX holders, including rewards streamed so far"),
         "totalReleasedAssets": S.described(AVAX, "AVAX the vault counted at its last sync, before the current reward stream"),
         "stakingTotalAssets": S.described(AVAX, "AVAX lent out to minipools that are staking"),
-        "amountAvailableForStaking": S.described(AVAX, "AVAX available to fund new minipools now"),
+        "amountAvailableForStaking": S.described(AVAX, "AVAX the vault would lend to new minipools now, past its reserve: "
+                                                 "the contract's amountAvailableForStaking(), which no pause changes "
+                                                 "(while MinipoolManager is paused no minipool is created, and this AVAX "
+                                                 "stays the withdrawal queue's liquidity)"),
         "reserveTarget": S.described(AVAX, "AVAX kept liquid for withdrawals (totalAssets x the target reserve rate)"),
         "liquidAvax": S.described(AVAX, "AVAX held by the vault itself (not in minipools)"),
         "pendingRewards": S.described(AVAX, "AVAX received but not yet streamed; queued for the next sync"),
@@ -90,7 +94,8 @@ def tvl_avax(ctx: Context) -> Fraction:
         "exchangeRate": S.described(S.NON_NEGATIVE, "AVAX per ggAVAX"),
         "feePct": S.described(S.PERCENT, "protocol fee on liquid-staking rewards, percent"),
         "minipoolLiquidStakerAvax": S.described(AVAX, "liquid stakers' AVAX matched into minipools"),
-        "availableMinipools": {"type": "integer", "minimum": 0, "description": "how many minimum-size minipools the vault can fund now"},
+        "availableMinipools": {"type": "integer", "minimum": 0, "description": "how many minimum-size minipools the vault "
+                               "can fund now: 0 while MinipoolManager is paused (no minipool can be created)"},
         "depositsPaused": S.described(S.BOOLEAN, "true while deposits into the vault are paused"),
         "withdrawQueue": S.described(S.nullable(S.ADDRESS), "the WithdrawQueue contract, the only way to redeem ggAVAX (null where the network has none); see /withdrawals"),
         "queuePendingCount": S.described(S.nullable({"type": "integer", "minimum": 0}), "requests waiting in the withdrawal queue"),
@@ -119,7 +124,8 @@ def ggavax(ctx: Context):
         "totalSupply": tokens(v.total_supply), "exchangeRate": tokens(v.assets_per_share),
         "feePct": s.settings.fee_bips / 100,
         "minipoolLiquidStakerAvax": tokens(s.total_avax_liquid_staker_amt),
-        "availableMinipools": v.amount_available_for_staking // max(1, s.settings.minipool_min_avax_assignment),
+        "availableMinipools": 0 if s.paused.get("MinipoolManager")
+        else v.amount_available_for_staking // max(1, s.settings.minipool_min_avax_assignment),
         "depositsPaused": bool(s.paused.get("TokenggAVAX")),
         **queue_totals(ctx),
         "meta": meta(ctx),

@@ -57,8 +57,8 @@ REQUEST = S.obj({
     "expirationTime": S.described(S.TIMESTAMP, "deadline to claim: from then on a funded request can no longer be claimed, only reclaimed (its AVAX deposited back into ggAVAX for the requester), and while ggAVAX deposits are paused not even that: it is stuck; a pending one stays in line, where it can be cancelled, reclaimed as its original ggAVAX, or still funded (and then only reclaimed, or stuck while deposits are paused)"),
     **ESTIMATE,
     "blockedBy": S.described(S.nullable(COUNT), "in line and not funded because the depositor's calls fail whole when "
-                             "they reach this request id (this one's or one ahead of it): nothing behind it is funded "
-                             "until that changes; null otherwise"),
+                             "they reach this request id (this one, one ahead of it, or one behind it that the same "
+                             "calls reach): not funded until that changes; null otherwise"),
     "callsFundNothing": S.described(S.BOOLEAN, "the queue's maxRequestsPerDeposit is 0: no depositor call funds a request "
                                     "until the queue's admin raises it"),
 })
@@ -277,7 +277,7 @@ QUEUE_HOLDS = Check(queue_holds, {
             "restakes": S.described(S.array(RESTAKE_ROW), "minipools the contracts are expected to start again instead, by time"),
             "staleEntries": S.described(COUNT, "closed ids still in the queue's line up to its last pending request: each costs a depositor call one step"),
             "lineFrontKnown": S.described(S.BOOLEAN, "the line's front was read from the queue's logs (false: closed ids before the first pending one are assumed dropped)"),
-            "revertedCalls": S.described(COUNT, "depositor calls the replay expects to fail whole: a redemption worth 0 AVAX, less than its request expects, or more than the liquidity left (the queue's checked subtraction)"),
+            "revertedCalls": S.described(COUNT, "depositor calls the replay expects to fail whole: a redemption worth 0 AVAX, less than its request expects, more than the liquidity left (the queue's checked subtraction), or more than the vault's released assets (the vault's checked subtraction: the reward stream's AVAX is released only when synced)"),
             "returnsAvax": S.described(AVAX, "their sum, whole AVAX"),
             "unscheduledAvax": S.described(AVAX, "liquid stakers' AVAX out in minipools with no known return time, whole AVAX"),
             "coveredCount": S.described(COUNT, "pending requests the liquidity and the known returns cover"),
@@ -597,8 +597,9 @@ def _restake_row(r: Q.Restake) -> dict:
         "totals": S.obj({"shares": SUMS["shares"], "expectedAvax": SUMS["expectedAvax"],
                          "payableAvax": S.described(AVAX, "AVAX a claim can still pay: the open requests not past "
                                                     "their expiration (in line or funded), whole AVAX; expectedAvax also "
-                                                    "counts those past it, which return ggAVAX instead (cancelled or "
-                                                    "reclaimed)"),
+                                                    "counts those past it, which no claim pays: cancelled or reclaimed "
+                                                    "they return ggAVAX, and a stuck one (funded, expired, ggAVAX "
+                                                    "deposits paused) can be neither until deposits reopen"),
                          "allocatedAvax": S.described(AVAX, "AVAX funded for them, whole AVAX"),
                          "claimableAvax": S.described(AVAX, "AVAX the requester can claim now, whole AVAX")},
                         description="sums over the open requests"),
