@@ -235,8 +235,13 @@ def test_the_outlook_names_the_request_where_the_depositors_calls_fail_whole():
     worthless, fair = F.request(0, 0, shares=1), F.request(1, avax(1), shares=avax(2))
     body = render(withdrawals.withdrawals, F.snapshot(ggavax=half, withdraw_queue=F.queue([worthless, fair])))["/withdrawals"]
     outlook = body["schedule"]["outlook"]
-    assert "2 wait at or behind request #0, where the depositor's calls fail whole" in outlook, outlook
+    assert "2 wait on request #0, where the depositor's calls fail whole" in outlook, outlook
     assert "beyond every known return" not in outlook and body["schedule"]["revertedCalls"] >= 1
+    # Calls failing at a request behind the one in front leave that one unfunded too: both wait on #1.
+    streamed = F.vault(released=avax(100), rewards=avax(50), supply=avax(150), staking=0)
+    body = render(withdrawals.withdrawals, F.snapshot(ggavax=streamed, requests=[F.request(0, avax(80)), F.request(1, avax(40))]))["/withdrawals"]
+    outlook = body["schedule"]["outlook"]
+    assert "2 wait on request #1, where the depositor's calls fail whole" in outlook and "released assets" in outlook, outlook
 
 
 def test_rows_of_a_list_derived_anew_are_reused_where_equal_and_made_where_not():

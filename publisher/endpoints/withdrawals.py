@@ -441,7 +441,8 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
              expired_funded: int, blocked: int | None = None) -> str:
     """What the line waits for, in words. ``expired_funded``: the requests past their expiration that
     the schedule funds (they land funded and expired); ``blocked``: the request where the depositor's
-    calls fail whole, which keeps it and every one behind it unfunded."""
+    calls fail whole, which keeps it, every one behind it and those ahead that the same calls reach
+    unfunded."""
     if not pending:
         return "The line is empty: nothing waits for funding."
     parts = []
@@ -460,9 +461,9 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
         parts.append(f"{rest} wait{'s' if rest == 1 else ''} for the queue's admin: maxRequestsPerDeposit is 0, so the "
                      "depositor's calls fund no request")
     elif rest and blocked is not None:
-        parts.append(f"{rest} {'waits' if rest == 1 else 'wait'} at or behind request #{blocked}, where the depositor's "
-                     f"calls fail whole ({L.REVERTS}): nothing from it on is funded until that changes or it leaves "
-                     "the line")
+        parts.append(f"{rest} {'waits' if rest == 1 else 'wait'} on request #{blocked}, where the depositor's calls fail "
+                     f"whole ({L.REVERTS}): a call that reaches it funds nothing, those ahead of it in the call "
+                     "included, until that changes or it leaves the line")
     elif rest:
         why = []
         if not returns:
