@@ -306,9 +306,10 @@ def test_a_stakers_estimate_is_the_formula_on_its_inputs_from_the_chain(built_pa
 
 
 def test_a_stakers_estimate_refuses_what_is_not_a_staker(built_params):
-    for query, name in (("", "address is required"), ("address=0x12", "address must be"),
+    for query, name in (("", "address is required: a staker's address, 0x followed by 40 hex digits"),
+                        ("address=0x12", "address must be"),
                         ("address=" + "0x" + "g" * 40, "address must be"), ("address=0x" + "1" * 40 + "&address=0x" + "1" * 40, "more than once"),
-                        ("ggpStaked=1", "unknown parameter")):
+                        ("ggpStaked=1", "unknown parameter 'ggpStaked': only address is accepted")):
         status, _, body = call(query, path="/rewards/estimate")
         assert status == 400 and name in body["error"]["message"], query
     status, _, body = call("address=0x" + "1" * 40, path="/rewards/estimate")

@@ -11,6 +11,7 @@ from support import factory as F
 from support.factory import BLOCK, DAY, NOW, WAD, avax
 
 from publisher.build.validate import schema_problems
+from publisher.compute import rewards as R
 from publisher.endpoints import market, requester_page, rewards, vault, withdrawals
 from publisher.endpoints.context import Context
 from publisher.endpoints.registry import load_all, resolve
@@ -56,9 +57,19 @@ def test_while_minipool_creation_is_paused_no_minipool_is_fundable_and_no_avax_r
     body = render(vault.ggavax, s)["/ggAvax"]
     assert (body["amountAvailableForStaking"], body["availableMinipools"]) == (3500, 0)
     assert render(vault.ggavax, F.snapshot(ggavax=v, stakers=stakers))["/ggAvax"]["availableMinipools"] == 3
-    said = render(rewards.params_endpoint, s)["/rewards/params"]["forecast"]["assumptions"]
-    assert any("no minipool can be created, so a stake earns no AVAX rewards" in a for a in said), said
+    doc = render(rewards.params_endpoint, s)["/rewards/params"]
+    said = doc["forecast"]["assumptions"]
+    assert any("no minipool can be created or renew its validation, so the estimates count no AVAX reward" in a
+               for a in said), said
     assert not any("AVAX rewards accrue" in a for a in said)
+    # An existing staker's estimate counts no AVAX on what validates now: no validation renews.
+    mine = R.operator_estimate(doc, ggp_staked=avax(1000), avax_staked=avax(1000), avax_validating=avax(1000),
+                               effective_ggp_staked=avax(1000), eligible_next=True)
+    assert (mine["avaxPerCycleWei"], mine["avaxPerYearWei"], mine["avaxAprPct"]) == ("0", "0", 0)
+    running = R.operator_estimate(render(rewards.params_endpoint, F.snapshot(ggavax=v, stakers=stakers))["/rewards/params"],
+                                  ggp_staked=avax(1000), avax_staked=avax(1000), avax_validating=avax(1000),
+                                  effective_ggp_staked=avax(1000), eligible_next=True)
+    assert int(running["avaxPerYearWei"]) > 0
 
 
 def test_metrics_apy_names_its_window_and_method():

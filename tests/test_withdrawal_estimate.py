@@ -70,7 +70,7 @@ def test_the_estimates_span_the_line(built):
 
 
 @pytest.mark.parametrize(("query", "needle"), [
-    ("", "amount is required"),
+    ("", "amount is required: whole tokens, e.g. amount=1000"),
     ("amount=1&unit=eth", "unit must be avax or ggavax"),
     ("amount=-1", "sign"),
     ("amount=1&expirationDelay=1e5", "whole seconds"),

@@ -334,8 +334,9 @@ def parse_params(doc) -> Params:
         "the Oracle GGP price, every stake and the total eligible GGP stake stay as they are at the params block until then",
         "every eligible staker shares one pool pro rata: no investor weighting (the protocol operator's "
         "off-chain down-weighting of listed addresses is not modelled)",
-        # While MinipoolManager is paused no stake makes a minipool: the estimates' AVAX is 0, not that rate's.
-        f"MinipoolManager is paused: no minipool can be created, so a stake earns no AVAX rewards (the validation "
+        # While MinipoolManager is paused no minipool is created or renewed: the estimates' AVAX is 0.
+        f"MinipoolManager is paused: no minipool can be created or renew its validation, so the estimates count no "
+        f"AVAX reward (a validation still running pays its reward at its end, which they leave out; the validation "
         f"reward rate, {_dec(p.validator_rate, 16, 4)} % a year, source: {p.validator_rate_source}, applies to none)"
         if p.minipool_creation_paused else
         f"AVAX rewards accrue at the validation reward rate of {_dec(p.validator_rate, 16, 4)} % a year "
@@ -391,7 +392,8 @@ def operator_estimate(params, *, ggp_staked: int, avax_staked: int, avax_validat
     p = parse_params(params)
     g_eff = effective_ggp_staked if eligible_next else 0
     share, ggp_cycle = share_of_pool(g_eff, max(p.tegs, g_eff), p.nodeop_pool)
-    out = _returns(p, ggp_staked, avax_staked, avax_validating, ggp_cycle)
+    # MinipoolManager paused: no validation renews, so none accrues at the rate (the assumptions say so).
+    out = _returns(p, ggp_staked, avax_staked, 0 if p.minipool_creation_paused else avax_validating, ggp_cycle)
     out["sharePct"] = pct(share)
     out["shareWad"] = str(share)
     return out

@@ -33,7 +33,7 @@ STAKER = S.obj({
     "ggpRewards": S.described(TOKENS, "unclaimed GGP rewards, whole GGP"),
     "ggpStaked": S.described(TOKENS, "GGP staked, whole GGP"),
     "lastRewardsCycleCompleted": S.described(COUNT, "the last reward cycle this staker was paid for"),
-    "rewardsStartTime": S.described(S.TIMESTAMP, "when the staker's first minipool started, unix seconds (0: none yet)"),
+    "rewardsStartTime": S.described(S.TIMESTAMP, "set when the staker creates a first minipool, back to 0 when a cancel or a distribution finds nothing assigned to it; unix seconds (0: none)"),
     "ggpLockedUntil": S.described(S.TIMESTAMP, "GGP cannot be withdrawn before this time, unix seconds"),
     "collateralizationRatioPct": S.described(S.nullable(S.PERCENT), "GGP staked (in AVAX) over AVAX assigned; null when nothing is assigned"),
     "effectiveRewardsRatioPct": S.described(S.PERCENT, "collateralization used for rewards: GGP (in AVAX) over avaxValidatingHighWater, percent"),

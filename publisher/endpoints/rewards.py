@@ -108,7 +108,7 @@ STAKER_ESTIMATE = S.obj({
         "avaxValidatingHighWaterWei": S.described(S.WEI, "highest avaxValidating this cycle, wei (eligibility)"),
         "effectiveGGPStakedNextDistributionWei": S.described(S.WEI, "effective GGP stake the next distribution is "
                                                                     "forecast to count, wei"),
-        "rewardsStartTime": S.described(S.TIMESTAMP, "when the staker's first minipool started, unix seconds"),
+        "rewardsStartTime": S.described(S.TIMESTAMP, "set when the staker creates a first minipool, back to 0 when a cancel or a distribution finds nothing assigned to it; unix seconds"),
     }, description="the staker's inputs, exact, as read from /rewards/{address}"),
     "eligibleNextDistribution": S.described(S.BOOLEAN, "eligible at the params' nextDistributionTime: "
                                                        "rewardsStartTime set and at least rewardsEligibilityMinSeconds "
@@ -250,7 +250,7 @@ ADDRESS_REWARDS = S.obj({
     "ggpRewards": S.described(TOKENS, "unclaimed GGP rewards"),
     "ggpRewardsWei": S.described(S.WEI, "ggpRewards in wei"),
     "lastRewardsCycleCompleted": S.described(COUNT, "the last reward cycle this staker was paid for"),
-    "rewardsStartTime": S.described(S.TIMESTAMP, "when the staker's first minipool started, unix seconds (0: none yet)"),
+    "rewardsStartTime": S.described(S.TIMESTAMP, "set when the staker creates a first minipool, back to 0 when a cancel or a distribution finds nothing assigned to it; unix seconds (0: none)"),
     "eligibleNow": S.described(S.BOOLEAN, "whether the staker would be paid at a distribution now"),
     "eligibleNextDistribution": S.described(S.BOOLEAN, "eligible at nextDistributionTime with today's state"),
     "effectiveGGPStakedNextDistribution": S.described(TOKENS, "GGP the next distribution is forecast to count for this "

@@ -43,6 +43,9 @@ ROUTES = (PATH, STAKER_PATH, ESTIMATE_PATH)
 NAMES = ("ggpStaked", "avaxStaked")
 STAKER_NAMES = ("address",)
 ESTIMATE_NAMES = ("amount", "unit", "expirationDelay")
+# What a required parameter is, for the message that asks for it.
+REQUIRED = {**{n: f"whole tokens, e.g. {n}=1000" for n in (*NAMES, "amount")},
+            "address": "a staker's address, 0x followed by 40 hex digits"}
 UNITS = ("avax", "ggavax")  # what an estimate's amount is in: AVAX to receive, or ggAVAX to redeem
 WAD = rewards.WAD
 MAX_WEI = {name: limit * WAD for name, limit in rewards.QUERY_LIMITS.items()}
@@ -263,8 +266,8 @@ def parse_query(raw: str, names: tuple[str, ...] = NAMES, required: tuple[str, .
             raise BadInput(f"a parameter name has invalid percent-encoding: {_show(name_raw)}")
         # Unknown names are refused so a typo (avaxstaked) reads as such, not as a missing parameter.
         if name not in names:
-            raise BadInput(f"unknown parameter {_show(name)}: only {', '.join(names[:-1])} and {names[-1]} are "
-                           "accepted (names are case-sensitive)")
+            accepted = names[0] + " is" if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]} are"
+            raise BadInput(f"unknown parameter {_show(name)}: only {accepted} accepted (names are case-sensitive)")
         value = _unquote(value_raw)
         if value is None:
             raise BadInput(f"{name} has invalid percent-encoding: {_show(value_raw)}")
@@ -273,7 +276,7 @@ def parse_query(raw: str, names: tuple[str, ...] = NAMES, required: tuple[str, .
         values[name] = value
     for name in required:
         if name not in values:
-            raise BadInput(f"{name} is required: whole tokens, e.g. {name}=1000")
+            raise BadInput(f"{name} is required: {REQUIRED[name]}")
     return values
 
 
