@@ -12,7 +12,8 @@ still in the line is dropped for a step; a pending request is redeemed at the sh
 block when the liquidity covers its expected AVAX, the call stopping at the first one it does not
 cover; a redemption worth nothing, less than expected, more than the liquidity left (the queue's
 checked subtraction), or more than the vault's released assets (the vault's checked subtraction: the
-reward stream's AVAX is liquidity, but released only when synced) fails the whole call. Another call follows while the last one used all its steps.
+reward stream's AVAX is liquidity, but released only when synced) fails the whole call. Another
+call follows while the last one used all its steps.
 """
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ stakers' AVAX goes back to the vault. After each event the depositor serves the 
 most ``maxRequestsPerDeposit`` steps (a closed id still in the line costs a step), each request
 redeemed at the share price of that block, the call stopping at the first request the liquidity
 does not cover and failing whole when a redemption is worth more than the liquidity left (the
-queue's checked subtraction) or than the vault's released assets (the vault's). Every assumption is published with the schedule (``assumptions``).
+queue's checked subtraction) or than the vault's released assets (the vault's). Every assumption
+is published with the schedule (``assumptions``).
 """
 from __future__ import annotations
 
@@ -577,14 +578,20 @@ def _wait(place: Place, rid: int) -> str:
     if funding is not None:
         return f"Wait: {funding}."
     if place.blocked_by is not None:
-        where = ("this request" if place.blocked_by == rid else
-                 f"request #{place.blocked_by}, {'ahead of' if place.blocked_by < rid else 'behind'} it")
+        where = blocked_where(place.blocked_by, rid)
         return (f"Wait or cancel: the depositor's calls fail whole when they reach {where} ({L.REVERTS}), so "
                 "it is not funded until that changes" + ("." if place.blocked_by == rid else " or that request leaves the line."))
     if place.calls_fund_nothing:
         return ("Wait or cancel: the queue's maxRequestsPerDeposit is 0, so the depositor's calls fund no request "
                 "until its admin raises it.")
     return "Wait or cancel: no minipool return known today covers it."
+
+
+def blocked_where(blocked: int, rid: int) -> str:
+    """Where the depositor's calls fail whole, seen from request ``rid`` (its advice and its page)."""
+    if blocked == rid:
+        return "this request"
+    return f"request #{blocked}, {'ahead of' if blocked < rid else 'behind'} it"
 
 
 def _after_expiry(place: Place) -> str:

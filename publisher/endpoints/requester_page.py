@@ -27,6 +27,7 @@ from urllib.parse import parse_qs
 
 from markupsafe import Markup, escape
 
+from ..compute import queue as Q
 from ..compute import rewards as R
 from . import svg
 from . import withdrawals as W
@@ -225,7 +226,7 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
         view = {**view, "window": W.window_record(list(view["announcements"]), asks=asks, open_requests=bool(body["requests"]),
                                                   days=False)}
     return _env().get_template(TEMPLATE).render(
-        **common["site"], root="../", b=body, q=view, mine=mine, chart=chart, when=when, calls=dict(W.CALLS),
+        **common["site"], root="../", b=body, q=view, mine=mine, chart=chart, when=when, calls=dict(W.CALLS), blocked_where=Q.blocked_where,
         receipts=[receipt_item(rc, when) for rc in body.get("receipts") or ()],
         lookup_action="lookup", lookup_pages="")
 
