@@ -6,10 +6,10 @@ import itertools
 import json
 import re
 import threading
-import time
 
 import pytest
 import requests
+from support import utc_text
 from support.browser import Chromium
 
 from publisher.build.pipeline import build
@@ -326,7 +326,7 @@ def test_the_estimate_form_never_promises_a_claim_after_the_request_expires(site
         answer = requests.get(est, params={"amount": late, "expirationDelay": delay}).json()["result"]
         said, expires = ask(delay), f"expire{'' if answer['expiresBeforeFunding'] else 's'} at"
         assert answer["expirationDelay"] == delay
-        assert f"{expires} {time.strftime('%Y-%m-%d %H:%M', time.gmtime(answer['expirationTime']))} UTC" in said, said
+        assert f"{expires} {utc_text(answer['expirationTime'])}" in said, said
         if answer["expiresBeforeFunding"]:
             assert "before that funding" in said and "can be claimed until" not in said, said
         else:

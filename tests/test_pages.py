@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from support import utc_text
 
 from publisher.build.pipeline import build
 from publisher.endpoints.pages import EXAMPLE_ITEMS, _env, _trim, trailing_apy
@@ -162,8 +163,7 @@ def test_the_dashboard_shows_the_published_figures_and_links_them(out):
     assert f"${prices['avaxInUSD']:,.2f}" in card(page, "fig-avax")[1]
     assert card(page, "fig-stakers")[0] == "stakers" and card(page, "fig-stakers")[1].split()[2] == str(m["staker_count"])
     assert card(page, "fig-minipools")[0] == "minipools" and f" {pools['count']} " in card(page, "fig-minipools")[1]
-    import time
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(params["nextDistributionTime"]))
+    when = utc_text(params["nextDistributionTime"])
     assert card(page, "fig-distribution")[0] == "rewards/params" and when in card(page, "fig-distribution")[1]
     assert str(m["meta"]["block"]["number"]) in card(page, "fig-block")[1]
     # Every figure links to an endpoint the build published.

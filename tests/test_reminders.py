@@ -19,6 +19,7 @@ import pytest
 import requests
 import vobject
 import yaml
+from support import utc_text
 
 from publisher.build.pipeline import build, context
 from publisher.build.tree import sha256
@@ -100,7 +101,7 @@ def test_every_requester_has_a_calendar_with_the_times_of_its_json(built):
             assert ("from now on it can no longer be claimed" in str(expire["DESCRIPTION"])) == (not in_line)
             past = r["status"] in ("pendingExpired", "expiredFunded", "stuck")
             # Past its expiration a request can no longer be claimed, funded or not: no payout promised.
-            assert (f"until the request expires ({C.when_utc(r['expirationTime'])})" in str(claim["DESCRIPTION"])) == (not past)
+            assert (f"until the request expires ({utc_text(r['expirationTime'])})" in str(claim["DESCRIPTION"])) == (not past)
             assert ("it is funded already" in str(claim["DESCRIPTION"])) == (r["fulfilled"] and not past)
             if past or block_time >= r["expirationTime"] - DAY.total_seconds():
                 assert not alarms  # its time has come: an alarm could only fire late
@@ -701,7 +702,7 @@ def test_a_funding_entry_keeps_the_words_it_was_published_with(demo_snapshot, de
 
     first = _feed(demo_snapshot, demo_profile)
     said = funded(first).content[0].value
-    assert f"until the request expires ({C.when_utc(r.expiration_time)})" in said
+    assert f"until the request expires ({utc_text(r.expiration_time)})" in said
     rc = receipts[r.id]
     step = dataclasses.replace(rc.funded, block=demo_snapshot.block.number, time=demo_snapshot.block.timestamp)
     claimed = dataclasses.replace(rc, closed="claimed", closed_at=step, paid=rc.allocated)
@@ -710,7 +711,7 @@ def test_a_funding_entry_keeps_the_words_it_was_published_with(demo_snapshot, de
                                 queue_receipts=tuple(claimed if x.id == r.id else x for x in demo_snapshot.queue_receipts))
     assert funded(_feed(later, demo_profile, {F.PATH: first.encode()})).content[0].value == said
     # A new feed, which never published it, says what the receipt alone tells.
-    assert C.when_utc(r.expiration_time) not in funded(_feed(later, demo_profile)).content[0].value
+    assert utc_text(r.expiration_time) not in funded(_feed(later, demo_profile)).content[0].value
 
 
 def test_a_depositor_entry_never_dates_before_the_feeds_last_word_on_it():

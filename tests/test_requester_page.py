@@ -24,6 +24,7 @@ import pytest
 import requests
 import yaml
 from ggp_devnet import devnet_profile
+from support import utc_text
 from support.browser import Chromium
 
 from publisher.build.pipeline import build, context
@@ -123,7 +124,7 @@ def shots(tmp_path_factory):
 
 
 def human(ts: int) -> str:
-    return time.strftime("%d %b %Y, %H:%M UTC", time.gmtime(ts)).lstrip("0")
+    return utc_text(ts, "%d %b %Y,").lstrip("0")
 
 
 def number(text: str) -> float:
@@ -552,7 +553,7 @@ def test_the_estimate_form_answers_in_place_with_script_and_with_json_without(si
     text = page.eval("document.getElementById('estimate-out').textContent")
     assert f"place {answer['position']} in line" in text and f"({answer['shares']:,.4f}".rstrip("0").rstrip(".") + " ggAVAX)" in text
     if answer["estimatedFundingTime"]:
-        assert time.strftime("%Y-%m-%d %H:%M", time.gmtime(answer["estimatedFundingTime"])) in text
+        assert utc_text(answer["estimatedFundingTime"]) in text
     assert not page.console_errors()
     page.scripts(False)
     page.goto(f"{site}/withdrawals/{demo_requesters[0]}.html")

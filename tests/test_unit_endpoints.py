@@ -16,6 +16,7 @@ from publisher.endpoints import market, requester_page, rewards, vault, withdraw
 from publisher.endpoints.context import Context
 from publisher.endpoints.registry import load_all, resolve
 from publisher.snapshot import DexReserves, VaultPoint, check
+from publisher.utc import when
 
 
 def render(fn, snap, **ctx) -> dict[str, dict]:
@@ -201,7 +202,7 @@ def test_the_feed_says_whether_a_funding_came_in_time_to_be_claimed():
                              allocated=WAD) for i, funded_at in ((1, 5_000), (2, 3_000)))
     entries = {e.id.rsplit("/", 2)[1]: e.content for e in feed.receipt_entries("devnet", (late, in_time), None, {1: 4_000, 2: 4_000})}
     assert "too late to be claimed: the request had expired at" in entries["1"] and "can no longer be claimed" in entries["1"]
-    assert f"who can claim it until the request expires ({feed.when_utc(4_000)})" in entries["2"]
+    assert f"who can claim it until the request expires ({when(4_000)})" in entries["2"]
     assert "too late" not in entries["2"]
     # Closed, its expiration no longer known: a claim came in time; a reclaim may not have.
     week = 7 * DAY

@@ -4,6 +4,8 @@ restakes funding the line, each request's status and what can be done with it, a
 before a request. Expected values are worked out here from the contracts' rules."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from support import factory as F
 from support.factory import DAY, NOW, WAD, avax, replace
@@ -448,6 +450,19 @@ def test_an_expired_pending_request_is_flagged_and_advice_says_what_to_do():
     assert plan.places[1].expires_first
     assert "cancel it" in Q.advice(old, plan.places[0])
     assert "before that" in Q.advice(soon, plan.places[1])
+
+
+def test_advice_gives_the_contracts_times_to_the_second():
+    """The contract compares times to the second (a reclaim reverts until ``now >= expirationTime``):
+    a time shown to the minute would send a requester 17 s early. On a whole minute, no seconds."""
+    r = F.request(0, avax(50), requested=NOW - NOW % 60 - 20 * DAY + 17)  # expires tomorrow, 17 s past a minute
+    assert r.expiration_time % 60 == 17
+    place = Q.schedule(at_par(requests=[r], paused={"MinipoolManager": True})).places[0]
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(r.expiration_time))
+    assert f"expires at {stamp}" in Q.advice(r, place)
+    whole = F.request(0, avax(50), requested=NOW - NOW % 60 - 20 * DAY)
+    place = Q.schedule(at_par(requests=[whole], paused={"MinipoolManager": True})).places[0]
+    assert f"expires at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(whole.expiration_time))}" in Q.advice(whole, place)
 
 
 def test_an_expired_request_still_in_line_is_flagged_when_the_schedule_funds_it_and_told_it_would_be_stuck():

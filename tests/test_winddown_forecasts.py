@@ -21,10 +21,10 @@ from publisher.build.pipeline import build
 from publisher.chain import abis
 from publisher.collect import collect
 from publisher.compute import params as P
-from publisher.compute import queue as Q
 from publisher.compute import rewards as R
 from publisher.function import handler as H
 from publisher.snapshot import BlockRef, PricePoint, Snapshot, VaultPoint
+from publisher.utc import when
 
 WAD = R.WAD
 GGP_FIELDS = ("ggpPerCycleWei", "ggpPerYearWei", "ggpPerCycle", "ggpPerCycleInAvax", "ggpAprPct")
@@ -133,7 +133,7 @@ def test_one_second_past_the_bound_no_distribution_is_expected(demo_snapshot):
     end = P.cycle_end_time(s)
     doc = P.rewards_params(at(s, end + 30 * DAY + 1))
     assert doc["distributionExpected"] is False
-    assert f"ended at {Q.when(end)}" in doc["noDistributionReason"] and "one whole rewards cycle" in doc["noDistributionReason"]
+    assert f"ended at {when(end)}" in doc["noDistributionReason"] and "one whole rewards cycle" in doc["noDistributionReason"]
     # No forecast follows the clock any more: the time the missing distribution was due, and words
     # that do not change with every block.
     assert doc["nextDistributionTime"] == doc["rewardsCycleEndTime"] == end
@@ -150,7 +150,7 @@ def test_overdue_by_40_days_nothing_is_forecast(demo_snapshot, demo_profile, tmp
     end = P.cycle_end_time(s)
     snap = at(s, end + 40 * DAY)
     read = published(snap, demo_profile, tmp_path / "out")
-    params = assert_no_distribution(read, snap, tmp_path / "out", monkeypatch, because=f"ended at {Q.when(end)}")
+    params = assert_no_distribution(read, snap, tmp_path / "out", monkeypatch, because=f"ended at {when(end)}")
     assert params["overdue"] is True and "no distribution is expected" in params["overdueReason"]
     # Minipools can still be created: the AVAX part is the validation rewards, the APR only that.
     answer = ask(tmp_path / "out", "ggpStaked=20000&avaxStaked=1000", monkeypatch)["result"]
@@ -256,7 +256,7 @@ def test_after_the_stream_ended_the_apy_is_what_the_flat_share_price_did(demo_sn
     assert apy["method"] == method
     assert apy["total_apy"] == apy["total_apy_after_fees"] == m["ggavax_apy"] == 0.0
     assert apy["stream_apr"] == 0 and apy["stream_active"] is False
-    assert f"reward stream ended at {Q.when(s.ggavax.rewards_cycle_end)}" in apy["note"] and "0" in apy["note"]
+    assert f"reward stream ended at {when(s.ggavax.rewards_cycle_end)}" in apy["note"] and "0" in apy["note"]
     assert m["ggavax_apy_note"] == apy["note"]
     if method == "flat":  # since the stream's end, the share price has stood still
         assert apy["window_days"] == 45 and apy["from_block"] is None
@@ -283,7 +283,7 @@ def test_an_ended_stream_is_never_extrapolated(demo_snapshot):
     got = ggavax_apy(at(s, t, apy_base=None, price_history=three_days_back(t)))
     assert got.method == "history" and got.window_seconds == 3 * DAY and got.stream_apr_pct == 0
     assert got.after_fees_pct == pytest.approx(((v.assets_per_share / x_then) ** (365 / 3) - 1) * 100, rel=1e-12)
-    assert not got.stream_active and f"ended at {Q.when(v.rewards_cycle_end)}" in got.note
+    assert not got.stream_active and f"ended at {when(v.rewards_cycle_end)}" in got.note
     # While the stream runs, such a short history gives way to the stream, as before.
     running = ggavax_apy(dataclasses.replace(s, apy_base=None, price_history=three_days_back(s.block.timestamp)))
     assert running.method == "stream" and running.stream_active and running.stream_apr_pct > 0
@@ -331,11 +331,11 @@ def test_sixty_days_later_on_the_chain(demo, demo_profile, rpc, tmp_path, monkey
         snap = collect(demo_profile).snapshot
         assert now + 60 * DAY <= snap.block.timestamp < now + 60 * DAY + 60
         read = published(snap, demo_profile, out)
-        assert_no_distribution(read, snap, out, monkeypatch, because=f"ended at {Q.when(cycle_end)}")
+        assert_no_distribution(read, snap, out, monkeypatch, because=f"ended at {when(cycle_end)}")
         apy = read("/metrics/apy")
         assert apy["method"] == "archive" and apy["window_days"] > 30
         assert apy["total_apy"] == apy["total_apy_after_fees"] == read("/metrics")["ggavax_apy"] == 0.0
-        assert apy["stream_apr"] == 0 and apy["stream_active"] is False and f"ended at {Q.when(stream_end)}" in apy["note"]
+        assert apy["stream_apr"] == 0 and apy["stream_active"] is False and f"ended at {when(stream_end)}" in apy["note"]
         assert_contract_fields(read)
         flags = read("/featureFlags")["flags"]
         assert flags["rewardsDistribution"] is False and flags["minipoolCreation"] is True
@@ -346,7 +346,7 @@ def test_sixty_days_later_on_the_chain(demo, demo_profile, rpc, tmp_path, monkey
         snap = collect(demo_profile).snapshot
         read = published(snap, demo_profile, out)
         params = assert_no_distribution(read, snap, out, monkeypatch, because="RewardsPool is paused")
-        assert f"ended at {Q.when(cycle_end)}" in params["noDistributionReason"]  # both reasons
+        assert f"ended at {when(cycle_end)}" in params["noDistributionReason"]  # both reasons
         flags = read("/featureFlags")
         assert flags["paused"]["RewardsPool"] is True and flags["paused"]["MinipoolManager"] is True
         assert flags["flags"]["rewardsDistribution"] is False and flags["flags"]["minipoolCreation"] is False

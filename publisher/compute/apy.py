@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..snapshot import Snapshot
-from .queue import when
+from ..utc import when
 
 YEAR = 365 * 86_400
 MIN_HISTORY_DAYS = 7

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..snapshot import Receipt, Snapshot
-from .queue import when
+from ..utc import when
 
 
 def depositor_stale(snap: Snapshot, max_age_seconds: int) -> str | None:

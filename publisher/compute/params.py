@@ -37,6 +37,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..protocol import MinipoolStatus
+from ..utc import when
 from . import queue as Q
 from . import rewards
 from .depositor import duration
@@ -85,7 +86,7 @@ def no_distribution_reason(snap: Snapshot) -> str | None:
                        "GGP is minted for a next one")
     end, bound = cycle_end_time(snap), overdue_bound(snap)
     if snap.block.timestamp > end + bound:
-        reasons.append(f"the rewards cycle ended at {Q.when(end)} and no new cycle has started within one whole rewards cycle "
+        reasons.append(f"the rewards cycle ended at {when(end)} and no new cycle has started within one whole rewards cycle "
                        f"({duration(bound)}, RewardsCycleSeconds) after it: a distribution this late is not one running "
                        "late, the protocol has stopped distributing")
     return "; ".join(reasons) if reasons else None
@@ -98,9 +99,9 @@ def overdue_reason(snap: Snapshot) -> str | None:
         return None
     if no_distribution_reason(snap) is not None:
         # No forecast follows the time any more: words that do not change with every block.
-        return (f"the rewards cycle ended at {Q.when(end)} and startRewardsCycle has not run since; no distribution is "
+        return (f"the rewards cycle ended at {when(end)} and startRewardsCycle has not run since; no distribution is "
                 "expected (see noDistributionReason)")
-    return (f"the rewards cycle ended at {Q.when(end)}, {now - end} s before this block, and startRewardsCycle has not "
+    return (f"the rewards cycle ended at {when(end)}, {now - end} s before this block, and startRewardsCycle has not "
             f"run: the forecast assumes it runs now, minting for every inflation interval since "
             f"inflationIntervalStartTime, and grows by one interval each {snap.settings.inflation_interval_seconds} s "
             f"it waits.")

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from ..errors import PublisherError
 from ..snapshot import DexReserves, Snapshot
-from .queue import when
+from ..utc import when
 
 WAD = 10**18
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from ..protocol import MinipoolStatus
+from ..utc import when
 from . import line as L
 from .nodeid import node_id as encode_node_id
 from .rewards import collateralization_ratio, mul_wad
@@ -474,10 +474,6 @@ def cached_schedule(ctx) -> Schedule:
     """The build's one schedule (``Context.cached``): /withdrawals, the requester files and the
     pages all read the same replay."""
     return schedule(ctx.snap)
-
-
-def when(t: int) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, window_closed: int | None = None,

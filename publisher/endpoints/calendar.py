@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 
 from ..compute.queue import RequestStatus as RS
+from ..utc import when
 from . import withdrawals as W
 from .announcements import WINDOW_END
 from .context import Context
@@ -146,7 +147,7 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
             # Expired in line, a request funded while ggAVAX deposits are paused is stuck: warned a day before.
             warn = None if r["status"] != RS.PENDING_EXPIRED or not deposits_paused or rid in late else (
                 ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) has expired in line and is expected to be funded "
-                       f"at {when_utc(r['estimatedFundingTime'])}: funded, it would be stuck while ggAVAX deposits are "
+                       f"at {when(r['estimatedFundingTime'])}: funded, it would be stuck while ggAVAX deposits are "
                        "paused. Cancel or reclaim it before then.")
             events.append(_event(uid(network, "funding", rid), stamp, r["estimatedFundingTime"],
                                  f"ggAVAX withdrawal #{rid}: estimated funding ({avax} AVAX)",
@@ -155,7 +156,7 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                                  f"minipools' returns do. {todo}", *([warn] if warn else [])))
         # Past its expiration, a request funded or not can no longer be claimed: no promise of a payout.
         # The contract pays a claim as soon as a request is funded, before this time too.
-        until = f"until the request expires ({when_utc(r['expirationTime'])})"
+        until = f"until the request expires ({when(r['expirationTime'])})"
         payout = "" if r["status"] in EXPIRED else (
             (f": it is funded already, so its AVAX can be claimed now, {until}" if r["fulfilled"] else
              f": the contract pays a claim as soon as the request is funded, even before this time, {until}")
@@ -165,7 +166,7 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                              f"Request {rid} of {who} ({avax} AVAX) reaches its claimable time, the earliest "
                              f"advertised payout{payout}. {todo}"))
         alarm = None if r["status"] in EXPIRED or rid in late else (
-            ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) expires at {when_utc(r['expirationTime'])}: "
+            ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) expires at {when(r['expirationTime'])}: "
                    + ("claim it before then." if r["fulfilled"] else
                       "claim it before then if it is funded by then; if it is still in line, cancel or reclaim it "
                       "then, as a funding after it comes too late to be claimed"
@@ -181,14 +182,14 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
         # Alarms for a requester with something to do then, while their time is ahead: what each
         # request allows at the alarm's time (one that has expired by then allows what an expired one does).
         alarms = [] if passed else [
-            (trigger, f"The announced ggAVAX withdrawal window closes {words} ({when_utc(at)}): before then, "
+            (trigger, f"The announced ggAVAX withdrawal window closes {words} ({when(at)}): before then, "
                       f"{W.listed(asks)}.") for trigger, words, before in WINDOW_ALARMS if trigger in ahead
             for asks in [W.window_asks(body["requests"], at - before, deposits_paused)] if asks]
         # The event sits at the close itself, the moment the announced day begins.
         events.append(_event(uid(network, "window-end", requester=who), latest, at,
                              f"ggAVAX withdrawal window {'closed' if passed else 'closes'} (announced)",
                              f"Announced date {date} (UTC): {meaning} The window "
-                             f"{'was' if passed else 'is'} counted as open until {when_utc(at)}. It is not a rule "
+                             f"{'was' if passed else 'is'} counted as open until {when(at)}. It is not a rule "
                              "of the contracts: after it, a funded request can still be claimed until its own "
                              "expiration while the queue holds its AVAX"
                              + (f", with the queue's calls ({', '.join(fn for _, fn in W.CALLS)} and the request's "
@@ -234,10 +235,6 @@ def _last_step(request: dict, receipt: dict | None) -> int:
 
 def _utc(t: int) -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t))
-
-
-def when_utc(t: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
 
 
 def amount(x: float) -> str:

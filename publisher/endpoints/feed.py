@@ -38,9 +38,10 @@ from .. import jsonin
 from ..compute.depositor import waited_since
 from ..compute.queue import MIN_EXPIRATION_DELAY
 from ..snapshot import Receipt
+from ..utc import iso, when
 from . import withdrawals as W
 from .announcements import WINDOW_END, announcement_records
-from .calendar import DOMAIN, amount, when_utc
+from .calendar import DOMAIN, amount
 from .context import Context
 from .depositor import depositor_inputs
 from .registry import NOT_KEPT, Deferred, endpoint, keeps, kept
@@ -139,13 +140,13 @@ def make_feed(network: str, entries: tuple[Entry, ...], now: int | None) -> str:
            f"  <id>{escape(feed_id(network))}</id>",
            f"  <title>{escape(f'ggAVAX withdrawal queue ({network})')}</title>",
            f"  <subtitle>{escape(_SUBTITLE)}</subtitle>",
-           f"  <updated>{rfc3339(max((e.updated for e in entries), default=now or 0))}</updated>",
+           f"  <updated>{iso(max((e.updated for e in entries), default=now or 0))}</updated>",
            f"  <author><name>{escape(AUTHOR)}</name></author>",
            f'  <link rel="self" type="{ATOM}" href="feed.xml"/>',
            '  <link rel="alternate" type="application/json" href="../withdrawals"/>']
     for e in entries:
         out += ["  <entry>", f"    <id>{escape(e.id)}</id>", f"    <title>{escape(e.title)}</title>",
-                f"    <updated>{rfc3339(e.updated)}</updated>", f"    <category term={quoteattr(e.kind)}/>",
+                f"    <updated>{iso(e.updated)}</updated>", f"    <category term={quoteattr(e.kind)}/>",
                 f'    <link rel="alternate" type="application/json" href={quoteattr(e.link)}/>',
                 f'    <content type="text">{escape(e.content)}</content>', "  </entry>"]
     out.append("</feed>")
@@ -155,10 +156,6 @@ def make_feed(network: str, entries: tuple[Entry, ...], now: int | None) -> str:
 _SUBTITLE = ("Fundings, claims, cancels and reclaims of ggAVAX withdrawal requests, the queue's pauses and "
              "parameter changes, the depositor looking stale or no longer, and the operator's announced dates: the "
              f"latest {MAX_ENTRIES}, newest first.")
-
-
-def rfc3339(t: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def _short(address: str) -> str:
@@ -198,9 +195,9 @@ def receipt_entries(network: str, receipts: tuple[Receipt, ...], newest: int | N
 
 def _receipt_entry(entry_id: str, r: Receipt, what: str, expires: int | None = None) -> Entry:
     link = r.requester.lower()
-    filed = (f"Requester {r.requester}. Filed at block {r.requested.block} ({when_utc(r.requested.time)}) for "
+    filed = (f"Requester {r.requester}. Filed at block {r.requested.block} ({when(r.requested.time)}) for "
              f"{amount(tokens(r.shares))} ggAVAX, to be paid {amount(tokens(r.expected_assets))} AVAX, "
-             f"its advertised claimable time {when_utc(r.claimable_time)}.")
+             f"its advertised claimable time {when(r.claimable_time)}.")
     if what == "funded":
         assert r.funded is not None
         avax = amount(tokens(r.allocated or 0))
@@ -224,8 +221,8 @@ def _claim_window(r: Receipt, expires: int | None) -> str:
             "and reverts while ggAVAX deposits are paused")
     if expires is not None:
         if r.funded.time < expires:
-            return f"who can claim it until the request expires ({when_utc(expires)})."
-        return f"but too late to be claimed: the request had expired at {when_utc(expires)}, so it {late}."
+            return f"who can claim it until the request expires ({when(expires)})."
+        return f"but too late to be claimed: the request had expired at {when(expires)}, so it {late}."
     if r.closed == "claimed" or r.funded.time < r.claimable_time + MIN_EXPIRATION_DELAY:
         return "who can claim it until the request expires."
     # Closed otherwise, and funded too long after its claimable time to tell from the receipt alone.
@@ -336,7 +333,7 @@ def change_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]:
     base, block, at = f"{TAG}withdrawals/{s.network}/", s.block.number, s.block.timestamp
     if before is None or now["address"] != before["address"]:
         return _first_entries(out, now, base, block, at)
-    seen = f"First seen by this API at block {block} ({when_utc(at)}); the last build"
+    seen = f"First seen by this API at block {block} ({when(at)}); the last build"
     for name, (label, meaning) in PARAMETERS.items():
         if name not in before["parameters"] or name not in now["parameters"]:
             continue
@@ -383,7 +380,7 @@ def _first_entries(out: dict[str, Entry], now: dict, base: str, block: int, at: 
         told = _newest(out, f"{base}pause/{name}/")
         if now["pauses"].get(name) and (told is None or not told.title.endswith(" paused")):
             e = Entry(f"{base}pause/{name}/{block}", "pause", at, f"{label} paused",
-                      f"{label} paused: {paused}. Seen in force at block {block} ({when_utc(at)}) with no earlier "
+                      f"{label} paused: {paused}. Seen in force at block {block} ({when(at)}) with no earlier "
                       "build to compare with: when it began is not known here.", "../withdrawals")
             out[e.id] = e
     told = _newest(out, f"{base}depositor/")
@@ -415,7 +412,7 @@ def _depositor_entry(base: str, block: int, at: int, now: dict, seen: str, told:
         text = (f"The depositor looks stale: {reason}. Nothing in line is funded until it calls depositFromStaking; "
                 "a request whose expiration comes first can be cancelled, or reclaimed once it expires. ")
     else:
-        call = (f"its last call on record was at block {last[0]} ({when_utc(last[1])})" if last and last[1] is not None
+        call = (f"its last call on record was at block {last[0]} ({when(last[1])})" if last and last[1] is not None
                 else "no call of it is on record")
         text = f"The depositor no longer looks stale: it called again, or no request waits in line for it ({call}). "
     return Entry(f"{base}depositor/{block}", "depositor", at, STALE_TITLES[reason is not None], text + seen + ".",
@@ -461,7 +458,7 @@ def announcement_entries(ctx: Context, carried: dict[str, Entry]) -> list[Entry]
         base = f"{TAG}withdrawals/{s.network}/announcement/{a.key}/{a.date}"
         what = ANNOUNCED_AS.get(a.key, a.key)
         add(base, (a.key, a.date) in shown, f"Announced: {what} {a.date}",
-            f"{a.meaning} ({when_utc(a.time)}.) Announced by the protocol's operator; no contract holds this date. "
+            f"{a.meaning} ({when(a.time)}.) Announced by the protocol's operator; no contract holds this date. "
             f"Source: {a.source}")
         if a.key == WINDOW_END and now >= a.time:
             # The window's close is news of its own, dated at the first build past it: what still works.
@@ -486,7 +483,7 @@ def previous_entries(data: bytes | None, network: str, kinds: tuple[str, ...] = 
             kind = category.get("term") if category is not None else None
             if kind not in kinds:
                 continue
-            entry = Entry(e.findtext(f"{{{NS}}}id") or "", kind, parse_rfc3339(e.findtext(f"{{{NS}}}updated") or ""),
+            entry = Entry(e.findtext(f"{{{NS}}}id") or "", kind, parse_iso(e.findtext(f"{{{NS}}}updated") or ""),
                           e.findtext(f"{{{NS}}}title") or "", e.findtext(f"{{{NS}}}content") or "",
                           link.get("href", "") if link is not None else "")
             if entry.id:
@@ -496,7 +493,7 @@ def previous_entries(data: bytes | None, network: str, kinds: tuple[str, ...] = 
         return {}
 
 
-def parse_rfc3339(text: str) -> int:
+def parse_iso(text: str) -> int:
     return timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
 
 
@@ -520,7 +517,7 @@ def problems(data: bytes) -> list[str]:
             out.append(f"feed: an entry without an id or a title, or with a repeated id ({entry_id[:80]!r})")
         ids.add(entry_id)
         try:
-            parse_rfc3339(e.findtext(f"{{{NS}}}updated") or "")
+            parse_iso(e.findtext(f"{{{NS}}}updated") or "")
         except ValueError:
             out.append(f"feed: entry {entry_id[:80]!r}: updated is not an RFC 3339 UTC time")
     return out[:3]

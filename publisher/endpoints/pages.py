@@ -17,11 +17,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-import time
 
 import jinja2
 import markupsafe
 
+from .. import utc
 from ..compute import queue as Q
 from ..compute import rewards as R
 from ..protocol import STATUS_LABELS
@@ -69,7 +69,9 @@ def _env() -> jinja2.Environment:
     env.filters["code"] = code_spans
     env.filters["path"] = path_code
     env.filters["num"] = svg.number
-    env.filters["utc"] = lambda ts, fmt="%Y-%m-%d %H:%M UTC": time.strftime(fmt, time.gmtime(ts))
+    env.filters["utc"] = utc.when
+    env.filters["utc_day"] = utc.day
+    env.filters["utc_clock"] = utc.clock
     return env
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
 from functools import lru_cache, partial
 from urllib.parse import parse_qs
@@ -29,6 +28,7 @@ from markupsafe import Markup, escape
 
 from ..compute import queue as Q
 from ..compute import rewards as R
+from ..utc import human, iso
 from . import svg
 from . import withdrawals as W
 from .context import Context
@@ -307,11 +307,3 @@ def _value(key: str, v, when: Callable[[float], Markup]) -> Markup:
             return Markup(f"{svg.number(v, 0.0001)} ggAVAX")
     return escape(v)
 
-
-def human(ts: float) -> str:
-    """A date for people, in UTC: "27 Mar 2026, 14:31 UTC"."""
-    return time.strftime("%d %b %Y, %H:%M UTC", time.gmtime(ts)).lstrip("0")
-
-
-def iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

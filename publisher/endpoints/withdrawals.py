@@ -10,6 +10,7 @@ from ..compute import line as L
 from ..compute import queue as Q
 from ..compute.nodeid import node_id
 from ..snapshot import PstAvax, QueueStep, Receipt, Snapshot, UnstakeRequest, WithdrawQueue
+from ..utc import when
 from . import schema as S
 from .announcements import ANNOUNCEMENTS_SCHEMA, WINDOW_END, announcement_records
 from .common import meta
@@ -455,7 +456,7 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
                      "ended: the depositor funds them once Rialto records those ends, which no one can date")
     later = covered - now - overdue
     if later:
-        parts.append(f"{later} wait{'s' if later == 1 else ''} for minipool returns, the last expected at {Q.when(last) if last else 'the known returns'}")
+        parts.append(f"{later} wait{'s' if later == 1 else ''} for minipool returns, the last expected at {when(last) if last else 'the known returns'}")
     rest = pending - covered
     if rest and no_steps:
         parts.append(f"{rest} wait{'s' if rest == 1 else ''} for the queue's admin: maxRequestsPerDeposit is 0, so the "
@@ -478,7 +479,7 @@ def _outlook(pending: int, now: int, covered: int, last: int | None, shortfall: 
                      + ("is stuck while ggAVAX deposits are paused (not claimable, and reclaiming it reverts): cancel "
                         "or reclaim such a request first" if deposits_paused else "can only be reclaimed, as ggAVAX"))
     calls = ("Nothing is funded until the depositor calls depositFromStaking: "
-             + (f"its last call on record was at {Q.when(activity.last_call_time)} (block {activity.last_call_block})"
+             + (f"its last call on record was at {when(activity.last_call_time)} (block {activity.last_call_block})"
                 if activity is not None and activity.last_call_time is not None
                 else "no call of it is on record" if activity is not None else "its calls are unknown (the queue's logs were not read)"))
     return "; ".join(parts) + ". " + calls + "."
@@ -535,7 +536,7 @@ def window_record(announced: list, claimable: int = 0, asks: list[str] | None = 
                "while the queue holds its AVAX, a pending one cancelled, and an expired one reclaimed (a funded one "
                "only while ggAVAX takes deposits)")
     if end["passed"]:
-        note = f"The announced withdrawal window closed at {Q.when(end['time'])}; {allowed}."
+        note = f"The announced withdrawal window closed at {when(end['time'])}; {allowed}."
     else:
         n = end["daysLeft"] if days else None
         left = "" if n is None else f" ({'less than a day' if n == 0 else f'{n} day' + ('s' if n != 1 else '')} left)"  # as the dashboard says
@@ -548,7 +549,7 @@ def window_record(announced: list, claimable: int = 0, asks: list[str] | None = 
             todo = "you have no open request"
         else:
             todo = "no call can change your open requests by then: they are stuck (below)"
-        note = f"The announced withdrawal window closes at {Q.when(end['time'])}{left}: {todo}. After it, {allowed}."
+        note = f"The announced withdrawal window closes at {when(end['time'])}{left}: {todo}. After it, {allowed}."
     return {"closesAt": end["time"], "closed": end["passed"], "note": note}
 
 
