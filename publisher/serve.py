@@ -38,11 +38,12 @@ class Site:
         self.max_age = max_age
         load_all()
         # The function answers from this directory's params, whatever the environment says.
-        os.environ["REWARDS_PARAMS_URL"] = (self.link / "rewards" / "params.json").as_uri()
-        os.environ["QUEUE_PARAMS_URL"] = (self.link / "withdrawals" / "params.json").as_uri()
+        self.function_config = {"REWARDS_PARAMS_URL": (self.link / "rewards" / "params.json").as_uri(),
+                                "QUEUE_PARAMS_URL": (self.link / "withdrawals" / "params.json").as_uri(),
+                                "REWARDS_PARAMS_TTL": os.environ.get("REWARDS_PARAMS_TTL", "")}
 
     def get(self, raw_path: str, query: str, method: str) -> tuple[int, dict, bytes]:
-        path = raw_path.rstrip("/") or "/"
+        path = raw_path[:-1] if len(raw_path) > 1 and raw_path.endswith("/") else raw_path  # as the CDN's viewer function
         if method == "OPTIONS":
             return 204, dict(CORS), b""
         if method not in ("GET", "HEAD"):
@@ -87,7 +88,7 @@ class Site:
         as_method = "GET" if method == "HEAD" else method
         event = {"version": "2.0", "rawPath": path, "rawQueryString": query, "headers": {},
                  "requestContext": {"http": {"method": as_method, "path": path}}}
-        resp = handler(event, None)
+        resp = handler(event, None, config=self.function_config)
         body = resp.get("body", "")
         return resp["statusCode"], dict(resp.get("headers", {})), body.encode() if isinstance(body, str) else body
 

@@ -67,12 +67,17 @@ def test_function_behaviours_key_only_on_their_parameters():
     behaviours = res["Distribution"]["Properties"]["DistributionConfig"]["CacheBehaviors"]
     # The Lambda's routes (the withdrawal lookup, undocumented, is the viewer function's own answer).
     functions = sorted(p for p, ep in load_all().items() if ep.is_function and ep.documented)
-    assert sorted(b["PathPattern"] for b in behaviours) == functions
-    for b in behaviours:
+    # Each pattern ends in "*" so that a trailing slash reaches the function too (which drops it);
+    # no other endpoint's path starts with a function's.
+    assert all(b["PathPattern"].endswith("*") for b in behaviours)
+    routes = [b["PathPattern"].removesuffix("*") for b in behaviours]
+    assert sorted(routes) == functions
+    assert not [p for p in load_all() if p not in functions and any(p.startswith(r) for r in routes)]
+    for b, route in zip(behaviours, routes, strict=True):
         policy = res[b["CachePolicyId"].strip("<>")]  # a !Ref reads as "<name>"
         qs = policy["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]["QueryStringsConfig"]
-        names = [p.name for p in load_all()[b["PathPattern"]].params if p.where == "query"]
-        assert qs == {"QueryStringBehavior": "whitelist", "QueryStrings": names}, b["PathPattern"]
+        names = [p.name for p in load_all()[route].params if p.where == "query"]
+        assert qs == {"QueryStringBehavior": "whitelist", "QueryStrings": names}, route
         assert b["TargetOriginId"] == "rewards-function" and "OriginRequestPolicyId" not in b
 
 

@@ -27,7 +27,7 @@ import time
 # ``_line``) they would be most of a cold start's import.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from types import ModuleType
     from typing import Any
 
@@ -140,9 +140,11 @@ class _Staker:
 CACHES: dict[str, _Cache] = {}
 
 
-def handler(event, context=None) -> dict:
+def handler(event, context=None, *, config: Mapping[str, str] | None = None) -> dict:
+    """An HTTP API v2 event's answer. ``config``: the settings (the documents' URLs, the TTL), the
+    process environment as Lambda sets it unless given (``publisher serve`` names its directory's)."""
     try:
-        return _handle(event)
+        return _handle(event, os.environ if config is None else config)
     except Exception:  # a bug, not bad input: log it and answer without leaking details
         import traceback
 
@@ -150,11 +152,13 @@ def handler(event, context=None) -> dict:
         return _error(500, "internal", "internal error", cache="no-store")
 
 
-def _handle(event) -> dict:
+def _handle(event, config: Mapping[str, str]) -> dict:
     if not isinstance(event, dict):
         return _error(400, "bad_request", "the event is not an HTTP API v2 request")
     http = _dict(_dict(event.get("requestContext")).get("http"))
     path = event.get("rawPath") or http.get("path") or "/"
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]  # one trailing slash, as the CDN's viewer function drops it for the files
     if path not in ROUTES:
         return _error(404, "not_found", f"unknown path: this function answers {', '.join(ROUTES)} only")
     method = http.get("method") or "GET"
@@ -169,20 +173,20 @@ def _handle(event) -> dict:
     except BadInput as exc:
         return _error(400, exc.code, exc.message)
 
-    return _respond(path, method, query, amounts)
+    return _respond(path, method, query, amounts, config)
 
 
-def _respond(path: str, method: str, query: dict[str, str], amounts: dict[str, Any]) -> dict:
+def _respond(path: str, method: str, query: dict[str, str], amounts: dict[str, Any], config: Mapping[str, str]) -> dict:
     """The answer to well-formed input, from the route's params (and a staker's document)."""
     now = time.monotonic()
-    cache = current_params(now, ESTIMATE_PATH if path == ESTIMATE_PATH else PATH)
+    cache = current_params(now, ESTIMATE_PATH if path == ESTIMATE_PATH else PATH, config)
     if cache.params is None:
         what = "withdrawal queue" if path == ESTIMATE_PATH else "rewards"
         return _error(503, "params_unavailable", f"{what} parameters could not be loaded: {cache.error}",
                       cache="no-store", extra={"Retry-After": str(int(RETRY_SECONDS))})
     stale = cache.error
     if path == STAKER_PATH:
-        staker = current_staker(cache, now, amounts["address"])
+        staker = current_staker(cache, now, amounts["address"], _ttl(config))
         if staker.inputs is None:
             return _staker_missing(staker, amounts["address"])
         stale = stale or staker.error
@@ -358,15 +362,15 @@ def _show(text: str) -> str:
 # ---- params --------------------------------------------------------------------------------------
 
 
-def current_params(now: float, path: str = PATH) -> _Cache:
+def current_params(now: float, path: str = PATH, config: Mapping[str, str] = os.environ) -> _Cache:
     """The route's cache, refreshed when due; a failed refresh keeps the last good params."""
     source = SOURCES[path]
-    url = os.environ.get(source.env, "")
+    url = config.get(source.env, "")
     c = CACHES.get(path)
     if c is None or url != c.url:  # another document: nothing loaded from the last one applies
         c = CACHES[path] = _Cache(url)
     if now >= c.fresh_until:
-        ttl = _ttl()
+        ttl = _ttl(config)
         try:
             c.params, c.resume = load_params(url, source), None
             c.error = None
@@ -387,7 +391,7 @@ def staker_url(params_url: str, address: str) -> str:
     return f"{base}/{address}{last[len('params'):]}"
 
 
-def current_staker(params: _Cache, now: float, address: str) -> _Staker:
+def current_staker(params: _Cache, now: float, address: str, ttl: float) -> _Staker:
     """The staker's cached inputs (found next to the rewards ``params``), refreshed when due; a
     failed refresh keeps the last good ones."""
     stakers = params.stakers
@@ -397,7 +401,6 @@ def current_staker(params: _Cache, now: float, address: str) -> _Staker:
             del stakers[next(iter(stakers))]  # the oldest entry: a bounded memory whatever is asked
         c = stakers[address] = _Staker()
     if now >= c.fresh_until:
-        ttl = _ttl()
         try:
             inputs = load_params(staker_url(params.url, address), STAKER_SOURCE)
             if inputs.address.lower() != address:
@@ -419,8 +422,8 @@ def _missing(exc: Exception) -> bool:
     return isinstance(exc, FileNotFoundError) or (getattr(exc, "code", None) in (403, 404) and hasattr(exc, "headers"))
 
 
-def _ttl() -> float:
-    raw = os.environ.get("REWARDS_PARAMS_TTL", "")
+def _ttl(config: Mapping[str, str]) -> float:
+    raw = config.get("REWARDS_PARAMS_TTL", "")
     try:
         ttl = float(raw) if raw else DEFAULT_TTL
     except ValueError:
