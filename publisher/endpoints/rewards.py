@@ -112,7 +112,9 @@ STAKER_ESTIMATE = S.obj({
     }, description="the staker's inputs, exact, as read from /rewards/{address}"),
     "eligibleNextDistribution": S.described(S.BOOLEAN, "eligible at the params' nextDistributionTime: "
                                                        "rewardsStartTime set and at least rewardsEligibilityMinSeconds "
-                                                       "before it, and a high-water mark above 0"),
+                                                       "before it, and a high-water mark above 0. The staker's side "
+                                                       "only: while distributionExpected is false no distribution "
+                                                       "comes to pay it"),
     "meta": S.META,
     "result": OPERATOR_ESTIMATE,
 })
@@ -252,7 +254,9 @@ ADDRESS_REWARDS = S.obj({
     "lastRewardsCycleCompleted": S.described(COUNT, "the last reward cycle this staker was paid for"),
     "rewardsStartTime": S.described(S.TIMESTAMP, "set when the staker creates a first minipool, back to 0 when a cancel or a distribution finds nothing assigned to it; unix seconds (0: none)"),
     "eligibleNow": S.described(S.BOOLEAN, "whether the staker would be paid at a distribution now"),
-    "eligibleNextDistribution": S.described(S.BOOLEAN, "eligible at nextDistributionTime with today's state"),
+    "eligibleNextDistribution": S.described(S.BOOLEAN, "eligible at nextDistributionTime with today's state: the "
+                                                       "staker's side only, while distributionExpected is false no "
+                                                       "distribution comes to pay it"),
     "effectiveGGPStakedNextDistribution": S.described(TOKENS, "GGP the next distribution is forecast to count for this "
                                                               "staker (the estimate's stake): effectiveGGPStaked, except "
                                                               "under 10 % collateralization when validations ending "
