@@ -12,6 +12,7 @@ from . import snapshot
 from .chain.reader import DAY, Reader, Reorged, find_block_at, verify_canonical
 from .chain.rpc import Beside, Counters, RpcClient
 from .compute.prices import stale_oracle
+from .compute.validation import unrecorded_ends
 from .config import Profile
 from .deadline import Background
 from .errors import PublisherError
@@ -87,6 +88,9 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
             price_check = prices.cross_check(api, snap, bounds, warnings, ggp_stale=stale is not None, quote=quote.result)
 
     vals = early.result(warnings)
+    listed = {v.node_id: v for v in vals.validators}
+    ended = unrecorded_ends(snap.minipools, snap.settings.minipool_cycle_duration, snap.block.timestamp, listed)
+    missing = validators.report_missing(vals, ended, warnings)
 
     # The history and the queue's logs are separate scans: the queue's goes beside, on a connection
     # of its own (a node far away then costs the run its slower scan, not both), its warnings
@@ -100,7 +104,7 @@ def _collect(client: RpcClient, http: HttpCounters, t0: float, profile: Profile,
     verify_canonical(client, snap.block)  # after the last chain read: the values are this block's
 
     snap = dataclasses.replace(
-        snap, validators=vals.validators, missing_validators=vals.missing, validator_source=vals.source,
+        snap, validators=vals.validators, missing_validators=missing, validator_source=vals.source,
         price_history=points, price_check=price_check, queue_activity=activity, queue_receipts=receipts,
         warnings=tuple(warnings),
     )

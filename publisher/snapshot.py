@@ -399,7 +399,7 @@ class Snapshot:
     apy_window_days: int = 30
     # Off-chain sources (sources/): validator provider records, daily prices, USD cross-check.
     validators: tuple[Validator, ...] = ()
-    missing_validators: tuple[str, ...] = ()  # NodeIDs of active minipools the provider lacks
+    missing_validators: tuple[str, ...] = ()  # NodeIDs of active minipools the provider lacks (not those whose period ended)
     validator_source: str | None = None
     price_history: tuple[PricePoint, ...] = ()
     price_check: PriceCheck | None = None

@@ -16,7 +16,7 @@ from ggp_devnet import devnet_profile, running
 from ggp_devnet.scenarios import LAUNCHED, STAKING, WAD
 from ggp_devnet.seed import DEPLOYER
 from ggp_devnet.standins import Fault, Standins, missing_node
-from support.chain import checkpoint, send
+from support.chain import checkpoint, head, mine_at, send
 from support.jsonrpc import LimitedRpc
 
 from publisher.chain.abi import Fn
@@ -164,6 +164,43 @@ def test_a_read_after_another_asks_for_the_validators_of_its_last_active_nodes_f
     assert node_id(node) not in {v.node_id for v in moved.validators}
     assert {v.node_id for v in moved.validators} == expected_nodes(moved) - {missing}
     assert (moved.validators, moved.missing_validators, moved.warnings) == (fresh.validators, fresh.missing_validators, fresh.warnings)
+
+
+def test_a_validation_that_ended_unrecorded_is_not_missing_and_validators_say_it_ended(profile, services, demo, rpc):
+    """Past a Staking minipool's period end, before Rialto records it, the provider no longer lists
+    the node (the stand-ins follow the node's clock, as Glacier and the P-Chain drop a validator at
+    its end): that is no gap in the provider's data, so no warning and not in `missing`, and
+    /validators says the validation ended."""
+    from publisher.endpoints.context import Context
+    from publisher.endpoints.operators import validators
+    from publisher.endpoints.registry import resolve
+
+    first = collect(profile).snapshot
+    cycle = first.settings.minipool_cycle_duration
+    missing = missing_node(demo.scenario)
+    staking = [m for m in first.minipools if m.status == STAKING and node_id(m.node_id) != missing]
+
+    def end(m):  # the record's end, else one cycle (or the rest of the duration) after its start
+        return m.end_time if m.end_time > m.start_time else m.start_time + min(cycle, m.initial_start_time + m.duration - m.start_time)
+
+    first_end = min(end(m) for m in staking)
+    gone = {node_id(m.node_id) for m in staking if end(m) == first_end}
+    services.clock = lambda: head(rpc)[1]
+    try:
+        with checkpoint(rpc):
+            mine_at(rpc, first_end)  # the first end's very second: ended (the P-Chain ends it at endTime)
+            snap = collect(profile).snapshot
+    finally:
+        services.clock = None
+    assert gone and not gone & {v.node_id for v in snap.validators}
+    assert snap.missing_validators == (missing,)  # the seeded gap only
+    assert [w for w in snap.warnings if "has no record of" in w] == [w for w in first.warnings if "has no record of" in w]
+    ((_, deferred),) = validators(Context(snap))
+    body = resolve(deferred)
+    rows = body["validators"]
+    ended = {r["minipool"]["nodeID"] for r in rows if r["validationEnded"]}
+    assert ended == gone and all(r["provider"] is None for r in rows if r["validationEnded"])
+    assert body["missing"] == [missing]
 
 
 def test_demo_snapshot_price_history(demo, demo_snapshot):

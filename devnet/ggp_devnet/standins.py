@@ -27,6 +27,7 @@ import json
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -133,6 +134,11 @@ def validator_records(scenario: Scenario) -> list[Record]:
             bls_pop="0x" + bls[48:].hex(),
         ))
     return out
+
+
+def validating(records: list[Record], now: int | None) -> list[Record]:
+    """The records still validating at ``now`` (every one when the time is not known)."""
+    return records if now is None else [r for r in records if r.end > now]
 
 
 def glacier_json(r: Record) -> dict:
@@ -295,10 +301,12 @@ class _Handler(BaseHTTPRequestHandler):
 class GlacierStandin(Service):
     """``GET /v1/networks/{network}/validators`` (validationStatus, nodeIds, pageSize, pageToken)."""
 
-    def __init__(self, records: list[Record], network: str = NETWORK, api_key: str | None = None):
+    def __init__(self, records: list[Record], network: str = NETWORK, api_key: str | None = None,
+                 clock: Callable[[], int | None] = lambda: None):
         super().__init__()
         # Glacier lists the most recent validations first.
         self.records = sorted(records, key=lambda r: (-r.start, r.node_id))
+        self.clock = clock
         self.network = network
         self.api_key = api_key  # when set, requests must carry it in x-glacier-api-key
         self._serial = 0
@@ -316,7 +324,7 @@ class GlacierStandin(Service):
             return 400, {"statusCode": 400, "message": "invalid pageSize or pageToken"}
         if not 1 <= size <= 100:
             return 400, {"statusCode": 400, "message": "pageSize must be between 1 and 100"}
-        rows = self.records if one.get("validationStatus", "active") == "active" else []
+        rows = validating(self.records, self.clock()) if one.get("validationStatus", "active") == "active" else []
         if one.get("nodeIds"):
             ids = set(one["nodeIds"].split(","))
             if any(not i.startswith("NodeID-") for i in ids):
@@ -338,9 +346,10 @@ class PChainStandin(Service):
 
     prefix = "/ext/bc/P"
 
-    def __init__(self, records: list[Record]):
+    def __init__(self, records: list[Record], clock: Callable[[], int | None] = lambda: None):
         super().__init__()
         self.records = {r.node_id: r for r in records}
+        self.clock = clock
 
     def serve(self, hit, fault):
         if hit.method != "POST" or hit.path != self.prefix:
@@ -362,6 +371,7 @@ class PChainStandin(Service):
             rows = [self.records[i] for i in ids if i in self.records]
         else:
             return 200, {"jsonrpc": "2.0", "error": {"code": -32000, "message": "couldn't unmarshal an argument"}, "id": rid}
+        rows = validating(rows, self.clock())
         return 200, {"jsonrpc": "2.0", "result": {"validators": [pchain_json(r) for r in rows]}, "id": rid}
 
 
@@ -416,15 +426,22 @@ class Standins:
     # (the GGP market price, which keeps moving after the end of operations and can leave the
     # stale Oracle beyond the cross-check's bound). Change it with ``quote_ggp``.
     ggp_quote: str = "oracle"
+    # The chain's time now (its head's): a validator whose period has ended by then is no longer
+    # listed, as Glacier and the P-Chain drop it at its end whether or not MinipoolManager has
+    # recorded the end. None: every record is listed (the scenario's seeded data has no such end).
+    clock: Callable[[], int] | None = None
     glacier: GlacierStandin = field(init=False)
     pchain: PChainStandin = field(init=False)
     prices: PriceStandin = field(init=False)
 
     def __post_init__(self) -> None:
         records = validator_records(self.scenario)
-        self.glacier = GlacierStandin(records, self.network)
-        self.pchain = PChainStandin(records)
+        self.glacier = GlacierStandin(records, self.network, clock=self.now)
+        self.pchain = PChainStandin(records, clock=self.now)
         self.prices = PriceStandin(scenario_usd(self.scenario, self.ggp_quote))
+
+    def now(self) -> int | None:
+        return self.clock() if self.clock is not None else None
 
     def refresh(self) -> None:
         """Describe the scenario as it is now (the live devnet updates it after every step)."""

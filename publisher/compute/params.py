@@ -42,6 +42,7 @@ from . import queue as Q
 from . import rewards
 from .depositor import duration
 from .nodeid import node_id
+from .validation import validation_end
 
 if TYPE_CHECKING:
     from ..snapshot import Minipool, Snapshot, Staker, Validator
@@ -249,7 +250,7 @@ def _validations_ending(snap: Snapshot, mine: list[Minipool], vals: dict[str, Va
     order; the others stay assigned through the distribution."""
     ending = []
     for m in mine:
-        end = Q.validation_end(snap, m, vals) if m.status == MinipoolStatus.STAKING else None
+        end = validation_end(m, snap.settings.minipool_cycle_duration, vals) if m.status == MinipoolStatus.STAKING else None
         if end is not None and end < when:
             ending.append((end, m.index, m))
     return sorted(ending)

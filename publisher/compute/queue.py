@@ -27,6 +27,7 @@ from ..utc import when
 from . import line as L
 from .nodeid import node_id as encode_node_id
 from .rewards import collateralization_ratio, mul_wad
+from .validation import validation_end
 
 if TYPE_CHECKING:  # annotations only: the snapshot module checks its values with compute/
     from ..snapshot import Minipool, Snapshot, UnstakeRequest, Validator
@@ -258,21 +259,6 @@ def liquid_staker_reward(snap: Snapshot, reward: int) -> int:
     return half - mul_wad(half, snap.settings.minipool_node_commission_fee_pct)
 
 
-def validation_end(snap: Snapshot, m: Minipool, vals: dict[str, Validator]) -> int | None:
-    """When a Staking minipool's current validation ends: the validator provider's end time, else
-    the record's own end time when it carries one, else its start plus one minipool cycle (or the
-    rest of its duration, if shorter); None if unknown."""
-    v = vals.get(encode_node_id(m.node_id))
-    if v is not None and v.end_timestamp:
-        return v.end_timestamp
-    if m.end_time > m.start_time > 0:  # a record that carries its planned end (mainnet's is 0 until the end)
-        return m.end_time
-    cycle = snap.settings.minipool_cycle_duration
-    if cycle is None or m.start_time <= 0:
-        return None
-    return m.start_time + min(cycle, max(m.initial_start_time + m.duration - m.start_time, 0))
-
-
 def current_reward(m: Minipool, vals: dict[str, Validator]) -> int:
     """The current validation's reward as the provider reports it (potential), AVAX wei."""
     v = vals.get(encode_node_id(m.node_id))
@@ -388,7 +374,7 @@ def _staking_pools(snap: Snapshot) -> tuple[list[_Pool], int]:
             unscheduled += m.avax_liquid_staker_amt
         if m.status != MinipoolStatus.STAKING or not m.avax_liquid_staker_amt:
             continue
-        end = validation_end(snap, m, vals)
+        end = validation_end(m, snap.settings.minipool_cycle_duration, vals)
         if not end:
             unscheduled += m.avax_liquid_staker_amt
             continue

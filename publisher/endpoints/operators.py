@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from ..compute.nodeid import node_id
 from ..compute.params import DistributionStake
+from ..compute.validation import unrecorded_ends
 from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
 from ..snapshot import Minipool, Staker, Validator
 from . import schema as S
@@ -237,14 +238,22 @@ PROVIDER = S.obj({
     "/validators", tag="Node operators", summary="The protocol's active validators",
     description="Minipools in Launched or Staking joined with the validator data provider's record (uptime, "
                 "stake, delegation, period, potential reward in AVAX). `provider` is null for a node the "
-                "provider does not list; those NodeIDs are also in `missing`.",
+                "provider does not list; those NodeIDs are also in `missing`, but for the minipools whose "
+                "validation period has ended (`validationEnded`): no provider lists those any more, and "
+                "MinipoolManager still says Staking until Rialto records the end.",
     schema=S.obj({
         "validators": S.described(S.array(S.obj({
             "minipool": S.described(MINIPOOL, "the minipool record, as in /minipools"),
             "provider": S.described(S.nullable(PROVIDER), "the provider's validator record; null when it does not list the node"),
+            "validationEnded": S.described(S.BOOLEAN, "the minipool's validation period has ended by this block (the "
+                                           "provider's end time, else the record's start plus one minipool cycle or "
+                                           "the rest of its duration) and MinipoolManager has not recorded the end "
+                                           "yet: it no longer validates, and its AVAX returns when Rialto records "
+                                           "the end"),
         })), "one per minipool in Launched or Staking"),
         "count": S.described(COUNT, "number of validators listed"),
-        "missing": S.described(S.array(S.NODE_ID), "NodeIDs the provider does not list"),
+        "missing": S.described(S.array(S.NODE_ID), "NodeIDs the provider does not list, but for those whose "
+                                                   "validation period has ended"),
         "source": S.described(S.nullable(S.STRING), "the validator data provider used (null when none answered)"),
         "meta": S.META,
     }),
@@ -252,7 +261,9 @@ PROVIDER = S.obj({
 def validators(ctx: Context):
     s = ctx.snap
     by_node = {v.node_id: v for v in s.validators}
-    active = tuple((m, by_node.get(node_id(m.node_id))) for m in s.minipools if m.status in ACTIVE_STATUSES)
+    ended = unrecorded_ends(s.minipools, s.settings.minipool_cycle_duration, s.block.timestamp, by_node)
+    active = tuple((m, by_node.get(nid), nid in ended) for m in s.minipools
+                   if m.status in ACTIVE_STATUSES for nid in (node_id(m.node_id),))
     yield "/validators", Deferred((Each(validator_row, active), len(active), s.missing_validators, s.validator_source),
                                   validators_body, meta=meta(ctx))
 
@@ -261,10 +272,11 @@ def validators_body(rows: list, count: int, missing: tuple[str, ...], source: st
     return {"validators": rows, "count": count, "missing": list(missing), "source": source}
 
 
-def validator_row(item: tuple[Minipool, Validator | None]) -> dict:
-    """An active minipool with the provider's record of its node (None: the provider does not list it)."""
-    m, v = item
-    return {"minipool": minipool_record(m), "provider": None if v is None else {
+def validator_row(item: tuple[Minipool, Validator | None, bool]) -> dict:
+    """An active minipool with the provider's record of its node (None: the provider does not list
+    it) and whether its validation period has ended unrecorded."""
+    m, v, ended = item
+    return {"minipool": minipool_record(m), "validationEnded": ended, "provider": None if v is None else {
         "source": v.source, "txHash": v.tx_hash, "startTimestamp": v.start_timestamp,
         "endTimestamp": v.end_timestamp, "amountStaked": tokens(v.amount_staked, 9),
         "amountDelegated": tokens(v.amount_delegated, 9), "delegationFeePct": float(Decimal(v.delegation_fee_pct)),

@@ -37,8 +37,20 @@ _PERCENT = re.compile(r"^[0-9]{1,3}(\.[0-9]{1,18})?$")
 @dataclass(frozen=True)
 class ValidatorData:
     validators: tuple[Validator, ...]
-    missing: tuple[str, ...]
+    missing: tuple[str, ...]  # asked for, not listed
     source: str | None
+    where: str = ""  # the source, as its warnings name it
+
+
+def report_missing(data: ValidatorData, ended: frozenset[str], warnings: list[str]) -> tuple[str, ...]:
+    """The nodes the provider should list and does not, warned about: those ``missing`` but for the
+    ones whose validation period has ended (``ended``), which no provider lists any more."""
+    missing = tuple(n for n in data.missing if n not in ended)
+    if missing:
+        shown = ", ".join(missing[:10]) + (", …" if len(missing) > 10 else "")
+        warnings.append(f"{data.where} has no record of {len(missing)} active minipool(s): {shown}")
+        log.warning(warnings[-1])
+    return missing
 
 
 def active_node_ids(minipools: tuple[Minipool, ...]) -> list[str]:
@@ -46,7 +58,8 @@ def active_node_ids(minipools: tuple[Minipool, ...]) -> list[str]:
 
 
 def fetch(node_ids: list[str], glacier: Glacier | None, pchain: PChain | None, warnings: list[str]) -> ValidatorData:
-    """Records for ``node_ids`` from the first source that is up; missing nodes are reported."""
+    """Records for ``node_ids`` from the first source that is up, and the nodes it lacks
+    (``report_missing`` tells which of them it should list)."""
     sources = [s for s in (glacier, pchain) if s is not None]
     if not sources:
         warnings.append("no validator API or P-Chain RPC configured: validator data unavailable")
@@ -62,11 +75,7 @@ def fetch(node_ids: list[str], glacier: Glacier | None, pchain: PChain | None, w
             warnings.append(f"{f}: using {src.http.where()} instead")
             log.warning(warnings[-1])
         missing = tuple(n for n in node_ids if n not in found)
-        if missing:
-            shown = ", ".join(missing[:10]) + (", …" if len(missing) > 10 else "")
-            warnings.append(f"{src.http.where()} has no record of {len(missing)} active minipool(s): {shown}")
-            log.warning(warnings[-1])
-        return ValidatorData(tuple(found[n] for n in sorted(found)), missing, src.name)
+        return ValidatorData(tuple(found[n] for n in sorted(found)), missing, src.name, src.http.where())
     raise PublisherError("validator data unavailable: " + "; ".join(failures))
 
 
