@@ -124,6 +124,38 @@ def test_the_open_ids_listed_by_the_sets_read_as_every_id_does(demo, demo_profil
     assert listed is not None and len(listed.requests) < listed.next_request_id  # some ids are closed
 
 
+def test_a_request_filed_for_the_zero_address_is_open_and_the_build_goes_on(demo, demo_profile, rpc, tmp_path):
+    """requestUnstakeOnBehalfOf takes any requester, the zero address too: that record is open
+    (listed in the pending set, its fields set), not a deleted one. Read either way, the queue
+    keeps it, its counts agree, and the build publishes (it used to refuse every run)."""
+    from ggp_devnet.seed import deposit_for
+    from support.chain import send
+
+    zero = "0x" + "00" * 20
+    holder = "0x" + "7e" * 20
+    client = RpcClient([demo.url])
+    with checkpoint(rpc):
+        send(rpc, demo.addresses["TokenggAVAX"], deposit_for.encode(holder, WAD))
+        rpc.request("anvil_impersonateAccount", [holder])
+        rpc.request("anvil_setBalance", [holder, hex(10 * WAD)])
+        for to, data in ((demo.addresses["TokenggAVAX"], Fn("approve(address,uint256)").encode(demo.addresses["WithdrawQueue"], WAD)),
+                         (demo.addresses["WithdrawQueue"], Fn("requestUnstakeOnBehalfOf(uint256,address,uint48)").encode(WAD // 100, zero, 0))):
+            tx = rpc.request("eth_sendTransaction", [{"from": holder, "to": to, "data": "0x" + data.hex(), "gas": hex(1_000_000)}])
+            receipt = None
+            while receipt is None:
+                receipt = rpc.request("eth_getTransactionReceipt", [tx])
+            assert receipt["status"] == "0x1"
+        rid = eth_call(client, demo.addresses["WithdrawQueue"], next_request_id) - 1
+        listed = Reader(client, demo_profile).read().withdraw_queue
+        every = Reader(client, demo_profile, set_read_gas=0).read().withdraw_queue
+        snap = collect(demo_profile).snapshot
+    assert listed == every == snap.withdraw_queue
+    filed = next(r for r in listed.requests if r.id == rid)
+    assert int(filed.requester, 16) == 0 and filed.shares == WAD // 100 and not filed.fulfilled
+    build(snap, demo_profile, tmp_path / "out")
+    assert rid in {r["id"] for r in body(tmp_path / "out", f"withdrawals/{zero}.json")["requests"]}
+
+
 def test_the_pin_holds_when_a_request_is_claimed_after_it(demo, demo_profile, rpc):
     with checkpoint(rpc):
         pinned = int(header(rpc)["number"], 16)

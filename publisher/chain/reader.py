@@ -594,9 +594,11 @@ def _queue(address: str, s: dict, ids: list[int], raw: list, sets: tuple[list[in
     set membership when ``sets`` did not list it."""
     records = raw[: len(ids)]
     fulfilled = [i in sets[1] for i in ids] if sets else raw[len(ids) :]
-    # A claimed, cancelled or reclaimed request's record is deleted: its requester reads as zero.
+    # The sets' ids are open by definition. Read without them, an id's record is open unless deleted
+    # (claimed, cancelled or reclaimed): then all its fields read zero. Not the requester alone:
+    # requestUnstakeOnBehalfOf files for the zero address too, and that request is open.
     open_ = instances(UnstakeRequest, ((i, row, done) for i, row, done in zip(ids, records, fulfilled, strict=True)
-                                       if int(row[0], 16) != 0), known, _request_values)
+                                       if sets or row[3] != 0), known, _request_values)
     label = f"WithdrawQueue {address}"
     if checksum(s["wq_vault"]) != vault:
         warnings.append(f"{label} serves ggAVAX {checksum(s['wq_vault'])}, the registry's is {vault}")
