@@ -138,8 +138,8 @@ def test_a_requester_is_told_what_claims_can_still_pay_and_why_nothing_funds_a_r
     page = page_of(s, path + ".html")
     assert '<div class="v" id="total-payable">10.0000</div>' in page
     # What no claim pays, by what can still be done with it: the ggAVAX back, or nothing while deposits are paused.
-    assert "and 5.0000 AVAX in requests past their expiration, which no claim pays: cancelled or reclaimed, they return ggAVAX" in page
-    assert "and 2.0000 AVAX stuck: no call releases it while ggAVAX deposits are paused" in page
+    assert "and 5.0000 AVAX in requests past their expiration, which no claim pays: reclaimed (or, those still in line, cancelled), they return ggAVAX" in page
+    assert "and 2.0000 AVAX stuck: no call releases it now (ggAVAX (TokenggAVAX) deposits are paused: reclaiming" in page
     estimate = re.search(r'<article class="request" id="request-1".*?<dd data-field="estimate">(.*?)</dd>', page, re.S).group(1)
     assert "maxRequestsPerDeposit is 0" in estimate and "minipool return" not in estimate
     # Calls that fail whole at a request worth nothing (a share price below 1): this one's, then behind it.

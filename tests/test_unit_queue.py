@@ -120,6 +120,24 @@ def test_each_state_of_a_request_and_what_can_be_done_with_it(fulfilled, now, pa
     assert (Q.can_claim(r, now), Q.can_cancel(r, now, paused), Q.can_reclaim(r, now, paused)) == (claim, cancel, reclaim)
 
 
+def test_a_funded_request_too_small_to_mint_a_share_cannot_be_cancelled_or_reclaimed():
+    """Cancel and reclaim deposit a funded request's AVAX back into ggAVAX, and a deposit worth less
+    than one share mints 0 and reverts (ZeroShares): at a share price above 1, 1 wei is stuck for
+    good, deposits open or not, while 2 wei (one share) goes through."""
+    dear = F.vault(released=avax(1050), supply=avax(1000), staking=avax(1000))  # 1.05 AVAX a share
+    for wei, blocked in ((1, True), (2, False)):
+        soon = F.request(0, wei, shares=1, fulfilled=True)  # before its claimable time
+        late = F.request(1, wei, shares=1, requested=T, fulfilled=True)
+        late = replace(late, expiration_time=NOW - 1)
+        plan = Q.schedule(F.snapshot(ggavax=dear, requests=[soon, late]))
+        a, b = plan.places[0], plan.places[1]
+        assert a.status == Q.RequestStatus.FUNDED and a.can_claim and a.can_cancel is not blocked
+        assert b.status == (Q.RequestStatus.STUCK if blocked else Q.RequestStatus.EXPIRED_FUNDED)
+        assert b.can_reclaim is not blocked and (b.stuck_reason == Q.ZERO_SHARES) is blocked
+        assert ("you may also cancel" in Q.advice(soon, a)) is not blocked
+        assert ("too little to mint one ggAVAX share" in Q.advice(late, b)) is blocked
+
+
 def test_the_expiry_clock_answers_every_expiration_test_as_the_time_does_and_moves_only_when_one_passes():
     rs = [F.request(i, avax(1), requested=T + i * DAY // 3, fulfilled=i % 2 == 1) for i in range(6)]
     ends = sorted(r.expiration_time for r in rs)

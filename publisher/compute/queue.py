@@ -44,7 +44,7 @@ class RequestStatus(StrEnum):
     PENDING_EXPIRED = "pendingExpired"  # in line past its expiration: cancel or reclaim (shares back); still fundable
     FUNDED = "funded"  # AVAX allocated: the requester can claim it
     EXPIRED_FUNDED = "expiredFunded"  # funded, then expired: anyone can reclaim it (the AVAX is deposited back as shares)
-    STUCK = "stuck"  # funded, then expired, and reclaiming reverts now: nothing can be done until deposits reopen
+    STUCK = "stuck"  # funded, then expired, and reclaiming reverts now (``redeposit_blocked``): nothing can be done
 
 
 STATUS_TEXT = {
@@ -52,13 +52,15 @@ STATUS_TEXT = {
     RequestStatus.PENDING_EXPIRED: "past its expiration and still in line: the requester may cancel it, anyone may reclaim it (its original shares go back to the requester), and the depositor may still fund it",
     RequestStatus.FUNDED: "AVAX allocated: the requester can claim it until its expiration",
     RequestStatus.EXPIRED_FUNDED: "funded and past its expiration (funded late, or not claimed in time): anyone can reclaim it, which deposits its AVAX back into ggAVAX for the requester",
-    RequestStatus.STUCK: "funded and past its expiration (funded late, or not claimed in time), and reclaiming it reverts now (it deposits the AVAX back into ggAVAX, and ggAVAX deposits are paused): nothing can be done with it until deposits reopen",
+    RequestStatus.STUCK: "funded and past its expiration (funded late, or not claimed in time), and reclaiming it reverts now (it deposits the AVAX back into ggAVAX, and ggAVAX deposits are paused, or the amount is too small to mint a share): nothing can be done with it",
 }
 
 # The states in which a claim can still pay a request's AVAX: not past its expiration.
 CLAIMABLE_IN_TIME = frozenset((RequestStatus.PENDING, RequestStatus.FUNDED))
 
 DEPOSITS_PAUSED = "ggAVAX (TokenggAVAX) deposits are paused: reclaiming a funded request deposits its AVAX back, which reverts"
+ZERO_SHARES = ("its AVAX is too little to mint one ggAVAX share: reclaiming or cancelling a funded request deposits "
+               "its AVAX back, which reverts (ZeroShares)")
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ class Place:
     deposits_paused: bool = False  # ggAVAX takes no deposits: a funded request that expires is stuck
     calls_fund_nothing: bool = False  # the queue's per-call limit is 0: no depositor call funds a request
     blocked_by: int | None = None  # unfunded because the depositor's calls fail whole at this request id (its own, or one the same calls reach)
+    redeposit_blocked: str | None = None  # funded: why depositing its AVAX back (its cancel, its reclaim) reverts now
 
 
 @dataclass(frozen=True)
@@ -174,12 +177,24 @@ def assumptions(snap: Snapshot, sched_front_known: bool) -> tuple[str, ...]:
     return tuple(out)
 
 
-def status(r: UnstakeRequest, now: int, deposits_paused: bool) -> RequestStatus:
+def status(r: UnstakeRequest, now: int, redeposit_reverts: bool) -> RequestStatus:
+    """``redeposit_reverts``: depositing a funded request's AVAX back into ggAVAX reverts now
+    (``redeposit_blocked``); it decides what a funded request past its expiration is."""
     if now < r.expiration_time:
         return RequestStatus.FUNDED if r.fulfilled else RequestStatus.PENDING
     if not r.fulfilled:
         return RequestStatus.PENDING_EXPIRED
-    return RequestStatus.STUCK if deposits_paused else RequestStatus.EXPIRED_FUNDED
+    return RequestStatus.STUCK if redeposit_reverts else RequestStatus.EXPIRED_FUNDED
+
+
+def redeposit_blocked(r: UnstakeRequest, vault: L.Books, now: int, deposits_paused: bool) -> str | None:
+    """Why a funded request's cancel or reclaim, which deposit its allocated AVAX back into ggAVAX
+    for fresh shares, reverts at ``now``: deposits paused, or fewer assets than one share is worth
+    (ERC-4626's convertToShares rounds down, and a deposit of 0 shares reverts). None: it goes
+    through. The share price only rises with the stream, so a blocked one stays blocked."""
+    if deposits_paused:
+        return DEPOSITS_PAUSED
+    return ZERO_SHARES if vault.to_shares(r.allocated_funds, now) == 0 else None
 
 
 def expiry_clock(requests: Sequence[UnstakeRequest], now: int) -> int:
@@ -195,15 +210,15 @@ def can_claim(r: UnstakeRequest, now: int) -> bool:
     return r.fulfilled and now < r.expiration_time
 
 
-def can_cancel(r: UnstakeRequest, now: int, deposits_paused: bool) -> bool:
+def can_cancel(r: UnstakeRequest, now: int, redeposit_reverts: bool) -> bool:
     """cancelRequest: a pending request any time; a funded one only before its claimable time, and
-    only while ggAVAX takes deposits (the allocated AVAX is deposited back for fresh shares)."""
-    return not r.fulfilled or (now < r.claimable_time and not deposits_paused)
+    only where its allocated AVAX can be deposited back for fresh shares."""
+    return not r.fulfilled or (now < r.claimable_time and not redeposit_reverts)
 
 
-def can_reclaim(r: UnstakeRequest, now: int, deposits_paused: bool) -> bool:
+def can_reclaim(r: UnstakeRequest, now: int, redeposit_reverts: bool) -> bool:
     """reclaimExpiredRequest (anyone): past the expiration; a funded one deposits its AVAX back."""
-    return now >= r.expiration_time and not (r.fulfilled and deposits_paused)
+    return now >= r.expiration_time and not (r.fulfilled and redeposit_reverts)
 
 
 def deposits_paused(snap: Snapshot) -> bool:
@@ -442,10 +457,12 @@ def schedule(snap: Snapshot) -> Schedule:
         ahead += r.expected_assets
     for r in q.requests:
         if r.fulfilled:
-            st = status(r, now, paused_deposits)
-            places[r.id] = Place(st, can_claim(r, now), can_cancel(r, now, paused_deposits),
-                                 can_reclaim(r, now, paused_deposits), DEPOSITS_PAUSED if st == RequestStatus.STUCK else None,
-                                 None, 0, None, False, None, None, False, deposits_paused=paused_deposits)
+            why = redeposit_blocked(r, vault, now, paused_deposits)
+            st = status(r, now, why is not None)
+            places[r.id] = Place(st, can_claim(r, now), can_cancel(r, now, why is not None),
+                                 can_reclaim(r, now, why is not None), why if st == RequestStatus.STUCK else None,
+                                 None, 0, None, False, None, None, False, deposits_paused=paused_deposits,
+                                 redeposit_blocked=why)
     uncovered = pending[covered:]
     shortfall = 0
     if uncovered:
@@ -468,26 +485,8 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
     announced end of the withdrawal window while it is ahead; ``window_closed``: that end, once passed;
     ``idle``: the depositor looks stale, so a request in line waits for a call that may not come."""
     st = place.status
-    if st == RequestStatus.FUNDED:
-        cancel = (f" Until {when(r.claimable_time)} you may also cancel it for ggAVAX instead."
-                  if place.can_cancel else "")
-        after = (" after that it is stuck: it can no longer be claimed, and reclaiming it reverts while ggAVAX deposits "
-                 "are paused." if place.deposits_paused else " after that it can only be reclaimed as ggAVAX.")
-        # The window is the operator's date, not the contract's: a claim pays until the expiration.
-        note = (f" The announced withdrawal window closes earlier, at {when(window_end)}: claim by then if you can, "
-                "though the contract pays a claim until the expiration."
-                if window_end is not None and window_end < r.expiration_time else "")
-        return (f"Claim it: the AVAX is set aside for you. Claim before it expires at {when(r.expiration_time)};"
-                f"{after}{cancel}{note}")
-    # Funded and expired: not always unclaimed in time, since a request can be funded after it expired.
-    if st == RequestStatus.EXPIRED_FUNDED:
-        return ("It is funded and past its expiration: the AVAX can no longer be claimed. Anyone, you included, can "
-                "reclaim it, which deposits the AVAX back into ggAVAX and sends you the shares.")
-    if st == RequestStatus.STUCK:
-        return ("Nothing can be done with it now: no call releases it. It is funded and past its expiration, so "
-                "claiming it reverts, and so does cancelling it (past its claimable time); reclaiming it reverts "
-                f"because {DEPOSITS_PAUSED.split(':')[0]}. Its AVAX stays set aside in the queue: only the protocol "
-                "reopening ggAVAX deposits lets it be reclaimed (as ggAVAX), and if they stay paused it stays there.")
+    if st in (RequestStatus.FUNDED, RequestStatus.EXPIRED_FUNDED, RequestStatus.STUCK):
+        return _funded_advice(r, place, window_end)
     if st == RequestStatus.PENDING_EXPIRED:
         then = _after_expiry(place)
         act = "cancel it (ggAVAX back at today's rate) or reclaim it (anyone can, you included; your original shares back)"
@@ -523,6 +522,36 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
                  "depositor still calling.")
     return wait + _idle(r, place, idle) + cancel + claim
 
+
+
+def _funded_advice(r: UnstakeRequest, place: Place, window_end: int | None) -> str:
+    """``advice`` for a funded request: claimable, reclaimable, or stuck."""
+    st = place.status
+    if st == RequestStatus.FUNDED:
+        cancel = (f" Until {when(r.claimable_time)} you may also cancel it for ggAVAX instead."
+                  if place.can_cancel else "")
+        after = (" after that it is stuck: it can no longer be claimed, and reclaiming it reverts while ggAVAX deposits "
+                 "are paused." if place.redeposit_blocked == DEPOSITS_PAUSED
+                 else " after that it is stuck: it can no longer be claimed, and reclaiming it reverts (its AVAX is too "
+                 "little to mint one ggAVAX share)." if place.redeposit_blocked
+                 else " after that it can only be reclaimed as ggAVAX.")
+        # The window is the operator's date, not the contract's: a claim pays until the expiration.
+        note = (f" The announced withdrawal window closes earlier, at {when(window_end)}: claim by then if you can, "
+                "though the contract pays a claim until the expiration."
+                if window_end is not None and window_end < r.expiration_time else "")
+        return (f"Claim it: the AVAX is set aside for you. Claim before it expires at {when(r.expiration_time)};"
+                f"{after}{cancel}{note}")
+    # Funded and expired: not always unclaimed in time, since a request can be funded after it expired.
+    if st == RequestStatus.EXPIRED_FUNDED:
+        return ("It is funded and past its expiration: the AVAX can no longer be claimed. Anyone, you included, can "
+                "reclaim it, which deposits the AVAX back into ggAVAX and sends you the shares.")
+    head = ("Nothing can be done with it now: no call releases it. It is funded and past its expiration, so "
+            "claiming it reverts, and so does cancelling it (past its claimable time); reclaiming it reverts ")
+    if place.stuck_reason == ZERO_SHARES:
+        return (head + "because its AVAX is too little to mint one ggAVAX share (ZeroShares), and the share price "
+                "only rises: its AVAX stays set aside in the queue.")
+    return (head + f"because {DEPOSITS_PAUSED.split(':')[0]}. Its AVAX stays set aside in the queue: only the "
+            "protocol reopening ggAVAX deposits lets it be reclaimed (as ggAVAX), and if they stay paused it stays there.")
 
 def _expires_first(r: UnstakeRequest, place: Place) -> str:
     """What a request in line that expires before its funding is told: what a late funding does,

@@ -47,11 +47,11 @@ REQUEST = S.obj({
     "canClaim": S.described(S.BOOLEAN, "the requester's claimUnstake succeeds at the block: funded and not expired"),
     "canCancel": S.described(S.BOOLEAN, "the requester's cancelRequest succeeds at the block: a pending request any time, a funded one only before its claimable time and while ggAVAX takes deposits (its AVAX is deposited back)"),
     "canReclaim": S.described(S.BOOLEAN, "anyone's reclaimExpiredRequest succeeds at the block: past its expiration, and for a funded request only while ggAVAX takes deposits (its AVAX is deposited back as shares)"),
-    "stuckReason": S.described(S.nullable(S.STRING), "why a stuck request can be neither claimed nor reclaimed now (null otherwise)"),
+    "stuckReason": S.described(S.nullable(S.STRING), "why a stuck request can be neither claimed nor reclaimed now: ggAVAX deposits paused, or its AVAX too little to mint one share (null otherwise)"),
     "advice": S.described(S.STRING, "what the requester can do now, and until when"),
     "shares": S.described(AVAX, "ggAVAX taken when the request was filed, whole tokens"),
     "expectedAvax": S.described(AVAX, "AVAX a claim pays the requester, fixed when the request was filed, whole AVAX; "
-                                      "past its expiration no claim can pay it (cancelled or reclaimed, it returns ggAVAX)"),
+                                      "past its expiration no claim can pay it (reclaimed, or cancelled while still in line, it returns ggAVAX)"),
     "allocatedAvax": S.described(AVAX, "AVAX set aside for it (0 until funded), whole AVAX"),
     "requestTime": S.described(S.TIMESTAMP, "when it was filed, unix seconds"),
     "claimableTime": S.described(S.TIMESTAMP, "the advertised earliest payout (request time + the unstake delay), though the contract pays a claim as soon as the request is funded; a funded request can be cancelled until then while ggAVAX takes deposits (a cancel deposits its AVAX back)"),
@@ -327,7 +327,9 @@ def withdrawals(ctx: Context):
                sched.blocked)
     # The body reads the block's time only to tell which requests expired: keyed by the last
     # expiration passed, not the time itself, it is made again only when one passes.
-    yield "/withdrawals", Deferred((ctx.cached(receipts_inputs), q, Q.expiry_clock(q.requests, s.block.timestamp), s.pst_avax, outlook, queue_pauses(s), depositor_inputs(ctx), announced,
+    # What each funded request is (claimable, reclaimable or stuck, and why), as the schedule says.
+    fates = tuple((r.id, sched.places[r.id].status.value, sched.places[r.id].stuck_reason) for r in q.requests if r.fulfilled)
+    yield "/withdrawals", Deferred((ctx.cached(receipts_inputs), q, Q.expiry_clock(q.requests, s.block.timestamp), s.pst_avax, outlook, queue_pauses(s), fates, depositor_inputs(ctx), announced,
                                     Each(_return_row, sched.returns),
                                     Each(_restake_row, sched.restakes), Each(_line_row, tuple(line))),
                                    withdrawals_with_receipts, meta=meta(ctx))
@@ -388,17 +390,19 @@ def no_queue_body(reason: str, pst: PstAvax | None, announced: list) -> dict:
             "window": window_record(announced), "pstAvax": _pst_record(pst)}
 
 
-def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, pauses: tuple,
+def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: tuple, pauses: tuple, fates: tuple,
                      depositor: tuple, announced: list, returns: list, restakes: list, line: list) -> dict:
     (liquidity, returns_avax, unscheduled, covered, shortfall, last_funding_time, vault_wavax, stale, front_known,
      reverted, assumptions, fundable_now, return_count, overdue, expired_funded, blocked) = outlook
     _, deposits_paused, mm_paused = pauses
     pending = [r for r in q.requests if not r.fulfilled]
     funded = [r for r in q.requests if r.fulfilled]
-    by_status: dict[Q.RequestStatus, list[UnstakeRequest]] = {}
+    fate = {rid: (st, why) for rid, st, why in fates}
+    by_status: dict[str, list[UnstakeRequest]] = {}
     for r in funded:
-        by_status.setdefault(Q.status(r, now, deposits_paused), []).append(r)
+        by_status.setdefault(fate[r.id][0], []).append(r)
     claimable, reclaimable, stuck = (by_status.get(k, []) for k in (Q.RequestStatus.FUNDED, Q.RequestStatus.EXPIRED_FUNDED, Q.RequestStatus.STUCK))
+    stuck_reasons = list(dict.fromkeys(fate[r.id][1] for r in stuck))
     expired = [r for r in q.requests if now >= r.expiration_time]
     demand = sum(r.expected_assets for r in pending)
     return {
@@ -408,7 +412,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
                    "claimableCount": len(claimable), "claimableAvax": tokens(sum(r.allocated_funds for r in claimable)),
                    "reclaimableCount": len(reclaimable), "reclaimableAvax": tokens(sum(r.allocated_funds for r in reclaimable)),
                    "stuckCount": len(stuck), "stuckAvax": tokens(sum(r.allocated_funds for r in stuck)),
-                   "stuckReason": Q.DEPOSITS_PAUSED if stuck else None},
+                   "stuckReason": "; ".join(stuck_reasons) if stuck else None},
         "pauses": pauses_record(pauses),
         "expired": {**_sums(expired), "fundedCount": sum(1 for r in expired if r.fulfilled)},
         "requesters": len({r.requester for r in q.requests}),
@@ -599,9 +603,9 @@ def _restake_row(r: Q.Restake) -> dict:
         "totals": S.obj({"shares": SUMS["shares"], "expectedAvax": SUMS["expectedAvax"],
                          "payableAvax": S.described(AVAX, "AVAX a claim can still pay: the open requests not past "
                                                     "their expiration (in line or funded), whole AVAX; expectedAvax also "
-                                                    "counts those past it, which no claim pays: cancelled or reclaimed "
-                                                    "they return ggAVAX, and a stuck one (funded, expired, ggAVAX "
-                                                    "deposits paused) can be neither until deposits reopen"),
+                                                    "counts those past it, which no claim pays: reclaimed (or, still in "
+                                                    "line, cancelled) they return ggAVAX, and a stuck one (funded, "
+                                                    "expired, its AVAX not depositable back: stuckReason) can be neither"),
                          "allocatedAvax": S.described(AVAX, "AVAX funded for them, whole AVAX"),
                          "claimableAvax": S.described(AVAX, "AVAX the requester can claim now, whole AVAX")},
                         description="sums over the open requests"),
