@@ -2,12 +2,14 @@
 sends, the rewards function for /rewards/byStake, and JSON errors for everything else."""
 from __future__ import annotations
 
-import json
 import os
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .compute import rewards as R
+from .compute.rewards import canonical_json
 from .endpoints import requester_page
 from .endpoints.calendar import CALENDAR_PATH
 from .endpoints.registry import CACHE_POLICIES, Endpoint, file_for, load_all, match
@@ -25,8 +27,8 @@ TYPES = {".json": "application/json", ".html": "text/html; charset=utf-8", ".js"
          ".css": "text/css", ".yaml": "application/yaml", ".ics": "text/calendar; charset=utf-8", ".xml": "application/atom+xml"}
 
 
-def error_body(status: int, code: str, message: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message}}, sort_keys=True).encode()
+def error_body(code: str, message: str) -> bytes:
+    return canonical_json(R.error_body(code, message))
 
 
 class Site:
@@ -44,15 +46,15 @@ class Site:
 
     def get(self, raw_path: str, query: str, method: str) -> tuple[int, dict, bytes]:
         path = raw_path[:-1] if len(raw_path) > 1 and raw_path.endswith("/") else raw_path  # as the CDN's viewer function
+        ep = match(path)
+        if ep is not None and ep.is_function and ep.path != requester_page.LOOKUP_PATH:
+            return self._function(path, query, method)  # every method: the function answers them behind the CDN
         if method == "OPTIONS":
             return 204, dict(CORS), b""
         if method not in ("GET", "HEAD"):
-            return 405, {"Allow": "GET, HEAD, OPTIONS"}, error_body(405, "method_not_allowed", f"{method} is not allowed")
-        ep = match(path)
+            return 405, {"Allow": "GET, HEAD, OPTIONS"}, error_body("method_not_allowed", f"{method} is not allowed")
         if ep is not None and ep.path == requester_page.LOOKUP_PATH:
             return _lookup(query)
-        if ep is not None and ep.is_function:
-            return self._function(path, query, method)
         if ep is not None:
             path = ep.canonical(path)
         target = self._file(path, ep)
@@ -82,7 +84,7 @@ class Site:
         try:
             from .function.handler import handler
         except ImportError:
-            return 503, {}, error_body(503, "unavailable", "the rewards function is not available")
+            return 503, {}, error_body("unavailable", "the rewards function is not available")
         # HEAD is answered as GET without the body (the handler writes none), so Content-Length is
         # the length a GET would return, as HTTP asks.
         as_method = "GET" if method == "HEAD" else method
@@ -97,7 +99,7 @@ def _lookup(query: str) -> tuple[int, dict, bytes]:
     """The withdrawal lookup form's answer, as the CDN's viewer function gives it."""
     status, where, message = requester_page.lookup(query)
     if status != 302:
-        return status, {}, error_body(status, where, message)
+        return status, {}, error_body(where, message)
     return status, {"Location": where}, b""
 
 
@@ -106,8 +108,8 @@ def _missing(ep: Endpoint | None, path: str, raw_path: str) -> tuple[int, dict, 
     the address is malformed or a 404 that says why (``requester_page.missing``)."""
     if ep is not None and ep.path in REQUESTER_FILES:
         status, code, message = requester_page.missing(path.rsplit("/", 1)[-1])
-        return status, {}, error_body(status, code, message)
-    return 404, {}, error_body(404, "not_found", f"no such resource: {raw_path[:200]}")
+        return status, {}, error_body(code, message)
+    return 404, {}, error_body("not_found", f"no such resource: {raw_path[:200]}")
 
 
 REQUESTER_FILES = (REQUESTER_PATH, requester_page.PAGE_PATH, CALENDAR_PATH)
@@ -130,7 +132,7 @@ def make_server(root: Path, host: str = "127.0.0.1", port: int = 8000, max_age: 
             parts = urlsplit(self.path)
             status, headers, body = site.get(parts.path, parts.query, method)
             self.send_response(status)
-            for k, v in {"Content-Type": "application/json", **CORS, **headers}.items():
+            for k, v in {**({"Content-Type": "application/json"} if body else {}), **CORS, **headers}.items():
                 self.send_header(k, v)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -142,6 +144,20 @@ def make_server(root: Path, host: str = "127.0.0.1", port: int = 8000, max_age: 
             if name.startswith("do_"):
                 return lambda: self._answer(name[3:])
             raise AttributeError(name)
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            # A request the stdlib's parser refuses (a malformed or overlong request line, raw bytes
+            # outside ASCII): the API's JSON error body, not the stdlib's HTML page.
+            body = error_body(HTTPStatus(code).phrase.lower().replace(" ", "_").replace("-", "_"),
+                              (message or HTTPStatus(code).phrase)[:200])
+            self.send_response(code)
+            for k, v in {"Content-Type": "application/json", **CORS, "Connection": "close"}.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.close_connection = True
+            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+                self.wfile.write(body)
 
         def log_message(self, fmt, *args):
             pass

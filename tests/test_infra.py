@@ -58,13 +58,16 @@ def test_watch_task_command_is_one_the_cli_accepts():
     assert stack["Resources"]["TaskRole"]["Properties"]["ManagedPolicyArns"] == ["<PublishAccessPolicyArn>"]
 
 
-def test_function_behaviours_key_only_on_their_parameters():
-    """Each function route is cached on exactly the query parameters its function accepts, which
-    are the registry's, and nothing else reaches the function."""
+def test_function_behaviours_pass_the_whole_query_and_the_functions_own_errors():
+    """Each function route reaches the function with its whole query string, keyed by it, so that a
+    parameter the function does not take is refused there (400) as `publisher serve` refuses it,
+    not dropped by the CDN; and no custom error response replaces a status the function answers."""
+    from publisher.endpoints.openapi import document
     from publisher.endpoints.registry import load_all
 
     res = _load_stack()["Resources"]
-    behaviours = res["Distribution"]["Properties"]["DistributionConfig"]["CacheBehaviors"]
+    config = res["Distribution"]["Properties"]["DistributionConfig"]
+    behaviours = config["CacheBehaviors"]
     # The Lambda's routes (the withdrawal lookup, undocumented, is the viewer function's own answer).
     functions = sorted(p for p, ep in load_all().items() if ep.is_function and ep.documented)
     # Each pattern ends in "*" so that a trailing slash reaches the function too (which drops it);
@@ -73,12 +76,19 @@ def test_function_behaviours_key_only_on_their_parameters():
     routes = [b["PathPattern"].removesuffix("*") for b in behaviours]
     assert sorted(routes) == functions
     assert not [p for p in load_all() if p not in functions and any(p.startswith(r) for r in routes)]
-    for b, route in zip(behaviours, routes, strict=True):
+    for b in behaviours:
         policy = res[b["CachePolicyId"].strip("<>")]  # a !Ref reads as "<name>"
         qs = policy["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]["QueryStringsConfig"]
-        names = [p.name for p in load_all()[route].params if p.where == "query"]
-        assert qs == {"QueryStringBehavior": "whitelist", "QueryStrings": names}, route
+        assert qs == {"QueryStringBehavior": "all"}, b["PathPattern"]
         assert b["TargetOriginId"] == "rewards-function" and "OriginRequestPolicyId" not in b
+    from support import factory as F
+
+    from publisher.endpoints.context import Context
+
+    paths = document(Context(F.snapshot()))["paths"]
+    answered = {int(code) for r in functions for code in paths[r]["get"]["responses"]}
+    replaced = {e["ErrorCode"] for e in config["CustomErrorResponses"]}
+    assert replaced == {403} and not replaced & answered
 
 
 def test_function_runtime_is_the_python_its_bytecode_was_compiled_for(tmp_path):

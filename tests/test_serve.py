@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -69,6 +70,10 @@ def test_rewards_function_is_served_with_params_from_the_build(site):
     assert bad.status_code == 400 and "ggpStaked" in bad.json()["error"]["message"]
     # A trailing slash: the same answer, as the CDN gives it (its behaviour's pattern takes the slash,
     # the function drops it); two slashes name nothing, there as here.
+    # The Cache-Control /docs documents is the one the function sends (its max-age a number there).
+    documented = requests.get(f"{base}/docs").json()["paths"]["/rewards/byStake"]["get"]["responses"]["200"]
+    shape = re.escape(documented["headers"]["Cache-Control"]["description"])
+    assert re.fullmatch(re.sub(r"<[^>]*>", r"[0-9]+", shape), r.headers["Cache-Control"]), (shape, r.headers["Cache-Control"])
     slash = requests.get(f"{base}/rewards/byStake/", params={"ggpStaked": "1500", "avaxStaked": "1000"})
     assert slash.status_code == 200 and slash.content == r.content
     assert requests.get(f"{base}/rewards/byStake//", params={"ggpStaked": "1500", "avaxStaked": "1000"}).status_code == 404
@@ -125,3 +130,47 @@ def test_unreasonable_paths_are_plain_404s(site):
     for path in ("/minipools/" + "%F0%9D%93%A3" * 80, "/stakers/" + "a" * 5000, "/prices%00", "/prices/..%2F..%2Fetc"):
         r = requests.get(base + path)
         assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", path
+
+
+def test_a_function_route_answers_every_method_as_the_function_does(site):
+    """Behind the CDN the function answers a function route whatever the method: serve hands it
+    over, so status, body and headers are the function's (POST refused with its 405, OPTIONS its
+    preflight); and every error body, serve's own included, is the one canonical JSON."""
+    from publisher.function.handler import handler
+
+    base, out = site
+    config = {"REWARDS_PARAMS_URL": (out / "rewards" / "params.json").as_uri(),
+              "QUEUE_PARAMS_URL": (out / "withdrawals" / "params.json").as_uri()}
+    for path in ("/rewards/byStake", "/withdrawals/estimate", "/rewards/estimate"):
+        for method in ("POST", "OPTIONS", "DELETE"):
+            got = requests.request(method, base + path)
+            event = {"version": "2.0", "rawPath": path, "rawQueryString": "", "headers": {},
+                     "requestContext": {"http": {"method": method, "path": path}}}
+            want = handler(event, None, config=config)
+            assert got.status_code == want["statusCode"] and got.text == want["body"], (path, method)
+            for name, value in want["headers"].items():
+                assert got.headers[name] == value, (path, method, name)
+            assert ("Content-Type" in got.headers) == bool(want["body"]), (path, method)
+    missing = requests.get(base + "/nowhere")
+    assert missing.content == json.dumps({"error": {"code": "not_found", "message": "no such resource: /nowhere"}},
+                                          separators=(",", ":"), sort_keys=True).encode() + b"\n"
+
+
+def test_a_request_the_http_parser_refuses_gets_the_json_error_body(site):
+    """A request line with raw bytes outside ASCII, or too long to read: a JSON error with CORS,
+    not the standard library's HTML page."""
+    import socket
+
+    host, port = site[0].removeprefix("http://").split(":")
+    for line in (b"GET /rewards/byStake?ggpStaked=1\xa02&avaxStaked=1 HTTP/1.1", b"GET /" + b"a" * 70_000 + b" HTTP/1.1"):
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(line + b"\r\nHost: x\r\n\r\n")
+            raw = b""
+            while chunk := sock.recv(65536):
+                raw += chunk
+        head, _, body = raw.partition(b"\r\n\r\n")
+        status = int(head.split()[1])
+        assert status in (400, 414) and b"Content-Type: application/json" in head, head
+        assert b"Access-Control-Allow-Origin: *" in head
+        error = json.loads(body)["error"]
+        assert error["code"] in ("bad_request", "request_uri_too_long") and error["message"], error

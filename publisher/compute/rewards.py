@@ -633,6 +633,11 @@ def amount_pattern(max_whole: int) -> str:
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def error_body(code: str, message: str) -> dict:
+    """The API's one error body: the function's, `publisher serve`'s and the CDN's 404 document."""
+    return {"error": {"code": code, "message": message}}
+
+
 def canonical_json(body) -> bytes:
     """Canonical JSON bytes: sorted keys, compact, UTF-8, NaN/Infinity refused, trailing newline.
     The API's one serialization rule (publisher.endpoints.units.dumps writes the same bytes). One

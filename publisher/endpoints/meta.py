@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
+from ..compute import rewards as R
 from ..compute.params import no_distribution_reason
 from . import schema as S
 from .announcements import ANNOUNCEMENTS_SCHEMA, announcement_records
@@ -61,7 +62,7 @@ def flags(ctx: Context):
                             "paused": dict(ctx.snap.paused), "meta": meta(ctx)}
 
 
-NOT_FOUND = {"error": {"code": "not_found", "message": "no such resource"}}
+NOT_FOUND = R.error_body("not_found", "no such resource")
 
 
 @endpoint(

@@ -70,8 +70,7 @@ def _operation(ep: Endpoint, examples: dict[str, str | None], max_age: int) -> d
         params.append(item)
     responses = {"200": {
         "description": ep.summary,
-        "headers": {"Cache-Control": {"schema": {"type": "string"},
-                                      "description": CACHE_POLICIES[ep.cache].format(max_age=max_age)}},
+        "headers": {"Cache-Control": {"schema": {"type": "string"}, "description": _cache_control(ep, max_age)}},
         "content": {ep.content_type: {"schema": ep.schema}},
     }}
     # A malformed requester address is a 400 (serve.py), not a missing file.
@@ -85,6 +84,17 @@ def _operation(ep: Endpoint, examples: dict[str, str | None], max_age: int) -> d
     if params:
         op["parameters"] = params
     return op
+
+
+def _cache_control(ep: Endpoint, max_age: int) -> str:
+    """The Cache-Control a 200 carries: the file's policy, or for the function the time left until
+    it reads its parameters again."""
+    if not ep.is_function:
+        return CACHE_POLICIES[ep.cache].format(max_age=max_age)
+    from ..function.handler import CACHE_CONTROL, DEFAULT_TTL
+
+    return CACHE_CONTROL.format(max_age=f"<seconds until the function reads its parameters again, at most "
+                                        f"{DEFAULT_TTL:.0f}>")
 
 
 def document(ctx: Context) -> dict:

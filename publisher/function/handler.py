@@ -63,6 +63,8 @@ FETCH_DEADLINE = 3.0
 DEFAULT_TTL = 60.0
 RETRY_SECONDS = 5.0  # after a failed refresh, wait this long (at most the TTL) before trying again
 STALE_IF_ERROR = 86_400
+# An answer keeps as long as the parameters it was made from: until the function reads them again.
+CACHE_CONTROL = "public, max-age={max_age}, stale-if-error=" + str(STALE_IF_ERROR)
 CORS = {"Access-Control-Allow-Origin": "*"}
 ALLOW = "GET, HEAD, OPTIONS"
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -195,7 +197,7 @@ def _respond(path: str, method: str, query: dict[str, str], amounts: dict[str, A
         body = _answer(path, cache, query, amounts)
     max_age = max(0, int(cache.fresh_until - now))
     headers = {"Content-Type": "application/json", **CORS,
-               "Cache-Control": f"public, max-age={max_age}, stale-if-error={STALE_IF_ERROR}"}
+               "Cache-Control": CACHE_CONTROL.format(max_age=max_age)}
     if stale:
         headers["x-params-stale"] = "true"
         headers["x-params-error"] = stale
@@ -247,7 +249,7 @@ def _dict(value) -> dict:
 
 def _error(status: int, code: str, message: str, *, cache: str = "public, max-age=300", extra: dict | None = None) -> dict:
     headers = {"Content-Type": "application/json", **CORS, "Cache-Control": cache, **(extra or {})}
-    body = rewards.canonical_json({"error": {"code": code, "message": message}}).decode()
+    body = rewards.canonical_json(rewards.error_body(code, message)).decode()
     return {"statusCode": status, "headers": headers, "body": body}
 
 
