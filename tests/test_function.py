@@ -178,7 +178,10 @@ BAD = [
     ("ggpStaked=1.0000000000000000001&avaxStaked=1000", "ggpStaked", "18 fractional"),
     ("ggpStaked=1%2C000&avaxStaked=1000", "ggpStaked", "plain decimal"),
     ("ggpStaked=1_000&avaxStaked=1000", "ggpStaked", "plain decimal"),
-    ("ggpStaked=0x10&avaxStaked=1000", "ggpStaked", "plain decimal"),
+    ("ggpStaked=0x10&avaxStaked=1000", "ggpStaked", "not hexadecimal"),
+    ("ggpStaked=0x3e8&avaxStaked=1000", "ggpStaked", "not hexadecimal"),  # no exponent for its 'e'
+    ("ggpStaked=1e&avaxStaked=1000", "ggpStaked", "plain decimal"),
+    ("ggpStaked=+1000&avaxStaked=1000", "ggpStaked", "'+' reads as a space"),
     ("ggpStaked=NaN&avaxStaked=1000", "ggpStaked", "plain decimal"),
     ("ggpStaked=Infinity&avaxStaked=1000", "ggpStaked", "plain decimal"),
     ("ggpStaked=%20100&avaxStaked=1000", "ggpStaked", "spaces"),

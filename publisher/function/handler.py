@@ -329,6 +329,9 @@ def _unquote(text: str) -> str | None:
         return None
 
 
+_EXPONENT = re.compile(r"[0-9]*\.?[0-9]*[eE][+-]?[0-9]+")
+
+
 def parse_amount(name: str, text: str, max_wei: int) -> int:
     """A whole-token decimal string -> wei: digits, optionally '.' and 1–18 fractional digits."""
     if text == "":
@@ -339,10 +342,12 @@ def parse_amount(name: str, text: str, max_wei: int) -> int:
     if not (whole.isascii() and whole.isdigit() and (not dot or (frac.isascii() and frac.isdigit()))):
         if text[0] in "+-":
             why = "must not have a sign"
-        elif "e" in text or "E" in text:
+        elif text[:2] in ("0x", "0X"):
+            why = "must be decimal, not hexadecimal"
+        elif _EXPONENT.fullmatch(text):
             why = "must not use an exponent"
         elif any(c.isspace() for c in text):
-            why = "must not contain spaces"
+            why = "must not contain spaces (in a query string a '+' reads as a space: a sign is not taken)"
         else:
             why = "must be a plain decimal number"
         raise BadInput(f"{name} {why}: give whole tokens as digits with an optional '.' and up to 18 "
