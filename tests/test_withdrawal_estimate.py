@@ -50,7 +50,9 @@ def test_the_estimate_is_the_schedule_with_the_request_at_the_back(built, demo_s
     res = body["result"]
     shares, expected = int(res["sharesWei"]), int(res["expectedAvaxWei"])
     v = demo_snapshot.ggavax
-    assert shares == int(avax) * WAD * v.total_supply // v.total_assets  # convertToShares at the block
+    # An amount of AVAX to receive: the fewest shares worth at least it (previewWithdraw, rounded up).
+    assert shares == -(-int(avax) * WAD * v.total_supply // v.total_assets)
+    assert expected >= int(avax) * WAD > (shares - 1) * v.total_assets // v.total_supply
     place = Q.schedule(appended(demo_snapshot, shares, expected)).places[demo_snapshot.withdraw_queue.next_request_id]
     assert (res["position"], res["fundableNow"], res["depositorCalls"], res["estimatedFundingTime"]) == (
         place.position, place.fundable_now, place.depositor_calls, place.funding_time)
@@ -63,9 +65,10 @@ def test_the_estimate_is_the_schedule_with_the_request_at_the_back(built, demo_s
 def test_the_estimates_span_the_line(built):
     """Behind the demo's whole line: a small request waits for the returns that fund the line,
     a larger one for later ones, and one beyond every known return gets no date."""
-    small, large, huge = (ask(built, f"amount={a}")[1]["result"] for a in ("1", "450", "100000"))
+    small, large, huge = (ask(built, f"amount={a}")[1]["result"] for a in ("1", "450", "20000"))
     assert small["position"] == large["position"] > 1 and not small["fundableNow"]
     assert small["estimatedFundingTime"] <= large["estimatedFundingTime"]
+    assert not huge["refused"]  # some holder could file it: the demo's 23 000 ggAVAX are outside the queue
     assert huge["estimatedFundingTime"] is None and any("no minipool return" in c for c in huge["caveats"])
 
 
@@ -143,6 +146,17 @@ def test_nothing_to_redeem_is_answered_with_the_queues_refusal(built):
     status, body = ask(built, "amount=0&unit=ggavax")
     assert status == 200 and body["result"]["expectedAvaxWei"] == "0"
     assert any("the queue refuses a request for 0 shares" in c for c in body["result"]["caveats"])
+
+
+def test_more_ggavax_than_anyone_holds_is_refused(built, demo_snapshot):
+    """A request takes its shares from the one filing it: more than the supply outside the queue
+    (the pending requests' shares are the queue's) cannot be filed."""
+    q, v = demo_snapshot.withdraw_queue, demo_snapshot.ggavax
+    outside = v.total_supply - sum(r.shares for r in q.requests if not r.fulfilled)
+    for wei, refused in ((outside, False), (outside + 1, True)):
+        status, body = ask(built, f"amount={wei // WAD}.{wei % WAD:018d}&unit=ggavax")
+        assert status == 200 and body["result"]["refused"] is refused, wei
+        assert any("no one holds that much ggAVAX" in c for c in body["result"]["caveats"]) is refused
 
 
 def test_a_paused_queue_funds_no_estimate(built):

@@ -50,6 +50,11 @@ class Books:
         total = self.total_assets(t)
         return assets if self.supply == 0 or total == 0 else assets * self.supply // total
 
+    def shares_for(self, assets: int, t: int) -> int:
+        """previewWithdraw at time ``t``: the fewest shares worth at least ``assets`` (rounded up)."""
+        total = self.total_assets(t)
+        return assets if self.supply == 0 or total == 0 else -(-assets * self.supply // total)
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -279,14 +284,16 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     t0 = p.block_time
     b = Books(*p.books)
     if shares is None:
-        shares = b.to_shares(avax or 0, t0)
+        shares = b.shares_for(avax or 0, t0)  # an amount of AVAX to receive: at least that much
     expected = b.to_assets(shares, t0)
+    # What a holder can file at most: the supply but for the shares the queue holds for the line.
+    held = b.supply - sum(e.shares for e in p.entries if e.shares is not None)
     delay = max(MIN_EXPIRATION_DELAY, expiration_delay or 0)
     claimable = t0 + p.unstake_delay
     expires = claimable + delay
     new = Entry(p.next_request_id, shares, expected)
     # The queue would not take it (requestUnstake reverts while the queue is paused): nothing to fund.
-    refused = shares == 0 or delay > p.max_expiration_delay or p.queue_paused is True
+    refused = shares == 0 or shares > held or delay > p.max_expiration_delay or p.queue_paused is True
     served = Served() if refused else _serve_new(p, b, new, resume)
     when, serve, call = served.funded.get(p.next_request_id, (None, None, None))
     now_fundable = serve == 1
@@ -294,7 +301,7 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     overdue = when is not None and not now_fundable and when <= t0 + 1
     if overdue:
         when = None
-    caveats = _state_caveats(p, expires) + _request_caveats(p, shares, expected, delay, when, expires, overdue,
+    caveats = _state_caveats(p, expires) + _request_caveats(p, shares, expected, delay, held, when, expires, overdue,
                                                             refused, None if when is not None else served.blocked)
     return {
         "sharesWei": str(shares), "expectedAvaxWei": str(expected),
@@ -336,11 +343,15 @@ def _state_caveats(p: Params, expires: int) -> list[str]:
     return caveats
 
 
-def _refusals(p: Params, shares: int, expected: int, delay: int) -> list[str]:
-    """What the queue refuses of this request, or what makes it unfundable."""
+def _refusals(p: Params, shares: int, expected: int, delay: int, held: int) -> list[str]:
+    """What the queue refuses of this request, or what makes it unfundable (``held``: the ggAVAX
+    holders hold between them, outside the queue)."""
     caveats = []
     if shares == 0:
         caveats.append("there are no ggAVAX shares to redeem: the queue refuses a request for 0 shares")
+    elif shares > held:
+        caveats.append(f"no one holds that much ggAVAX: {held / 10**18:,.4f} ggAVAX exist outside the queue, and a "
+                       "request takes its shares from the one filing it")
     elif expected == 0:
         # requestUnstake checks the shares only; redeeming shares worth 0 AVAX reverts the whole call.
         caveats.append("these shares are worth 0 AVAX at today's share price: the queue would take the request, but "
@@ -350,11 +361,11 @@ def _refusals(p: Params, shares: int, expected: int, delay: int) -> list[str]:
     return caveats
 
 
-def _request_caveats(p: Params, shares: int, expected: int, delay: int, when: int | None, expires: int,
+def _request_caveats(p: Params, shares: int, expected: int, delay: int, held: int, when: int | None, expires: int,
                      overdue: bool, refused: bool, blocked: int | None = None) -> list[str]:
     """What is wrong with this request itself, or with when it would be funded (``blocked``: the id
     where the depositor's calls fail whole, when that keeps it unfunded)."""
-    caveats = _refusals(p, shares, expected, delay)
+    caveats = _refusals(p, shares, expected, delay, held)
     if refused:
         return caveats  # no funding to date or to weigh against a deadline
     if p.limit == 0:

@@ -54,14 +54,15 @@ PARAMS = S.obj({
 })
 
 RESULT = S.obj({
-    "shares": _d(S.NON_NEGATIVE, "ggAVAX the request would take, whole tokens"),
+    "shares": _d(S.NON_NEGATIVE, "ggAVAX the request would take, whole tokens: for an amount of AVAX, the fewest "
+                                 "shares worth at least it at the params' block (previewWithdraw, rounded up)"),
     "sharesWei": _d(WEI, "the same, wei"),
     "expectedAvax": _d(S.NON_NEGATIVE, "AVAX it would be paid (convertToAssets at the params' block), whole AVAX"),
     "expectedAvaxWei": _d(WEI, "the same, wei"),
     "position": _d({"type": "integer", "minimum": 1}, "its place at the back of the line"),
     "aheadAvax": _d(S.NON_NEGATIVE, "expected AVAX of the requests ahead of it, whole AVAX"),
     "aheadAvaxWei": _d(WEI, "the same, wei"),
-    "refused": _d(S.BOOLEAN, "the queue would refuse the request now (0 shares, a delay beyond its maximum, or the queue paused): nothing is funded, a caveat says why"),
+    "refused": _d(S.BOOLEAN, "the queue would refuse the request now (0 shares, more shares than anyone holds outside the queue, a delay beyond its maximum, or the queue paused): nothing is funded, a caveat says why"),
     "fundableNow": _d(S.BOOLEAN, "the liquidity covers it and the line ahead at the depositor's next calls"),
     "depositorCalls": _d(S.nullable({"type": "integer", "minimum": 1}), "when fundable now: the depositor calls that reach it"),
     "estimatedFundingTime": _d(S.nullable(TIME), "when the schedule's serves fund it (null when fundable now, waiting for overdue returns, not covered, or refused)"),
