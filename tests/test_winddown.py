@@ -97,18 +97,23 @@ def test_the_function_answers_the_wound_down_chain_with_the_stale_price_and_no_d
     assert params["ggpPriceStale"] is True and params["ggpPriceStaleReason"] == prices["staleReason"]
     assert prices["ggpPriceAgeDays"] >= 60 and params["distributionExpected"] is False
     monkeypatch.setenv("REWARDS_PARAMS_URL", (out / "rewards" / "params.json").resolve().as_uri())
+    staker = next(iter(sorted((out / "rewards").glob("0x*.json")))).stem
     H.CACHES.clear()
     try:
-        resp = H.handler({"rawPath": "/rewards/byStake", "rawQueryString": "ggpStaked=20000&avaxStaked=1000",
-                          "requestContext": {"http": {"method": "GET", "path": "/rewards/byStake"}}}, None)
+        # A stake asked about, and an existing staker's own estimate: both at the stale price.
+        answers = [H.handler({"rawPath": path, "rawQueryString": query,
+                              "requestContext": {"http": {"method": "GET", "path": path}}}, None)
+                   for path, query in (("/rewards/byStake", "ggpStaked=20000&avaxStaked=1000"),
+                                       ("/rewards/estimate", f"address={staker}"))]
     finally:
         H.CACHES.clear()
-    assert resp["statusCode"] == 200, resp["body"]
-    result = json.loads(resp["body"])["result"]
-    warnings = {w["code"]: w["message"] for w in result["warnings"]}
-    assert warnings["ggp_price_stale"] == f"the GGP price is stale: {prices['staleReason']}"
-    assert result["distributionExpected"] is False and result["noDistributionReason"] == params["noDistributionReason"]
-    assert params["noDistributionReason"] in warnings["no_distribution_expected"]
+    for resp in answers:
+        assert resp["statusCode"] == 200, resp["body"]
+        result = json.loads(resp["body"])["result"]
+        warnings = {w["code"]: w["message"] for w in result["warnings"]}
+        assert warnings["ggp_price_stale"] == f"the GGP price is stale: {prices['staleReason']}"
+        assert result["distributionExpected"] is False and result["noDistributionReason"] == params["noDistributionReason"]
+        assert params["noDistributionReason"] in warnings["no_distribution_expected"]
 
 
 def test_the_guards_that_must_refuse_still_refuse_on_the_wound_down_chain(wound, tmp_path):

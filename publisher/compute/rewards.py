@@ -396,6 +396,8 @@ def operator_estimate(params, *, ggp_staked: int, avax_staked: int, avax_validat
     out = _returns(p, ggp_staked, avax_staked, 0 if p.minipool_creation_paused else avax_validating, ggp_cycle)
     out["sharePct"] = pct(share)
     out["shareWad"] = str(share)
+    out["warnings"] = warnings = []
+    _standing_warnings(lambda code, message: warnings.append({"code": code, "message": message}), p)
     return out
 
 
@@ -545,20 +547,26 @@ def _stake_warnings(warn: Callable[[str, str], None], p: Params, g: int, a: int,
 
 
 def _protocol_warnings(warn: Callable[[str, str], None], p: Params) -> None:
-    """What any stake would meet at the params' block: paused creation, no distribution expected or
-    one too soon, nothing minted for operators, no USD price, a stale GGP price."""
+    """What a new operator's stake would meet at the params' block: paused creation, a distribution
+    too soon to be eligible for, and what any staker meets (``_standing_warnings``)."""
     if p.minipool_creation_paused:
         warn("minipool_creation_paused", "MinipoolManager is paused: no minipool can be created now, so a new "
                                          "operator validates nothing and earns no AVAX or GGP rewards; every reward "
                                          "figure is 0")
     left = p.next_distribution - p.block["timestamp"]
-    if not p.distribution_expected:
-        warn("no_distribution_expected", f"no GGP distribution to node operators is expected "
-                                         f"({p.no_distribution_reason}), so GGP rewards are 0")
-    elif left < p.eligibility_min_seconds:
+    if p.distribution_expected and left < p.eligibility_min_seconds:
         warn("misses_next_distribution", f"the next distribution is {left} s after the params block, less than "
                                          f"RewardsEligibilityMinSeconds ({p.eligibility_min_seconds} s): a minipool "
                                          "created now is not eligible for it, so the first GGP arrives one cycle later")
+    _standing_warnings(warn, p)
+
+
+def _standing_warnings(warn: Callable[[str, str], None], p: Params) -> None:
+    """What any staker, new or existing, meets at the params' block: no distribution expected,
+    nothing minted for operators, no USD price, a stale GGP price."""
+    if not p.distribution_expected:
+        warn("no_distribution_expected", f"no GGP distribution to node operators is expected "
+                                         f"({p.no_distribution_reason}), so GGP rewards are 0")
     if p.nodeop_pool == 0 and p.distribution_expected:
         warn("no_nodeop_rewards", "the next cycle mints no GGP for node operators (supply cap reached or "
                                   "inflation off)")

@@ -95,8 +95,15 @@ RESULT = S.obj({
                                               "than the network's bound, and every figure is at that price)"),
 }, description="the estimate; identical in the grid and the function")
 
-OPERATOR_ESTIMATE = S.obj(RETURNS, description="next-cycle estimate from the staker's own effective stake at the next "
-                                                "distribution, against the total eligible stake of /rewards/params")
+OPERATOR_ESTIMATE = S.obj({
+    **RETURNS,
+    "warnings": S.described(S.array(WARNING), "what keeps rewards from coming (no_distribution_expected: no GGP "
+                                              "distribution is expected; no_nodeop_rewards: the next cycle mints no "
+                                              "GGP for node operators) or makes them uncertain (ggp_price_stale: the "
+                                              "Oracle's GGP price is older than the network's bound, and every "
+                                              "figure is at that price; no_usd_price: USD values are null)"),
+}, description="next-cycle estimate from the staker's own effective stake at the next distribution, against the "
+               "total eligible stake of /rewards/params")
 ESTIMATE_PATH = "/rewards/estimate"
 
 STAKER_ESTIMATE = S.obj({
