@@ -522,7 +522,17 @@ def test_the_lookup_form_with_script_goes_straight_to_the_page(site, page, demo_
         page.wait_event("Page.loadEventFired", mark)
         assert page.eval("location.pathname + location.search") == f"/withdrawals/{address}.html"  # no redirect on the way
         assert page.eval("document.getElementById('requester').textContent") == checksummed
-    assert page.console_errors() == []
+    # An address that never filed: what to do, said in place (its page would be a bare 404).
+    nobody = "0x" + "ab" * 20
+    page.goto(site + "/")
+    page.eval(f"document.getElementById('lookup-address').value = '{nobody}';"
+              "document.querySelector('form.lookup button').click()")
+    page.wait_for("!document.getElementById('lookup-error').hidden")
+    said = page.eval("document.getElementById('lookup-error').textContent")
+    assert f"No withdrawal request was ever filed by {nobody}" in said and "file a request" in said
+    assert page.eval("location.pathname") == "/"
+    # The probe's 404 is the one failed load.
+    assert [e for e in page.console_errors() if "404" not in e] == [] and len(page.console_errors()) <= 1
 
 
 def test_the_lookup_form_without_script_is_redirected_by_serve(site, page, demo_requesters):

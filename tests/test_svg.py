@@ -144,3 +144,13 @@ def test_a_single_point_is_drawn_inside_the_plot():
     c = plot.find(".//circle")
     assert left <= float(c.get("cx")) <= right and top <= float(c.get("cy")) <= bottom
     assert plot.find(".//polyline") is None
+
+
+def test_whole_number_ticks_for_counts_and_places():
+    """Places in line are whole: their axis never shows 0.950 or 2.5, one place included."""
+    for lo, hi in ((1, 1), (1, 2), (1, 3), (1, 17), (3, 240), (7, 7)):
+        xt = svg.ticks(lo, hi, whole=True)
+        assert xt[0] <= lo and xt[-1] >= hi and len(xt) >= 2
+        assert all(float(v).is_integer() for v in xt), (lo, hi, xt)
+    chart = svg.line_chart("c", "t", [svg.Series("s", ((1, 5.0),))], x_label="place", y_label="AVAX", x_whole=True)
+    assert "0.950" not in chart and "1.000" not in chart and ">1<" in chart

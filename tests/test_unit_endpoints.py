@@ -12,11 +12,13 @@ from support.factory import BLOCK, DAY, NOW, WAD, avax
 
 from publisher.build.validate import schema_problems
 from publisher.compute import rewards as R
+from publisher.config import load_profile
 from publisher.endpoints import market, requester_page, rewards, vault, withdrawals
+from publisher.endpoints.announcements import WINDOW_END
 from publisher.endpoints.context import Context
 from publisher.endpoints.registry import load_all, resolve
 from publisher.snapshot import DexReserves, VaultPoint, check
-from publisher.utc import when
+from publisher.utc import iso, when
 
 
 def render(fn, snap, **ctx) -> dict[str, dict]:
@@ -116,6 +118,27 @@ def test_the_withdrawals_overview_and_a_requesters_file():
 def page_of(snap, path: str) -> str:
     """The HTML page a render function yields at ``path`` (a page has no JSON schema to pass)."""
     return next(resolve(body) for p, body in requester_page.requester_page(Context(snap)) if p == path)
+
+
+def test_a_funded_requests_banner_names_the_window_when_it_closes_before_the_expiration():
+    """The page's most visible line says what comes first: the announced window's end, when it
+    comes before the request's own expiration (a claim still pays until the expiration)."""
+    window = 1_798_675_200  # 2026-12-31 00:00 UTC, mainnet's announced end
+    me = F.addr(0xC001)
+    now = window - 60
+    late = F.request(0, avax(3), requester=me, requested=now - DAY, fulfilled=True)  # expires 20 days after the window
+    early = F.request(1, avax(2), requester=me, requested=now - 21 * DAY + 30, fulfilled=True)  # expires 30 s before it
+    s = F.snapshot(now=now, ggavax=F.vault(now=now), requests=[late, early])
+    announced = load_profile("mainnet").announced()
+    assert any(a.key == WINDOW_END and a.time == window for a in announced)
+    page = next(resolve(body) for p, body in requester_page.requester_page(Context(s, announcements=announced))
+                if p == f"/withdrawals/{me.lower()}.html")
+    first = re.search(r'id="banner-expires-0">(.*?)</p>', page, re.S).group(1)
+    assert 'claim it before the announced withdrawal window closes</strong>, <time datetime="2026-12-31T00:00:00Z"' in first
+    assert f'until it expires, <time datetime="{iso(late.expiration_time)}"' in first
+    second = re.search(r'id="banner-expires-1">(.*?)</p>', page, re.S).group(1)
+    assert f'claim it before it expires</strong>, <time datetime="{iso(early.expiration_time)}"' in second
+    assert "window" not in second
 
 
 def test_a_requester_is_told_what_claims_can_still_pay_and_why_nothing_funds_a_request():

@@ -394,7 +394,8 @@ def test_the_window_asks_what_each_request_allows_by_then():
     assert window_asks([funded], later, True, until=True) == [claim]
     assert window_asks([pending], later, until=True) == [claim, line]
     assert "claim funded requests before then and before their own expiration" in window_record(end)["note"]
-    assert "(5 days left): you have no open request." in window_record(end, asks=[], open_requests=False)["note"]
+    assert "(5 days left): you have no open request: to withdraw ggAVAX, file a request (requestUnstake) early" in window_record(end, asks=[], open_requests=False)["note"]
+    assert "file a request (requestUnstake) early enough" in window_record(end)["note"]
 
 
 def test_closed_ids_from_the_logs_cost_the_depositor_a_call():

@@ -218,7 +218,7 @@ def make_page(shared: bytes, body_inputs: tuple, line: bytes) -> str:
         series = [svg.Series("AVAX the line needs through each place", tuple(map(tuple, placed["curve"]))),
                   svg.Series("you are here", tuple((r["position"], r["cumulativeAvax"]) for r in mine))]
         chart = svg.line_chart("chart-line", "The withdrawal line through your place: AVAX needed up to each place", series,
-                               x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True)
+                               x_label="place in line (1 = funded first)", y_label="AVAX", y_zero=True, x_whole=True)
     when = partial(_when, counted)
     closes = view["window"]["closesAt"]
     if closes is not None:  # the window's note as this requester's open requests have it

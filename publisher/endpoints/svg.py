@@ -36,20 +36,22 @@ class Series:
     points: tuple[tuple[float, float], ...]  # (x, y) in data units, x ascending
 
 
-def nice_step(span: float, count: int = 5) -> float:
-    """A 1-2-5 step giving about ``count`` intervals over ``span``."""
+def nice_step(span: float, count: int = 5, whole: bool = False) -> float:
+    """A 1-2-5 step (or 2.5) giving about ``count`` intervals over ``span``; ``whole``: a whole number."""
     if span <= 0 or not math.isfinite(span):
         return 1.0
     raw = span / count
     mag = 10 ** math.floor(math.log10(raw))
-    return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    step = next(m * mag for m in ((1, 2, 5, 10) if whole else (1, 2, 2.5, 5, 10)) if m * mag >= raw)
+    return max(1, round(step)) if whole else step
 
 
-def ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi] (which is widened to them)."""
+def ticks(lo: float, hi: float, count: int = 5, whole: bool = False) -> list[float]:
+    """Round tick values covering [lo, hi] (which is widened to them); ``whole``: whole numbers only
+    (counts, places), a single value widened by one each side."""
     if hi == lo:
-        lo, hi = (lo - 1, hi + 1) if lo == 0 else (lo - abs(lo) * 0.05, hi + abs(hi) * 0.05)
-    step = nice_step(hi - lo, count)
+        lo, hi = ((lo - 1, hi + 1) if lo == 0 or whole else (lo - abs(lo) * 0.05, hi + abs(hi) * 0.05))
+    step = nice_step(hi - lo, count, whole)
     start, end = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
     return [round(i * step, 12) for i in range(start, end + 1)]
 
@@ -110,8 +112,8 @@ class _Frame:
 
 
 def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str, y_label: str,
-               dates: bool = False, y_zero: bool = False, x_format=None, y_format=None) -> Markup:
-    """Lines with a marker per point; x in unix seconds when ``dates``."""
+               dates: bool = False, y_zero: bool = False, x_format=None, y_format=None, x_whole: bool = False) -> Markup:
+    """Lines with a marker per point; x in unix seconds when ``dates``, whole numbers when ``x_whole``."""
     drawn = [s for s in series if s.points]
     if not drawn:
         return Markup(f'<figure class="chart" id="{escape(chart_id)}"><figcaption>{escape(title)}</figcaption>'
@@ -120,7 +122,7 @@ def line_chart(chart_id: str, title: str, series: list[Series], *, x_label: str,
     ys = [y for s in drawn for _, y in s.points]
     x0, x1 = min(xs), max(xs)
     yt = ticks(0 if y_zero else min(ys), max(ys))
-    xt = _date_ticks(x0, x1) if dates else ticks(x0, x1)
+    xt = _date_ticks(x0, x1) if dates else ticks(x0, x1, whole=x_whole)
     if not dates:
         x0, x1 = min(x0, xt[0]), max(x1, xt[-1])
     f = _Frame(x0, x1, yt[0], yt[-1])

@@ -526,6 +526,11 @@ def listed(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+# What the window asks of a holder who has filed nothing (the aggregate's note says it to every holder).
+FILE_ONE = ("to withdraw ggAVAX, file a request (requestUnstake) early enough for the depositor to fund it and for "
+            "you to claim it by then")
+
+
 def window_record(announced: list, claimable: int = 0, asks: list[str] | None = None, open_requests: bool = True,
                   days: bool = True) -> dict:
     """The announced withdrawal window in words: before it closes, what to do by then; after, that
@@ -546,11 +551,11 @@ def window_record(announced: list, claimable: int = 0, asks: list[str] | None = 
         left = "" if n is None else f" ({'less than a day' if n == 0 else f'{n} day' + ('s' if n != 1 else '')} left)"  # as the dashboard says
         if asks is None:
             todo = ("claim funded requests before then and before their own expiration"
-                    + (f" ({claimable} can be claimed now)" if claimable else ""))
+                    + (f" ({claimable} can be claimed now)" if claimable else "") + f"; {FILE_ONE}")
         elif asks:
             todo = f"before then, {listed(asks)}"
         elif asks is not None and not open_requests:
-            todo = "you have no open request"
+            todo = f"you have no open request: {FILE_ONE}"
         else:
             todo = "no call can change your open requests by then: they are stuck (below)"
         note = f"The announced withdrawal window closes at {when(end['time'])}{left}: {todo}. After it, {allowed}."
