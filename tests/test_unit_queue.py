@@ -370,8 +370,8 @@ def test_a_stuck_requests_advice_says_no_call_releases_it_and_what_would():
 def test_the_window_asks_what_each_request_allows_by_then():
     from publisher.endpoints.withdrawals import window_asks, window_record
 
-    def rec(status, expires):
-        return {"status": status, "expirationTime": expires}
+    def rec(status, expires, fundable=False, funding=None):
+        return {"status": status, "expirationTime": expires, "fundableNow": fundable, "estimatedFundingTime": funding}
 
     claim, line, reclaim = ("claim each request once it is funded (before its own expiration)",
                             "cancel or reclaim your expired requests still in line",
@@ -393,6 +393,13 @@ def test_the_window_asks_what_each_request_allows_by_then():
     # From now until then: what each allows now and what it will allow then, together.
     assert window_asks([funded], later, True, until=True) == [claim]
     assert window_asks([pending], later, until=True) == [claim, line]
+    # In line, but funded before its expiration (at the next call, or at a date before it): nothing
+    # expires in line; claim it, or, unclaimed by its expiration, reclaim it (nothing while deposits are paused).
+    for soon in (rec("pending", NOW + 10 * DAY, fundable=True), rec("pending", NOW + 10 * DAY, funding=NOW + 2 * DAY)):
+        assert window_asks([soon], later, until=True) == [claim, reclaim]
+        assert window_asks([soon], later, True, until=True) == [claim]
+        assert window_asks([soon], later) == [reclaim]
+    assert window_asks([rec("pending", NOW + 10 * DAY, funding=NOW + 11 * DAY)], later, until=True) == [claim, line]
     assert "claim funded requests before then and before their own expiration" in window_record(end)["note"]
     assert "(5 days left): you have no open request: to withdraw ggAVAX, file a request (requestUnstake) early" in window_record(end, asks=[], open_requests=False)["note"]
     assert "file a request (requestUnstake) early enough" in window_record(end)["note"]

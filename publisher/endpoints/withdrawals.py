@@ -501,13 +501,16 @@ def window_asks(requests: list[dict], at: int | None = None, deposits_paused: bo
                 until: bool = False) -> list[str]:
     """What the window asks of a requester with these open requests (their published records), by
     the status each has at ``at`` (None: now): one whose expiration comes first has expired by
-    then, in line still or, funded, reclaimable (stuck while ggAVAX deposits are paused).
+    then, in line still or, funded, reclaimable (stuck while ggAVAX deposits are paused), one in
+    line that the schedule funds before its expiration as a funded one.
     ``until``: what it can do from now until ``at``, the statuses now and then together."""
     held = {RS(r["status"]) for r in requests} if until or at is None else set()
+    expired_funded = RS.STUCK if deposits_paused else RS.EXPIRED_FUNDED
     for r in requests:
         st = RS(r["status"])
         if at is not None and r["expirationTime"] <= at:
-            st = {RS.PENDING: RS.PENDING_EXPIRED, RS.FUNDED: RS.STUCK if deposits_paused else RS.EXPIRED_FUNDED}.get(st, st)
+            funded_first = st == RS.PENDING and (r["fundableNow"] or (r["estimatedFundingTime"] or r["expirationTime"]) < r["expirationTime"])
+            st = {RS.PENDING: expired_funded if funded_first else RS.PENDING_EXPIRED, RS.FUNDED: expired_funded}.get(st, st)
         held.add(st)
     return [words for statuses, words in WINDOW_ACTIONS if held & statuses]
 
