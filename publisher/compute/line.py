@@ -302,7 +302,8 @@ def estimate(p: Params, *, shares: int | None = None, avax: int | None = None,
     if overdue:
         when = None
     caveats = _state_caveats(p, expires) + _request_caveats(p, shares, expected, delay, held, when, expires, overdue,
-                                                            refused, None if when is not None else served.blocked)
+                                                            refused, None if when is not None else served.blocked,
+                                                            undated=now_fundable or p.stale_reason is not None)
     return {
         "sharesWei": str(shares), "expectedAvaxWei": str(expected),
         "position": p.pending_count + 1, "aheadAvaxWei": str(p.pending_avax),
@@ -362,9 +363,10 @@ def _refusals(p: Params, shares: int, expected: int, delay: int, held: int) -> l
 
 
 def _request_caveats(p: Params, shares: int, expected: int, delay: int, held: int, when: int | None, expires: int,
-                     overdue: bool, refused: bool, blocked: int | None = None) -> list[str]:
+                     overdue: bool, refused: bool, blocked: int | None = None, undated: bool = False) -> list[str]:
     """What is wrong with this request itself, or with when it would be funded (``blocked``: the id
-    where the depositor's calls fail whole, when that keeps it unfunded)."""
+    where the depositor's calls fail whole, when that keeps it unfunded; ``undated``: its funding
+    waits on a depositor call no one can date, the next one or, the depositor stale, any)."""
     caveats = _refusals(p, shares, expected, delay, held)
     if refused:
         return caveats  # no funding to date or to weigh against a deadline
@@ -390,6 +392,9 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, held: in
             # Nothing can be claimed before it is funded: no advice to claim before the window closes.
             caveats.append("it is not expected to be funded before the announced withdrawal window closes: after "
                            "that date, a funding depends on the depositor still calling")
+        elif undated:
+            caveats.append("its expiration falls after the announced end of the withdrawal window: claim it before "
+                           "the window closes, if the depositor's call that funds it comes in time (no one can date it)")
         else:
             caveats.append("its expiration falls after the announced end of the withdrawal window: claim before the "
                            "window closes")
