@@ -17,8 +17,10 @@ import shutil
 import subprocess
 import threading
 import time
+from datetime import datetime
 from functools import partial
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 import requests
@@ -381,6 +383,30 @@ def test_the_script_counts_relative_times_from_status(site, page, demo_requester
         server.shutdown()
         server.server_close()
     assert dict(shown) == {ts: f" ({w})" for ts, w in cases.items()}
+
+
+def test_the_script_gives_the_key_dates_in_the_viewers_own_zone(site, page, demo_requesters):
+    """Beside a UTC date the page counts from, the viewer's own time, its zone named, where the
+    viewer's clock is not on UTC (the window's end, 00:00 UTC, is the evening before in Los
+    Angeles); on UTC, nothing more than the relative time."""
+    address = demo_requesters[0]
+    body = requests.get(f"{site}/withdrawals/{address}").json()
+    r = body["requests"][0]
+    try:
+        for zone in ("America/Los_Angeles", "Asia/Kolkata", "UTC"):
+            page.send("Emulation.setTimezoneOverride", {"timezoneId": zone})
+            page.goto(f"{site}/withdrawals/{address}.html")
+            page.wait_for("document.documentElement.dataset.countedFrom")
+            rel = page.eval(f"document.querySelector('#request-{r['id']} span.rel[data-ts=\"{r['expirationTime']}\"]').textContent")
+            local = datetime.fromtimestamp(r["expirationTime"], ZoneInfo(zone))  # summer time included
+            if zone == "UTC":
+                assert "your time" not in rel, rel
+                continue
+            clock = local.strftime("%H:%M" + (":%S" if r["expirationTime"] % 60 else ""))
+            assert f"your time: {local.day} {local.strftime('%b')}, {clock}" in rel, (zone, rel)
+    finally:
+        page.send("Emulation.setTimezoneOverride", {"timezoneId": ""})
+    assert page.console_errors() == []
 
 
 def test_the_registry_routes_a_page_beside_its_json():
