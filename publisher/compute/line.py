@@ -388,17 +388,20 @@ def _request_caveats(p: Params, shares: int, expected: int, delay: int, held: in
     window = p.window_end
     # The window is named only where it comes before the expiration, the contract's own deadline.
     if window is not None and p.block_time < window < expires and p.limit != 0 and not overdue:
-        if when is None or when >= window:
-            # Nothing can be claimed before it is funded: no advice to claim before the window closes.
-            caveats.append("it is not expected to be funded before the announced withdrawal window closes: after "
-                           "that date, a funding depends on the depositor still calling")
-        elif undated:
-            caveats.append("its expiration falls after the announced end of the withdrawal window: claim it before "
-                           "the window closes, if the depositor's call that funds it comes in time (no one can date it)")
-        else:
-            caveats.append("its expiration falls after the announced end of the withdrawal window: claim before the "
-                           "window closes")
+        caveats.append(_window_caveat(window, when, undated))
     return caveats
+
+
+def _window_caveat(window: int, when: int | None, undated: bool) -> str:
+    """What the announced window's end, before the request's expiration, asks of it."""
+    if when is None or when >= window:
+        # Nothing can be claimed before it is funded: no advice to claim before the window closes.
+        return ("it is not expected to be funded before the announced withdrawal window closes: after that date, a "
+                "funding depends on the depositor still calling")
+    if undated:
+        return ("its expiration falls after the announced end of the withdrawal window: claim it before the window "
+                "closes, if the depositor's call that funds it comes in time (no one can date it)")
+    return "its expiration falls after the announced end of the withdrawal window: claim before the window closes"
 
 
 def _blocked(blocked: int, new: int) -> str:
