@@ -48,7 +48,7 @@ class Site:
         path = raw_path[:-1] if len(raw_path) > 1 and raw_path.endswith("/") else raw_path  # as the CDN's viewer function
         ep = match(path)
         if ep is not None and ep.is_function and ep.path != requester_page.LOOKUP_PATH:
-            return self._function(path, query, method)  # every method: the function answers them behind the CDN
+            return self._function(path, query, method)  # every method, as the function answers it
         if method == "OPTIONS":
             return 204, dict(CORS), b""
         if method not in ("GET", "HEAD"):

@@ -274,7 +274,8 @@ def test_the_wound_down_pages_show_stuck_requests(wound_site, page, shots):
     assert funded, "the wound-down scenario has a funded request to claim"
     page.goto(f"{wound_site}/withdrawals/{funded[0]}.html")
     expires = page.eval("[...document.querySelectorAll('#banners [id^=banner-expires-]')].map(b => b.textContent).join(' ')")
-    assert "stuck while ggAVAX deposits are paused" in expires and "only be reclaimed" not in expires
+    assert "it is stuck: it can no longer be claimed, and reclaiming it reverts (ggAVAX (TokenggAVAX) deposits are paused)" in expires
+    assert "only be reclaimed" not in expires
     for scheme in ("light", "dark"):
         page.send("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
         for width, height in WIDTHS.items():

@@ -133,9 +133,10 @@ def test_unreasonable_paths_are_plain_404s(site):
 
 
 def test_a_function_route_answers_every_method_as_the_function_does(site):
-    """Behind the CDN the function answers a function route whatever the method: serve hands it
-    over, so status, body and headers are the function's (POST refused with its 405, OPTIONS its
-    preflight); and every error body, serve's own included, is the one canonical JSON."""
+    """Serve hands a function route to the function whatever the method, so status, body and
+    headers are the function's (POST refused with its 405, OPTIONS its preflight; behind the CDN a
+    method beyond GET, HEAD and OPTIONS is refused before it); and every error body, serve's own
+    included, is the one canonical JSON."""
     from publisher.function.handler import handler
 
     base, out = site

@@ -141,6 +141,29 @@ def test_a_funded_requests_banner_names_the_window_when_it_closes_before_the_exp
     assert "window" not in second
 
 
+def test_a_funded_request_too_small_to_mint_a_share_is_told_so_everywhere():
+    """A funded request worth less than one share: its record says why its cancel and reclaim
+    revert, and its page's banner, its calendar and the window's asks say it is stuck once expired
+    rather than reclaimable."""
+    from publisher.compute import queue as Q
+    from publisher.endpoints import calendar
+
+    me = F.addr(0xC002)
+    dear = F.vault(released=avax(1050), supply=avax(1000), staking=avax(1000))  # 1.05 AVAX a share
+    dust = F.request(0, 1, shares=1, requester=me, fulfilled=True)
+    s = F.snapshot(ggavax=dear, requests=[dust])
+    body = render(withdrawals.requester, s)[f"/withdrawals/{me.lower()}"]
+    (r,) = body["requests"]
+    assert (r["status"], r["canClaim"], r["canCancel"], r["redepositBlocked"]) == ("funded", True, False, Q.ZERO_SHARES)
+    page = page_of(s, f"/withdrawals/{me.lower()}.html")
+    banner = re.search(r'id="banner-expires-0">(.*?)</p>', page, re.S).group(1)
+    assert "reclaiming it reverts (its AVAX is too little to mint one ggAVAX share)" in banner
+    assert withdrawals.window_asks(body["requests"], r["expirationTime"] + 1) == []  # stuck then: nothing to ask
+    text = calendar.calendar_text("mainnet", None, body).replace("\r\n ", "")
+    assert "nor reclaimed: its AVAX is too little to mint one ggAVAX share (it is stuck)" in text
+    assert "can also be cancelled for ggAVAX" not in text
+
+
 def test_a_requester_is_told_what_claims_can_still_pay_and_why_nothing_funds_a_request():
     """A request past its expiration returns ggAVAX (cancelled or reclaimed), never its AVAX: the
     requester's payableAvax leaves it out, and the page says how much it leaves out. A request in

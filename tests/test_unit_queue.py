@@ -136,6 +136,19 @@ def test_a_funded_request_too_small_to_mint_a_share_cannot_be_cancelled_or_recla
         assert b.can_reclaim is not blocked and (b.stuck_reason == Q.ZERO_SHARES) is blocked
         assert ("you may also cancel" in Q.advice(soon, a)) is not blocked
         assert ("too little to mint one ggAVAX share" in Q.advice(late, b)) is blocked
+    # Judged on the books as they are, not as the replay of the line leaves them: a request in line
+    # that a reward stream funds later (each funding burns shares) changes nothing of it.
+    streaming = F.vault(released=avax(1050), rewards=avax(500), last_sync=NOW - DAY, cycle_end=NOW + 13 * DAY,
+                        supply=avax(1000), staking=avax(700))
+    dust = replace(F.request(0, 1, shares=1, requested=T, fulfilled=True), expiration_time=NOW - 1)
+    alone = Q.schedule(F.snapshot(ggavax=streaming, requests=[dust])).places[0]
+    waiting = F.request(1, avax(525), shares=avax(500))  # redeemed at the stream's end, at a higher price
+    plan = Q.schedule(F.snapshot(ggavax=streaming, requests=[dust, waiting]))
+    assert plan.places[1].funding_time is not None  # the stream funds it later
+    assert alone.status == plan.places[0].status == Q.RequestStatus.STUCK and not plan.places[0].can_reclaim
+    # Too little to mint a share stays so when deposits reopen: that reason, not the pause, is given.
+    paused = Q.schedule(F.snapshot(ggavax=streaming, requests=[dust], paused={"TokenggAVAX": True})).places[0]
+    assert paused.stuck_reason == Q.ZERO_SHARES
 
 
 def test_the_expiry_clock_answers_every_expiration_test_as_the_time_does_and_moves_only_when_one_passes():

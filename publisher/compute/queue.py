@@ -191,10 +191,12 @@ def redeposit_blocked(r: UnstakeRequest, vault: L.Books, now: int, deposits_paus
     """Why a funded request's cancel or reclaim, which deposit its allocated AVAX back into ggAVAX
     for fresh shares, reverts at ``now``: deposits paused, or fewer assets than one share is worth
     (ERC-4626's convertToShares rounds down, and a deposit of 0 shares reverts). None: it goes
-    through. The share price only rises with the stream, so a blocked one stays blocked."""
-    if deposits_paused:
-        return DEPOSITS_PAUSED
-    return ZERO_SHARES if vault.to_shares(r.allocated_funds, now) == 0 else None
+    through. The share price only rises with the stream, so a blocked one stays blocked: that
+    reason first, as reopening deposits does not lift it. ``vault``: the books at ``now``, not as a
+    replay of the line leaves them."""
+    if vault.to_shares(r.allocated_funds, now) == 0:
+        return ZERO_SHARES
+    return DEPOSITS_PAUSED if deposits_paused else None
 
 
 def expiry_clock(requests: Sequence[UnstakeRequest], now: int) -> int:
@@ -426,7 +428,8 @@ def schedule(snap: Snapshot) -> Schedule:
         return Schedule(queue_liquidity(snap), (), (), 0, places, 0, 0, None, 0, False, 0, assumptions(snap, False))
     entries, front_known = line_entries(snap)
     ev = minipool_events(snap)
-    vault = books(snap)
+    vault = books(snap)  # the replay's: serve_line moves it through the calls it plays
+    today = books(snap)
     limit = q.max_requests_per_deposit
     served = L.serve_line(vault, entries, len(entries) if limit is None else limit, list(ev.serves))
     pending = line(snap)
@@ -457,7 +460,7 @@ def schedule(snap: Snapshot) -> Schedule:
         ahead += r.expected_assets
     for r in q.requests:
         if r.fulfilled:
-            why = redeposit_blocked(r, vault, now, paused_deposits)
+            why = redeposit_blocked(r, today, now, paused_deposits)
             st = status(r, now, why is not None)
             places[r.id] = Place(st, can_claim(r, now), can_cancel(r, now, why is not None),
                                  can_reclaim(r, now, why is not None), why if st == RequestStatus.STUCK else None,

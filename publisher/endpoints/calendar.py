@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 
+from ..compute import queue as Q
 from ..compute.queue import RequestStatus as RS
 from ..utc import when
 from . import withdrawals as W
@@ -107,14 +108,17 @@ def make_calendar(network: str, window: tuple | None, inputs: tuple, late: tuple
                          queue=queue)
 
 
-def _after_expiry(status: str, deposits_paused: bool) -> str:
+def _after_expiry(status: str, deposits_paused: bool, blocked: str | None = None) -> str:
     """What the contracts allow a request once it has expired: a funded one can no longer be
-    claimed; a pending one stays in line, where it can still be cancelled, reclaimed or funded."""
+    claimed (``blocked``: why reclaiming it reverts, its record's redepositBlocked); a pending one
+    stays in line, where it can still be cancelled, reclaimed or funded."""
     if status in (RS.PENDING, RS.PENDING_EXPIRED):
         funded_then = ("stuck while ggAVAX deposits are paused" if deposits_paused
                        else "only reclaimable, which deposits its AVAX back into ggAVAX for the requester")
         return ("it stays in line: the requester can still cancel it and anyone can reclaim it (its ggAVAX goes back "
                 f"to the requester), but a funding from now on comes too late to be claimed: the request is then {funded_then}")
+    if blocked and blocked != Q.DEPOSITS_PAUSED:
+        return f"from now on it can no longer be claimed, nor reclaimed: {blocked.split(':')[0]} (it is stuck)"
     if deposits_paused:
         return ("from now on it can no longer be claimed, and while ggAVAX deposits are paused it cannot be reclaimed "
                 "either (it is stuck until they reopen)")
@@ -160,7 +164,7 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
         payout = "" if r["status"] in EXPIRED else (
             (f": it is funded already, so its AVAX can be claimed now, {until}" if r["fulfilled"] else
              f": the contract pays a claim as soon as the request is funded, even before this time, {until}")
-            + ("" if deposits_paused else "; until this time a funded request can also be cancelled for ggAVAX"))
+            + ("" if deposits_paused or r.get("redepositBlocked") else "; until this time a funded request can also be cancelled for ggAVAX"))
         events.append(_event(uid(network, "claimable", rid), stamp, r["claimableTime"],
                              f"ggAVAX withdrawal #{rid}: claimable time ({avax} AVAX)",
                              f"Request {rid} of {who} ({avax} AVAX) reaches its claimable time, the earliest "
@@ -173,7 +177,7 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                       + (" and leaves the request stuck while ggAVAX deposits are paused." if deposits_paused else ".")))
         events.append(_event(uid(network, "expiration", rid), stamp, r["expirationTime"],
                              f"ggAVAX withdrawal #{rid} expires ({avax} AVAX)",
-                             f"Request {rid} of {who} ({avax} AVAX) expires: {_after_expiry(r['status'], deposits_paused)}. "
+                             f"Request {rid} of {who} ({avax} AVAX) expires: {_after_expiry(r['status'], deposits_paused, r.get('redepositBlocked'))}. "
                              f"{todo}", *([alarm] if alarm else [])))
     for rc in body.get("receipts", []):
         latest = max([latest, *(step["time"] for step in _steps(rc))])

@@ -48,6 +48,7 @@ REQUEST = S.obj({
     "canCancel": S.described(S.BOOLEAN, "the requester's cancelRequest succeeds at the block: a pending request any time, a funded one only before its claimable time and while ggAVAX takes deposits (its AVAX is deposited back)"),
     "canReclaim": S.described(S.BOOLEAN, "anyone's reclaimExpiredRequest succeeds at the block: past its expiration, and for a funded request only while ggAVAX takes deposits (its AVAX is deposited back as shares)"),
     "stuckReason": S.described(S.nullable(S.STRING), "why a stuck request can be neither claimed nor reclaimed now: ggAVAX deposits paused, or its AVAX too little to mint one share (null otherwise)"),
+    "redepositBlocked": S.described(S.nullable(S.STRING), "a funded request's: why cancelling or reclaiming it, which deposit its AVAX back into ggAVAX, reverts now (so once it expires it is stuck); null when they go through, and for a request in line"),
     "advice": S.described(S.STRING, "what the requester can do now, and until when"),
     "shares": S.described(AVAX, "ggAVAX taken when the request was filed, whole tokens"),
     "expectedAvax": S.described(AVAX, "AVAX a claim pays the requester, fixed when the request was filed, whole AVAX; "
@@ -510,7 +511,8 @@ def window_asks(requests: list[dict], at: int | None = None, deposits_paused: bo
         st = RS(r["status"])
         if at is not None and r["expirationTime"] <= at:
             funded_first = st == RS.PENDING and (r["fundableNow"] or (r["estimatedFundingTime"] or r["expirationTime"]) < r["expirationTime"])
-            st = {RS.PENDING: expired_funded if funded_first else RS.PENDING_EXPIRED, RS.FUNDED: expired_funded}.get(st, st)
+            st = {RS.PENDING: expired_funded if funded_first else RS.PENDING_EXPIRED,
+                  RS.FUNDED: RS.STUCK if r.get("redepositBlocked") else expired_funded}.get(st, st)
         held.add(st)
     return [words for statuses, words in WINDOW_ACTIONS if held & statuses]
 
@@ -715,7 +717,7 @@ def _request_record(r: UnstakeRequest, place: Q.Place, window: tuple[int, bool] 
     return {
         "id": r.id, "requester": r.requester, "status": place.status.value, "fulfilled": r.fulfilled,
         "canClaim": place.can_claim, "canCancel": place.can_cancel, "canReclaim": place.can_reclaim,
-        "stuckReason": place.stuck_reason, "advice": Q.advice(r, place, None if closed else end, window_closed=end if closed else None, idle=idle), "shares": tokens(r.shares),
+        "stuckReason": place.stuck_reason, "redepositBlocked": place.redeposit_blocked, "advice": Q.advice(r, place, None if closed else end, window_closed=end if closed else None, idle=idle), "shares": tokens(r.shares),
         "expectedAvax": tokens(r.expected_assets), "allocatedAvax": tokens(r.allocated_funds),
         "requestTime": r.request_time, "claimableTime": r.claimable_time, "expirationTime": r.expiration_time,
         "position": place.position, "aheadAvax": tokens(place.ahead_avax), "fundableNow": place.fundable_now,
