@@ -195,3 +195,22 @@ def test_params_outside_the_formula_are_refused():
             R.parse_params({**doc, key: value})
     with pytest.raises(R.ParamsError, match="formatVersion"):
         R.parse_params({**doc, "formatVersion": 2})
+
+
+def test_withdrawable_ggp_leaves_the_fewest_ggp_that_keep_150_percent():
+    """Staking.withdrawGGP's rule worked backwards: after the withdrawal the collateralization (its
+    two roundings down included) stays at the maximum ratio, and one wei more would break it."""
+    import random
+
+    rng = random.Random(7)
+    ratio = 15 * 10**17
+    for _ in range(5000):
+        price, assigned, staked = rng.randrange(1, 10**18), rng.randrange(1, 10**24), rng.randrange(0, 10**25)
+        w = R.withdrawable_ggp(staked, assigned, price, ratio, locked=False)
+        assert 0 <= w <= staked
+        if w:
+            assert R.collateralization_ratio(staked - w, assigned, price) >= ratio
+        if w < staked:
+            assert R.collateralization_ratio(staked - w - 1, assigned, price) < ratio
+    assert R.withdrawable_ggp(10**21, 0, 10**17, ratio, locked=False) == 10**21  # nothing assigned: all of it
+    assert R.withdrawable_ggp(10**21, 0, 10**17, ratio, locked=True) == 0  # locked: none

@@ -52,6 +52,19 @@ def collateralization_ratio(ggp_staked: int, avax_assigned: int, price: int) -> 
     return div_wad(mul_wad(ggp_staked, price), avax_assigned)
 
 
+def withdrawable_ggp(ggp_staked: int, avax_assigned: int, price: int, max_ratio: int, locked: bool) -> int:
+    """The most GGP Staking.withdrawGGP lets a staker take now, wei: nothing while its GGP is locked;
+    else all but the fewest GGP whose collateralization of the AVAX still assigned stays at
+    ``max_ratio`` (mainnet's 150 %) or above, worked backwards through its two roundings down."""
+    if locked:
+        return 0
+    if avax_assigned == 0:
+        return ggp_staked
+    in_avax = -(-max_ratio * avax_assigned // WAD)  # the least mul_wad(ggp, price) whose div_wad by assigned reaches it
+    keep = -(-in_avax * WAD // price)  # the least ggp whose mul_wad by price reaches that
+    return max(0, ggp_staked - keep)
+
+
 def effective_rewards_ratio(ggp_staked: int, avax_assigned: int, high_water: int, price: int, max_ratio: int) -> int:
     """Staking.getEffectiveRewardsRatio: 0 without a high-water mark or under 10 %, capped at the max."""
     if high_water == 0:

@@ -5,12 +5,15 @@ import math
 from collections.abc import Mapping
 from decimal import Decimal
 
+from ..compute import rewards as R
 from ..compute.nodeid import node_id
 from ..compute.params import DistributionStake
 from ..compute.validation import unrecorded_ends
-from ..protocol import ACTIVE_STATUSES, STATUS_LABELS
+from ..protocol import ACTIVE_STATUSES, STATUS_LABELS, MinipoolStatus
 from ..snapshot import Minipool, Staker, Validator
+from ..utc import when
 from . import schema as S
+from . import svg
 from .common import meta, minipool_record, staker_minipools, staker_record, status_counts
 from .context import Context
 from .registry import REL, Check, Deferred, Each, Param, Run, endpoint
@@ -155,15 +158,39 @@ def stakers_body(rows: list, count: int) -> dict:
     return {"stakers": rows, "count": count}
 
 
+# What a node operator leaving can take out now, by the contracts' rules.
+LEAVING = S.obj({
+    "withdrawableGGP": S.described(TOKENS, "GGP that Staking.withdrawGGP lets the staker take now, whole GGP: 0 while "
+                                           "its GGP is locked (ggpLockedUntil); else all of it when no AVAX is assigned, "
+                                           "or what is above 150 % (MaxCollateralizationRatio) collateralization of the "
+                                           "AVAX still assigned, at the Oracle's GGP price"),
+    "withdrawableGGPWei": S.described(S.WEI, "withdrawableGGP in wei, exact"),
+    "ggpKeptBy": {"enum": [None, "lock", "collateral"], "description": "what keeps GGP staked from being withdrawn "
+                  "now: the lock, the collateral its assigned AVAX needs, or nothing (null)"},
+    "minipoolFunds": S.described(S.array(S.obj({
+        "nodeID": S.described(S.NODE_ID, "the minipool's NodeID"),
+        "avax": S.described(TOKENS, "AVAX withdrawMinipoolFunds pays: the operator's AVAX and its reward, whole AVAX"),
+        "avaxWei": S.described(S.WEI, "avax in wei, exact"),
+    })), "the staker's minipools in Withdrawable or Error, whose AVAX MinipoolManager.withdrawMinipoolFunds(nodeID) "
+         "pays the owner (it is not stopped by a pause)"),
+    "ggpRewardsClaimable": S.described(S.BOOLEAN, "whether its unclaimed GGP rewards can be claimed now: some are "
+                                                  "owed and ClaimNodeOp is not paused"),
+    "advice": S.described(S.STRING, "what the staker can take out now, and what it cannot, in words"),
+}, description="what a node operator leaving can take out now")
+
+
 @endpoint(
     STAKER_PATH, tag="Node operators", summary="One staker with its minipools",
-    description="The staker record of /stakers, its minipools and its rewards view (as /rewards/{address}, whose "
-                "next-cycle estimate is answered at /rewards/estimate?address=). No run timestamp: the file "
-                "changes only when the staker's own inputs do.",
+    description="The staker record of /stakers, its minipools, its rewards view (as /rewards/{address}, whose "
+                "next-cycle estimate is answered at /rewards/estimate?address=) and what it can take out now "
+                "(`leaving`: GGP that withdrawGGP allows, minipools whose AVAX withdrawMinipoolFunds pays, rewards "
+                "claimable or not). No run timestamp: the file changes only when the staker's own inputs do, the "
+                "Oracle's GGP price, or its GGP lock's lifting.",
     schema=S.obj({
         "staker": S.described(STAKER, "the staker record, as in /stakers"),
         "minipools": S.described(S.array(MINIPOOL), "the staker's minipools"),
         "rewards": S.described(ADDRESS_REWARDS, "the staker's rewards view, as /rewards/{address}"),
+        "leaving": LEAVING,
     }),
     params=(ADDRESS_PARAM,),
 )
@@ -171,14 +198,48 @@ def staker(ctx: Context):
     pools = ctx.cached(staker_minipools)
     terms = ctx.cached(staker_terms)
     then = ctx.cached(distribution_stakes)
-    for st in ctx.own(ctx.snap.stakers):
-        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred((st, pools.get(st.staker_addr, ()), terms, then[st.staker_addr]),
-                                                                  staker_body)
+    s = ctx.snap
+    now = s.block.timestamp
+    rules = (s.oracle.price, s.settings.max_collateralization_ratio, bool(s.paused.get("ClaimNodeOp")))
+    for st in ctx.own(s.stakers):
+        # The block's time enters as whether the lock still holds: the file changes when it lifts, not each block.
+        yield f"/stakers/{staker_path(st.staker_addr)}", Deferred(
+            (st, pools.get(st.staker_addr, ()), terms, then[st.staker_addr], rules, now < st.ggp_locked_until), staker_body)
 
 
-def staker_body(st: Staker, mine: tuple[Minipool, ...], terms: StakerTerms, then: DistributionStake) -> dict:
+def staker_body(st: Staker, mine: tuple[Minipool, ...], terms: StakerTerms, then: DistributionStake,
+                rules: tuple[int, int, bool], locked: bool) -> dict:
     return {"staker": staker_record(st, mine), "minipools": [minipool_record(m) for m in mine],
-            "rewards": staker_rewards(st, terms, then)}
+            "rewards": staker_rewards(st, terms, then), "leaving": leaving_record(st, mine, rules, locked)}
+
+
+def leaving_record(st: Staker, mine: tuple[Minipool, ...], rules: tuple[int, int, bool], locked: bool) -> dict:
+    """What the staker can take out now (``LEAVING``); ``rules``: the Oracle's GGP price, the
+    maximum collateralization ratio and whether ClaimNodeOp is paused."""
+    price, max_ratio, claims_paused = rules
+    ggp = R.withdrawable_ggp(st.ggp_staked, st.avax_assigned, price, max_ratio, locked)
+    kept = None if ggp == st.ggp_staked else "lock" if locked else "collateral"
+    funds = [(m, m.avax_node_op_amt + m.avax_node_op_reward_amt) for m in mine
+             if m.status in (MinipoolStatus.WITHDRAWABLE, MinipoolStatus.ERROR)]
+    claimable = st.ggp_rewards > 0 and not claims_paused
+    said = [f"Minipool {node_id(m.node_id)}: withdrawMinipoolFunds pays you {svg.number(tokens(a))} AVAX" for m, a in funds]
+    staked = svg.number(tokens(st.ggp_staked))
+    if ggp == st.ggp_staked:
+        said.append(f"All {staked} GGP you have staked can be withdrawn (withdrawGGP)")
+    elif ggp:
+        said.append(f"Up to {svg.number(tokens(ggp))} GGP of your {staked} staked can be withdrawn (withdrawGGP): the "
+                    "rest collateralizes the AVAX still assigned to your minipools at 150 %")
+    elif st.ggp_staked:
+        said.append(f"None of your {staked} GGP staked can be withdrawn now: "
+                    + (f"it is locked until {when(st.ggp_locked_until)}" if locked
+                       else "it collateralizes the AVAX still assigned to your minipools at 150 % or less"))
+    if st.ggp_rewards:
+        said.append(f"Your {svg.number(tokens(st.ggp_rewards))} GGP of rewards "
+                    + ("can be claimed (ClaimNodeOp)" if claimable else "cannot be claimed while ClaimNodeOp is paused"))
+    advice = ". ".join(said) + "." if said else "Nothing is staked or owed to take out."
+    return {"withdrawableGGP": tokens(ggp), "withdrawableGGPWei": str(ggp), "ggpKeptBy": kept,
+            "minipoolFunds": [{"nodeID": node_id(m.node_id), "avax": tokens(a), "avaxWei": str(a)} for m, a in funds],
+            "ggpRewardsClaimable": claimable, "advice": advice}
 
 
 @endpoint(

@@ -11,6 +11,10 @@ import {Storage} from "./Storage.sol";
 contract Staking is Base {
 	error StakerNotFound();
 	error InvalidStakerAddress();
+	error InsufficientBalance();
+	error GGPLocked();
+	error CannotWithdrawUnder150CollateralizationRatio();
+	error InvalidAmount();
 
 	event GGPStaked(address indexed from, uint256 amount);
 	event GGPWithdrawn(address indexed to, uint256 amount);
@@ -199,6 +203,23 @@ contract Staking is Base {
 		_existing(stakerAddr).ggpStaked += amount;
 		totalGGPStake += amount;
 		emit GGPStaked(stakerAddr, amount);
+	}
+
+	/// @notice The staker takes GGP out, as mainnet's withdrawGGP checks it (no pause: mainnet has none
+	///         here): no more than it has staked, not while locked, and only while the GGP left keeps its
+	///         collateralization at the maximum ratio or above (none assigned: any). A zero amount is
+	///         refused as mainnet's Vault refuses it. The devnet keeps no GGP tokens: bookkeeping only.
+	function withdrawGGP(uint256 amount) external {
+		Staker storage s = _staker(msg.sender);
+		if (amount > s.ggpStaked) revert InsufficientBalance();
+		if (s.ggpLockedUntil > block.timestamp) revert GGPLocked();
+		emit GGPWithdrawn(msg.sender, amount);
+		s.ggpStaked -= amount;
+		totalGGPStake -= amount;
+		if (getCollateralizationRatio(msg.sender) < _dao().getMaxCollateralizationRatio()) {
+			revert CannotWithdrawUnder150CollateralizationRatio();
+		}
+		if (amount == 0) revert InvalidAmount();
 	}
 
 	// ---- seeding ----
