@@ -343,3 +343,10 @@ def test_rows_of_a_list_derived_anew_are_reused_where_equal_and_made_where_not()
     shifted = rows.make(row, tuple(Item(n, f"#{n}") for n in range(1, 51)))  # the front dropped, one new at the back
     assert made == [7, 50] and shifted[0] is again[1]
     assert [dict(r) for r in shifted] == [{"n": n, "label": f"#{n}"} for n in range(1, 51)]
+
+
+def test_a_dust_amount_is_never_told_as_0():
+    from publisher.endpoints.calendar import amount
+
+    assert (amount(1e-18), amount(4.9e-7), amount(1e-6), amount(0.0), amount(1234.5)) == (
+        "less than 0.000001", "less than 0.000001", "0.000001", "0", "1,234.5")

@@ -153,7 +153,10 @@ def test_a_request_filed_for_the_zero_address_is_open_and_the_build_goes_on(demo
     filed = next(r for r in listed.requests if r.id == rid)
     assert int(filed.requester, 16) == 0 and filed.shares == WAD // 100 and not filed.fulfilled
     build(snap, demo_profile, tmp_path / "out")
-    assert rid in {r["id"] for r in body(tmp_path / "out", f"withdrawals/{zero}.json")["requests"]}
+    (record,) = [r for r in body(tmp_path / "out", f"withdrawals/{zero}.json")["requests"] if r["id"] == rid]
+    # No one acts for the zero address: the queue refuses its claim and its cancel (RequestNotFound).
+    assert (record["canClaim"], record["canCancel"], record["canReclaim"]) == (False, False, False)
+    assert "filed for the zero address" in record["advice"] and "refuses to claim or cancel" in record["advice"]
 
 
 def test_the_pin_holds_when_a_request_is_claimed_after_it(demo, demo_profile, rpc):

@@ -207,15 +207,22 @@ def expiry_clock(requests: Sequence[UnstakeRequest], now: int) -> int:
     return max((r.expiration_time for r in requests if r.expiration_time <= now), default=0)
 
 
+def unowned(r: UnstakeRequest) -> bool:
+    """Filed for the zero address (requestUnstakeOnBehalfOf takes it): claimUnstake and
+    cancelRequest refuse such a request (RequestNotFound) whoever calls, so only a reclaim, once it
+    has expired, can close it."""
+    return int(r.requester, 16) == 0
+
+
 def can_claim(r: UnstakeRequest, now: int) -> bool:
     """claimUnstake: the requester, a funded request, before its expiration."""
-    return r.fulfilled and now < r.expiration_time
+    return r.fulfilled and now < r.expiration_time and not unowned(r)
 
 
 def can_cancel(r: UnstakeRequest, now: int, redeposit_reverts: bool) -> bool:
     """cancelRequest: a pending request any time; a funded one only before its claimable time, and
     only where its allocated AVAX can be deposited back for fresh shares."""
-    return not r.fulfilled or (now < r.claimable_time and not redeposit_reverts)
+    return not unowned(r) and (not r.fulfilled or (now < r.claimable_time and not redeposit_reverts))
 
 
 def can_reclaim(r: UnstakeRequest, now: int, redeposit_reverts: bool) -> bool:
@@ -448,7 +455,7 @@ def schedule(snap: Snapshot) -> Schedule:
                 last = when
         st = status(r, now, paused_deposits)
         places[r.id] = Place(
-            st, False, True, can_reclaim(r, now, paused_deposits), None, k + 1, ahead,
+            st, False, can_cancel(r, now, paused_deposits), can_reclaim(r, now, paused_deposits), None, k + 1, ahead,
             None if first or overdue else when, first, call if first else None,
             None if n is None else "liquidity" if first else "stream" if n - 1 == ev.stream_serve else "returns",
             # In line past its expiration, any funding comes after it, dated or not.
@@ -488,6 +495,11 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
     announced end of the withdrawal window while it is ahead; ``window_closed``: that end, once passed;
     ``idle``: the depositor looks stale, so a request in line waits for a call that may not come."""
     st = place.status
+    if unowned(r):
+        return (f"It was filed for the zero address, which no one can act for: the queue refuses to claim or cancel "
+                f"it. Once it expires, at {when(r.expiration_time)}, anyone can reclaim it"
+                + (" while ggAVAX takes deposits" if r.fulfilled else "")
+                + ", which sends its ggAVAX to the zero address.")
     if st in (RequestStatus.FUNDED, RequestStatus.EXPIRED_FUNDED, RequestStatus.STUCK):
         return _funded_advice(r, place, window_end)
     if st == RequestStatus.PENDING_EXPIRED:

@@ -169,7 +169,8 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                              f"ggAVAX withdrawal #{rid}: claimable time ({avax} AVAX)",
                              f"Request {rid} of {who} ({avax} AVAX) reaches its claimable time, the earliest "
                              f"advertised payout{payout}. {todo}"))
-        alarm = None if r["status"] in EXPIRED or rid in late else (
+        # No alarm for what no one can act on: a request filed for the zero address.
+        alarm = None if r["status"] in EXPIRED or rid in late or int(r["requester"], 16) == 0 else (
             ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) expires at {when(r['expirationTime'])}: "
                    + ("claim it before then." if r["fulfilled"] else
                       "claim it before then if it is funded by then; if it is still in line, cancel or reclaim it "
@@ -242,8 +243,10 @@ def _utc(t: int) -> str:
 
 
 def amount(x: float) -> str:
-    """Whole tokens in words: thousands separated, at most 6 decimals, no trailing zeros."""
-    return f"{x:,.6f}".rstrip("0").rstrip(".")
+    """Whole tokens in words: thousands separated, at most 6 decimals, no trailing zeros; a dust
+    amount is "less than 0.000001", never 0."""
+    text = f"{x:,.6f}".rstrip("0").rstrip(".")
+    return "less than 0.000001" if text == "0" and x > 0 else text
 
 
 def _text(value: str) -> str:
