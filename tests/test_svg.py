@@ -154,3 +154,8 @@ def test_whole_number_ticks_for_counts_and_places():
         assert all(float(v).is_integer() for v in xt), (lo, hi, xt)
     chart = svg.line_chart("c", "t", [svg.Series("s", ((1, 5.0),))], x_label="place", y_label="AVAX", x_whole=True)
     assert "0.950" not in chart and "1.000" not in chart and ">1<" in chart
+
+
+def test_a_positive_amount_too_small_to_show_is_never_0():
+    assert svg.number(1e-18, 0.0001) == "less than 0.0001" and svg.number(1e-18) == "less than 0.000001"
+    assert svg.number(0.0, 0.0001) == "0.0000" and svg.number(0) == "0" and svg.number(0.00006, 0.0001) == "0.0001"

@@ -58,7 +58,8 @@ def ticks(lo: float, hi: float, count: int = 5, whole: bool = False) -> list[flo
 
 def number(value: float, step: float | None = None) -> str:
     """A label with thousands separated: with ``step``, the decimals that step needs (ticks,
-    fixed precision); without, up to six significant digits, trailing zeros dropped."""
+    fixed precision); without, up to six significant digits, trailing zeros dropped. A positive
+    amount that would show as 0 reads "less than" its smallest shown, never 0."""
     # -0.0 is 0.0 (one key to remember, so one label for both, whichever came first).
     return _label(value + 0, step)
 
@@ -68,8 +69,12 @@ def _label(value: float, step: float | None) -> str:
     if step is None:
         whole = len(str(int(abs(value)))) if abs(value) >= 1 else 0
         text = f"{value:,.{max(0, 6 - whole)}f}"
-        return text.rstrip("0").rstrip(".") if "." in text else text
-    return f"{value:,.{_decimals(step)}f}"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+        return "less than 0.000001" if value > 0 and text == "0" else text
+    text = f"{value:,.{_decimals(step)}f}"
+    if value > 0 and not text.strip("0.,"):
+        return f"less than {step:,.{_decimals(step)}f}"
+    return text
 
 
 @lru_cache(maxsize=256)
