@@ -11,8 +11,8 @@ under the run deadline and with every guard) when
 - ``settings``: a digest of what changes without a log (the registry's addresses, the pause
   switches, the ProtocolDAO settings, the queue's delays and limits) differs from the last block
   examined;
-- ``deadline``: the head's time passed a withdrawal request's claimable or expiration time (its
-  status moves with time alone);
+- ``deadline``: the head's time passed a withdrawal request's claimable or expiration time, or a
+  staker's GGP lock (what each allows moves with time alone);
 - ``reorg``: the last block examined is no longer canonical;
 - ``heartbeat``: ``heartbeat`` seconds passed since the last publish (time alone moves values:
   ggAVAX's streamed assets, the countdown to the next distribution, /status's age).
@@ -83,7 +83,7 @@ class Follower:
         if logged:
             return head, logged
         if seen.deadline is not None and head.timestamp >= seen.deadline:
-            return head, "deadline (a withdrawal request's claimable or expiration time passed)"
+            return head, "deadline (a withdrawal request's claimable or expiration time, or a GGP lock, passed)"
         digest = self._digest(head, seen.dao)
         if digest != seen.digest:
             return head, "settings"
@@ -99,6 +99,7 @@ class Follower:
         dao = a["ProtocolDAO"]
         now, q = snap.block.timestamp, snap.withdraw_queue
         times = [t for r in (q.requests if q else ()) for t in (r.claimable_time, r.expiration_time) if t > now]
+        times += [st.ggp_locked_until for st in snap.stakers if st.ggp_locked_until > now]
         self.examined = Examined(snap.block, tuple(sorted(watched)), dao, self._digest(snap.block, dao), min(times, default=None))
 
     def _logs(self, seen: Examined, head: BlockRef) -> str | None:

@@ -59,13 +59,63 @@ def test_withdrawable_ggp_is_what_the_chain_lets_each_staker_take(demo, demo_sna
 
 
 def test_minipool_funds_and_rewards_are_told_as_the_records_hold_them(demo_snapshot, leaving):
-    paused = bool(demo_snapshot.paused.get("ClaimNodeOp"))
     for st in demo_snapshot.stakers:
         out = leaving[st.staker_addr]["leaving"]
         mine = [m for m in demo_snapshot.minipools if m.owner == st.staker_addr
                 and m.status in (MinipoolStatus.WITHDRAWABLE, MinipoolStatus.ERROR)]
         assert out["minipoolFunds"] == [{"nodeID": node_id(m.node_id), "avax": (m.avax_node_op_amt + m.avax_node_op_reward_amt) / 10**18,
                                          "avaxWei": str(m.avax_node_op_amt + m.avax_node_op_reward_amt)} for m in mine]
-        assert out["ggpRewardsClaimable"] == (st.ggp_rewards > 0 and not paused)
+        assert out["ggpRewardsClaimable"] == (st.ggp_rewards > 0)  # claimAndRestake checks no pause flag
         for f in out["minipoolFunds"]:
             assert f"Minipool {f['nodeID']}: withdrawMinipoolFunds pays you" in out["advice"]
+
+
+def test_the_advice_never_offers_more_than_the_chain_allows_nor_ggp_there_is_not(demo_snapshot, leaving):
+    """An amount offered is rounded down; no GGP staked is said so; a lock over GGP the collateral
+    keeps anyway says what lifting it leaves (nothing)."""
+    import re
+    from decimal import Decimal
+
+    told = set()
+    for st in demo_snapshot.stakers:
+        out = leaving[st.staker_addr]["leaving"]
+        wei, advice = int(out["withdrawableGGPWei"]), out["advice"]
+        if m := re.search(r"Up to ([0-9,.]+) GGP of your", advice):
+            assert Decimal(m.group(1).replace(",", "")) * 10**18 <= wei, advice
+            told.add("up to")
+        if not st.ggp_staked:
+            assert "No GGP is staked to withdraw" in advice and "can be withdrawn (withdrawGGP)" not in advice
+            told.add("none staked")
+        if out["ggpKeptBy"] == "lock":
+            assert "locked until" in advice and "after that," in advice
+            told.add("lock")
+    assert {"up to", "lock"} <= told, told
+
+
+def test_the_watch_publishes_when_a_ggp_lock_lifts(demo, demo_profile, rpc):
+    """A lock lifting changes what withdrawGGP allows with no log: the watch takes its time as a
+    deadline, as it does a withdrawal request's."""
+    import dataclasses
+
+    from ggp_devnet.changes import write_stakers
+    from support.chain import checkpoint, mine_at
+
+    from publisher.collect import collect
+    from publisher.watch import Follower
+
+    with checkpoint(rpc):
+        snap = collect(demo_profile).snapshot
+        st = next(s for s in snap.stakers if s.ggp_staked and s.ggp_locked_until <= snap.block.timestamp)
+        lift = snap.block.timestamp + 100
+        write_stakers(demo.url, demo.addresses["Staking"], [dataclasses.replace(st, ggp_locked_until=lift)])
+        snap = collect(demo_profile).snapshot
+        follower = Follower(rpc, demo_profile)
+        follower.published(snap)
+        assert follower.examined.deadline is not None and follower.examined.deadline <= lift
+        while follower.examined.deadline < lift:  # a request's time first: published as the watch would
+            mine_at(rpc, follower.examined.deadline)
+            follower.published(collect(demo_profile).snapshot)
+        mine_at(rpc, lift - 1)
+        assert follower.look()[1] is None
+        mine_at(rpc, lift)
+        assert follower.look()[1].startswith("deadline")

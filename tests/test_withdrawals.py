@@ -238,8 +238,9 @@ def test_the_watch_sees_a_claim_and_a_request_deadline(demo, demo_profile, rpc):
         snap = collect(demo_profile).snapshot
         follower.published(snap)
         deadline = follower.examined.deadline
-        assert deadline == min(t for r in snap.withdraw_queue.requests for t in (r.claimable_time, r.expiration_time)
-                               if t > snap.block.timestamp)
+        assert deadline == min([t for r in snap.withdraw_queue.requests for t in (r.claimable_time, r.expiration_time)
+                                if t > snap.block.timestamp]
+                               + [st.ggp_locked_until for st in snap.stakers if st.ggp_locked_until > snap.block.timestamp])
         mine_at(rpc, deadline - 1)
         assert follower.look()[1] is None
         mine_at(rpc, deadline)

@@ -25,7 +25,7 @@ CHAIN_FLAGS = {
                            "distributionExpected)",
     "rewardsEstimator": "the profile allows it and a GGP distribution is expected (off, the estimator still answers, "
                         "with every GGP figure 0 and the reason)",
-    "ggpStaking": "Staking not paused: GGP can be staked and withdrawn",
+    "ggpStaking": "Staking not paused: GGP can be staked (withdrawGGP checks no pause)",
     "delegation": "ProtocolDAO WithdrawForDelegationEnabled",
 }
 

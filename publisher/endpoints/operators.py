@@ -162,8 +162,8 @@ def stakers_body(rows: list, count: int) -> dict:
 LEAVING = S.obj({
     "withdrawableGGP": S.described(TOKENS, "GGP that Staking.withdrawGGP lets the staker take now, whole GGP: 0 while "
                                            "its GGP is locked (ggpLockedUntil); else all of it when no AVAX is assigned, "
-                                           "or what is above 150 % (MaxCollateralizationRatio) collateralization of the "
-                                           "AVAX still assigned, at the Oracle's GGP price"),
+                                           "or what is above the maximum collateralization (MaxCollateralizationRatio, "
+                                           "150 % on mainnet) of the AVAX still assigned, at the Oracle's GGP price"),
     "withdrawableGGPWei": S.described(S.WEI, "withdrawableGGP in wei, exact"),
     "ggpKeptBy": {"enum": [None, "lock", "collateral"], "description": "what keeps GGP staked from being withdrawn "
                   "now: the lock, the collateral its assigned AVAX needs, or nothing (null)"},
@@ -173,8 +173,8 @@ LEAVING = S.obj({
         "avaxWei": S.described(S.WEI, "avax in wei, exact"),
     })), "the staker's minipools in Withdrawable or Error, whose AVAX MinipoolManager.withdrawMinipoolFunds(nodeID) "
          "pays the owner (it is not stopped by a pause)"),
-    "ggpRewardsClaimable": S.described(S.BOOLEAN, "whether its unclaimed GGP rewards can be claimed now: some are "
-                                                  "owed and ClaimNodeOp is not paused"),
+    "ggpRewardsClaimable": S.described(S.BOOLEAN, "whether it has unclaimed GGP rewards to claim now: "
+                                                  "ClaimNodeOp.claimAndRestake checks no pause flag"),
     "advice": S.described(S.STRING, "what the staker can take out now, and what it cannot, in words"),
 }, description="what a node operator leaving can take out now")
 
@@ -184,8 +184,9 @@ LEAVING = S.obj({
     description="The staker record of /stakers, its minipools, its rewards view (as /rewards/{address}, whose "
                 "next-cycle estimate is answered at /rewards/estimate?address=) and what it can take out now "
                 "(`leaving`: GGP that withdrawGGP allows, minipools whose AVAX withdrawMinipoolFunds pays, rewards "
-                "claimable or not). No run timestamp: the file changes only when the staker's own inputs do, the "
-                "Oracle's GGP price, or its GGP lock's lifting.",
+                "to claim). No run timestamp: the file changes only when what it is made from does: the staker's "
+                "own inputs, the rewards params its view is told with, the Oracle's GGP price, or its GGP lock's "
+                "lifting.",
     schema=S.obj({
         "staker": S.described(STAKER, "the staker record, as in /stakers"),
         "minipools": S.described(S.array(MINIPOOL), "the staker's minipools"),
@@ -200,7 +201,7 @@ def staker(ctx: Context):
     then = ctx.cached(distribution_stakes)
     s = ctx.snap
     now = s.block.timestamp
-    rules = (s.oracle.price, s.settings.max_collateralization_ratio, bool(s.paused.get("ClaimNodeOp")))
+    rules = (s.oracle.price, s.settings.max_collateralization_ratio)
     for st in ctx.own(s.stakers):
         # The block's time enters as whether the lock still holds: the file changes when it lifts, not each block.
         yield f"/stakers/{staker_path(st.staker_addr)}", Deferred(
@@ -208,38 +209,49 @@ def staker(ctx: Context):
 
 
 def staker_body(st: Staker, mine: tuple[Minipool, ...], terms: StakerTerms, then: DistributionStake,
-                rules: tuple[int, int, bool], locked: bool) -> dict:
+                rules: tuple[int, int], locked: bool) -> dict:
     return {"staker": staker_record(st, mine), "minipools": [minipool_record(m) for m in mine],
             "rewards": staker_rewards(st, terms, then), "leaving": leaving_record(st, mine, rules, locked)}
 
 
-def leaving_record(st: Staker, mine: tuple[Minipool, ...], rules: tuple[int, int, bool], locked: bool) -> dict:
-    """What the staker can take out now (``LEAVING``); ``rules``: the Oracle's GGP price, the
-    maximum collateralization ratio and whether ClaimNodeOp is paused."""
-    price, max_ratio, claims_paused = rules
+def _floor(wei: int) -> str:
+    """GGP wei as whole GGP rounded down to 4 decimals (an upper bound must not be shown above itself)."""
+    text = f"{Decimal(wei // 10**14) / 10**4:,.4f}".rstrip("0")
+    return text.rstrip(".")
+
+
+def leaving_record(st: Staker, mine: tuple[Minipool, ...], rules: tuple[int, int], locked: bool) -> dict:
+    """What the staker can take out now (``LEAVING``); ``rules``: the Oracle's GGP price and the
+    maximum collateralization ratio (MaxCollateralizationRatio)."""
+    price, max_ratio = rules
     ggp = R.withdrawable_ggp(st.ggp_staked, st.avax_assigned, price, max_ratio, locked)
+    free = R.withdrawable_ggp(st.ggp_staked, st.avax_assigned, price, max_ratio, False)  # once the lock lifts
     kept = None if ggp == st.ggp_staked else "lock" if locked else "collateral"
     funds = [(m, m.avax_node_op_amt + m.avax_node_op_reward_amt) for m in mine
              if m.status in (MinipoolStatus.WITHDRAWABLE, MinipoolStatus.ERROR)]
-    claimable = st.ggp_rewards > 0 and not claims_paused
     said = [f"Minipool {node_id(m.node_id)}: withdrawMinipoolFunds pays you {svg.number(tokens(a))} AVAX" for m, a in funds]
-    staked = svg.number(tokens(st.ggp_staked))
-    if ggp == st.ggp_staked:
+    staked, ratio = svg.number(tokens(st.ggp_staked)), f"{svg.number(max_ratio / 10**16)} %"
+    collateral = f"collateralizes the AVAX still assigned to your minipools at {ratio} (MaxCollateralizationRatio)"
+    if not st.ggp_staked:
+        said.append("No GGP is staked to withdraw")
+    elif ggp == st.ggp_staked:
         said.append(f"All {staked} GGP you have staked can be withdrawn (withdrawGGP)")
     elif ggp:
-        said.append(f"Up to {svg.number(tokens(ggp))} GGP of your {staked} staked can be withdrawn (withdrawGGP): the "
-                    "rest collateralizes the AVAX still assigned to your minipools at 150 %")
-    elif st.ggp_staked:
-        said.append(f"None of your {staked} GGP staked can be withdrawn now: "
-                    + (f"it is locked until {when(st.ggp_locked_until)}" if locked
-                       else "it collateralizes the AVAX still assigned to your minipools at 150 % or less"))
+        said.append(f"Up to {_floor(ggp)} GGP of your {staked} staked can be withdrawn (withdrawGGP): the rest {collateral}")
+    elif locked:
+        after = ("all of it" if free == st.ggp_staked else f"up to {_floor(free)} GGP (the rest {collateral})" if free
+                 else f"none either: it {collateral} or less")
+        said.append(f"None of your {staked} GGP staked can be withdrawn now: it is locked until "
+                    f"{when(st.ggp_locked_until)}; after that, {after}")
+    else:
+        said.append(f"None of your {staked} GGP staked can be withdrawn now: it {collateral} or less")
+    # ClaimNodeOp.claimAndRestake checks no pause (its flag is set in the wind-down all the same).
     if st.ggp_rewards:
-        said.append(f"Your {svg.number(tokens(st.ggp_rewards))} GGP of rewards "
-                    + ("can be claimed (ClaimNodeOp)" if claimable else "cannot be claimed while ClaimNodeOp is paused"))
-    advice = ". ".join(said) + "." if said else "Nothing is staked or owed to take out."
+        said.append(f"Your {svg.number(tokens(st.ggp_rewards))} GGP of rewards can be claimed (ClaimNodeOp.claimAndRestake)")
+    advice = ". ".join(said) + "."
     return {"withdrawableGGP": tokens(ggp), "withdrawableGGPWei": str(ggp), "ggpKeptBy": kept,
             "minipoolFunds": [{"nodeID": node_id(m.node_id), "avax": tokens(a), "avaxWei": str(a)} for m, a in funds],
-            "ggpRewardsClaimable": claimable, "advice": advice}
+            "ggpRewardsClaimable": st.ggp_rewards > 0, "advice": advice}
 
 
 @endpoint(
