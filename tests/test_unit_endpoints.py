@@ -8,7 +8,7 @@ import re
 
 import pytest
 from support import factory as F
-from support.factory import BLOCK, DAY, NOW, WAD, avax
+from support.factory import BLOCK, DAY, NOW, WAD, avax, replace
 
 from publisher.build.validate import schema_problems
 from publisher.compute import rewards as R
@@ -350,3 +350,28 @@ def test_a_dust_amount_is_never_told_as_0():
 
     assert (amount(1e-18), amount(4.9e-7), amount(1e-6), amount(0.0), amount(1234.5)) == (
         "less than 0.000001", "less than 0.000001", "0.000001", "0", "1,234.5")
+
+
+def test_a_funded_request_filed_for_the_zero_address_offers_nothing_no_one_can_do():
+    """The queue refuses claimUnstake and cancelRequest for a request filed for the zero address
+    (RequestNotFound), whoever calls: not offered, not counted as claimable or payable, no alarm
+    and nothing asked by the window; only a reclaim after its expiration closes it."""
+    from publisher.endpoints import calendar
+
+    zero = "0x" + "00" * 20
+    funded = F.request(0, avax(3), requester=zero, fulfilled=True)  # funded, before its claimable time
+    s = F.snapshot(requests=[funded])
+    body = render(withdrawals.requester, s)[f"/withdrawals/{zero}"]
+    (r,) = body["requests"]
+    assert (r["status"], r["canClaim"], r["canCancel"], r["canReclaim"]) == ("funded", False, False, False)
+    assert "filed for the zero address" in r["advice"] and f"Once it expires, at {when(funded.expiration_time)}" in r["advice"]
+    assert body["totals"]["payableAvax"] == 0 and body["totals"]["claimableAvax"] == 0
+    assert withdrawals.window_asks(body["requests"], funded.expiration_time + 1, until=True) == []
+    text = calendar.calendar_text("mainnet", None, body)
+    assert "VALARM" not in text and "pays a claim" not in text and "can also be cancelled" not in text
+    listing = render(withdrawals.withdrawals, s)["/withdrawals"]
+    assert (listing["funded"]["count"], listing["funded"]["claimableCount"]) == (1, 0)
+    # Expired, it can be reclaimed by anyone: said so.
+    late = replace(funded, expiration_time=NOW - 1)
+    (r,) = render(withdrawals.requester, F.snapshot(requests=[late]))[f"/withdrawals/{zero}"]["requests"]
+    assert r["canReclaim"] and "Anyone can reclaim it now" in r["advice"]

@@ -386,7 +386,8 @@ def test_the_window_asks_what_each_request_allows_by_then():
     from publisher.endpoints.withdrawals import window_asks, window_record
 
     def rec(status, expires, fundable=False, funding=None):
-        return {"status": status, "expirationTime": expires, "fundableNow": fundable, "estimatedFundingTime": funding}
+        return {"status": status, "expirationTime": expires, "fundableNow": fundable, "estimatedFundingTime": funding,
+                "requester": F.addr(0xB000)}
 
     claim, line, reclaim = ("claim each request once it is funded (before its own expiration)",
                             "cancel or reclaim your expired requests still in line",

@@ -496,10 +496,7 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
     ``idle``: the depositor looks stale, so a request in line waits for a call that may not come."""
     st = place.status
     if unowned(r):
-        return (f"It was filed for the zero address, which no one can act for: the queue refuses to claim or cancel "
-                f"it. Once it expires, at {when(r.expiration_time)}, anyone can reclaim it"
-                + (" while ggAVAX takes deposits" if r.fulfilled else "")
-                + ", which sends its ggAVAX to the zero address.")
+        return _unowned_advice(r, place)
     if st in (RequestStatus.FUNDED, RequestStatus.EXPIRED_FUNDED, RequestStatus.STUCK):
         return _funded_advice(r, place, window_end)
     if st == RequestStatus.PENDING_EXPIRED:
@@ -537,6 +534,20 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
                  "depositor still calling.")
     return wait + _idle(r, place, idle) + cancel + claim
 
+
+
+def _unowned_advice(r: UnstakeRequest, place: Place) -> str:
+    """``advice`` for a request filed for the zero address: only a reclaim can close it."""
+    head = "It was filed for the zero address, which no one can act for: the queue refuses to claim or cancel it. "
+    if place.can_reclaim:
+        return head + "Anyone can reclaim it now, which sends its ggAVAX to the zero address."
+    if place.status in (RequestStatus.PENDING, RequestStatus.FUNDED):
+        blocked = place.redeposit_blocked
+        then = (f"reclaiming it will revert ({blocked.split(':')[0]})" if blocked == ZERO_SHARES
+                else "anyone can reclaim it" + (" while ggAVAX takes deposits" if r.fulfilled else "")
+                + ", which sends its ggAVAX to the zero address")
+        return head + f"Once it expires, at {when(r.expiration_time)}, {then}."
+    return head + f"Reclaiming it reverts ({(place.stuck_reason or DEPOSITS_PAUSED).split(':')[0]}): nothing closes it now."
 
 
 def _funded_advice(r: UnstakeRequest, place: Place, window_end: int | None) -> str:

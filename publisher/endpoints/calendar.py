@@ -147,9 +147,10 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
         if queue is not None and allowed:
             todo += (f" Without this site: {W.listed(allowed)} on the WithdrawQueue contract {queue} "
                      "(Avalanche C-Chain).")
+        nobody = W.unowned_record(r)  # filed for the zero address: no one can act on it, no alarm
         if r["estimatedFundingTime"] is not None:
             # Expired in line, a request funded while ggAVAX deposits are paused is stuck: warned a day before.
-            warn = None if r["status"] != RS.PENDING_EXPIRED or not deposits_paused or rid in late else (
+            warn = None if r["status"] != RS.PENDING_EXPIRED or not deposits_paused or rid in late or nobody else (
                 ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) has expired in line and is expected to be funded "
                        f"at {when(r['estimatedFundingTime'])}: funded, it would be stuck while ggAVAX deposits are "
                        "paused. Cancel or reclaim it before then.")
@@ -161,7 +162,7 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
         # Past its expiration, a request funded or not can no longer be claimed: no promise of a payout.
         # The contract pays a claim as soon as a request is funded, before this time too.
         until = f"until the request expires ({when(r['expirationTime'])})"
-        payout = "" if r["status"] in EXPIRED else (
+        payout = "" if r["status"] in EXPIRED or nobody else (
             (f": it is funded already, so its AVAX can be claimed now, {until}" if r["fulfilled"] else
              f": the contract pays a claim as soon as the request is funded, even before this time, {until}")
             + ("" if deposits_paused or r.get("redepositBlocked") else "; until this time a funded request can also be cancelled for ggAVAX"))
@@ -169,8 +170,7 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                              f"ggAVAX withdrawal #{rid}: claimable time ({avax} AVAX)",
                              f"Request {rid} of {who} ({avax} AVAX) reaches its claimable time, the earliest "
                              f"advertised payout{payout}. {todo}"))
-        # No alarm for what no one can act on: a request filed for the zero address.
-        alarm = None if r["status"] in EXPIRED or rid in late or int(r["requester"], 16) == 0 else (
+        alarm = None if r["status"] in EXPIRED or rid in late or nobody else (
             ALARM, f"ggAVAX withdrawal request {rid} ({avax} AVAX) expires at {when(r['expirationTime'])}: "
                    + ("claim it before then." if r["fulfilled"] else
                       "claim it before then if it is funded by then; if it is still in line, cancel or reclaim it "
@@ -178,7 +178,7 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
                       + (" and leaves the request stuck while ggAVAX deposits are paused." if deposits_paused else ".")))
         events.append(_event(uid(network, "expiration", rid), stamp, r["expirationTime"],
                              f"ggAVAX withdrawal #{rid} expires ({avax} AVAX)",
-                             f"Request {rid} of {who} ({avax} AVAX) expires: {_after_expiry(r['status'], deposits_paused, r.get('redepositBlocked'))}. "
+                             f"Request {rid} of {who} ({avax} AVAX) expires: {'only a reclaim can close it, as no one acts for the zero address' if nobody else _after_expiry(r['status'], deposits_paused, r.get('redepositBlocked'))}. "
                              f"{todo}", *([alarm] if alarm else [])))
     for rc in body.get("receipts", []):
         latest = max([latest, *(step["time"] for step in _steps(rc))])

@@ -215,9 +215,11 @@ def staker_body(st: Staker, mine: tuple[Minipool, ...], terms: StakerTerms, then
 
 
 def _floor(wei: int) -> str:
-    """GGP wei as whole GGP rounded down to 4 decimals (an upper bound must not be shown above itself)."""
-    text = f"{Decimal(wei // 10**14) / 10**4:,.4f}".rstrip("0")
-    return text.rstrip(".")
+    """GGP wei as whole GGP rounded down to 4 decimals, exactly (an upper bound must not be shown
+    above itself); a positive amount below that reads "less than 0.0001", never 0."""
+    if 0 < wei < 10**14:
+        return "less than 0.0001"
+    return f"{wei // 10**18:,}.{wei // 10**14 % 10**4:04d}".rstrip("0").rstrip(".")
 
 
 def leaving_record(st: Staker, mine: tuple[Minipool, ...], rules: tuple[int, int], locked: bool) -> dict:
@@ -230,7 +232,7 @@ def leaving_record(st: Staker, mine: tuple[Minipool, ...], rules: tuple[int, int
     funds = [(m, m.avax_node_op_amt + m.avax_node_op_reward_amt) for m in mine
              if m.status in (MinipoolStatus.WITHDRAWABLE, MinipoolStatus.ERROR)]
     said = [f"Minipool {node_id(m.node_id)}: withdrawMinipoolFunds pays you {svg.number(tokens(a))} AVAX" for m, a in funds]
-    staked, ratio = svg.number(tokens(st.ggp_staked)), f"{svg.number(max_ratio / 10**16)} %"
+    staked, ratio = _floor(st.ggp_staked), f"{svg.number(max_ratio / 10**16)} %"
     collateral = f"collateralizes the AVAX still assigned to your minipools at {ratio} (MaxCollateralizationRatio)"
     if not st.ggp_staked:
         said.append("No GGP is staked to withdraw")
