@@ -6,7 +6,7 @@ never carry it. ``publisher build --scenario`` and ``publisher devnet`` start it
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,7 +70,6 @@ def running(scenario: str = "demo", port: int | None = None, *, as_network: str 
     with Anvil(port, chain_id=image.chain_id, load_from=image.state) as node, \
             Standins(image.scenario, network=image.network, ggp_quote=ggp_quote) as standins:
         images.wake(RpcClient([node.url], max_attempts=2))
-        standins.clock = head_time(node.url)
         yield Devnet(node.url, image.chain_id, image.scenario, image.addresses, time.monotonic() - t0,
                      standins.services, standins, as_network or "devnet")
 
@@ -90,7 +89,6 @@ def _seeded(scenario: str, port: int | None, as_network: str | None, stakers: in
     with Anvil(port, chain_id=chain_id, keep_states=keep_states, dump_to=dump_to) as node, \
             Standins(sc, network=network, ggp_quote=ggp_quote) as standins:
         client = RpcClient([node.url], max_attempts=2)
-        standins.clock = head_time(node.url)
         if profile:
             from . import rehearsal
 
@@ -120,9 +118,3 @@ def running_live(seed: int = 1, *, wind_down_at: int | None = None,
         odds = ZERO_REWARD_ODDS if zero_reward_odds is None else zero_reward_odds
         yield net, Live(net, seed=seed, wind_down_at=wind_down_at, zero_reward_odds=odds)
 
-
-def head_time(url: str) -> Callable[[], int]:
-    """The node's time now, its latest block's: the stand-ins' clock (a client of its own, as they
-    ask from their own threads)."""
-    client = RpcClient([url], max_attempts=2)
-    return lambda: int(client.request("eth_getBlockByNumber", ["latest", False])["timestamp"], 16)

@@ -426,9 +426,10 @@ class Standins:
     # (the GGP market price, which keeps moving after the end of operations and can leave the
     # stale Oracle beyond the cross-check's bound). Change it with ``quote_ggp``.
     ggp_quote: str = "oracle"
-    # The chain's time now (its head's): a validator whose period has ended by then is no longer
-    # listed, as Glacier and the P-Chain drop it at its end whether or not MinipoolManager has
-    # recorded the end. None: every record is listed (the scenario's seeded data has no such end).
+    # The chain's time now: a validator whose period has ended by then is no longer listed, as
+    # Glacier and the P-Chain drop it at its end whether or not MinipoolManager has recorded the
+    # end. The live devnet sets it as it moves time; a test moving the node's clock by itself gives
+    # its own. None: every record is listed (the seeded scenarios have no such end).
     clock: Callable[[], int] | None = None
     glacier: GlacierStandin = field(init=False)
     pchain: PChainStandin = field(init=False)
