@@ -207,22 +207,22 @@ def expiry_clock(requests: Sequence[UnstakeRequest], now: int) -> int:
     return max((r.expiration_time for r in requests if r.expiration_time <= now), default=0)
 
 
-def unowned(r: UnstakeRequest) -> bool:
-    """Filed for the zero address (requestUnstakeOnBehalfOf takes it): claimUnstake and
-    cancelRequest refuse such a request (RequestNotFound) whoever calls, so only a reclaim, once it
-    has expired, can close it."""
-    return int(r.requester, 16) == 0
+def unowned(requester: str) -> bool:
+    """A request filed for the zero address (requestUnstakeOnBehalfOf takes it): claimUnstake and
+    cancelRequest refuse it (RequestNotFound) whoever calls, so only a reclaim, once it has
+    expired, can close it."""
+    return int(requester, 16) == 0
 
 
 def can_claim(r: UnstakeRequest, now: int) -> bool:
     """claimUnstake: the requester, a funded request, before its expiration."""
-    return r.fulfilled and now < r.expiration_time and not unowned(r)
+    return r.fulfilled and now < r.expiration_time and not unowned(r.requester)
 
 
 def can_cancel(r: UnstakeRequest, now: int, redeposit_reverts: bool) -> bool:
     """cancelRequest: a pending request any time; a funded one only before its claimable time, and
     only where its allocated AVAX can be deposited back for fresh shares."""
-    return not unowned(r) and (not r.fulfilled or (now < r.claimable_time and not redeposit_reverts))
+    return not unowned(r.requester) and (not r.fulfilled or (now < r.claimable_time and not redeposit_reverts))
 
 
 def can_reclaim(r: UnstakeRequest, now: int, redeposit_reverts: bool) -> bool:
@@ -495,7 +495,7 @@ def advice(r: UnstakeRequest, place: Place, window_end: int | None = None, *, wi
     announced end of the withdrawal window while it is ahead; ``window_closed``: that end, once passed;
     ``idle``: the depositor looks stale, so a request in line waits for a call that may not come."""
     st = place.status
-    if unowned(r):
+    if unowned(r.requester):
         return _unowned_advice(r, place)
     if st in (RequestStatus.FUNDED, RequestStatus.EXPIRED_FUNDED, RequestStatus.STUCK):
         return _funded_advice(r, place, window_end)

@@ -30,6 +30,7 @@ import time
 from ..compute import queue as Q
 from ..compute.queue import RequestStatus as RS
 from ..utc import when
+from . import svg
 from . import withdrawals as W
 from .announcements import WINDOW_END
 from .context import Context
@@ -147,7 +148,7 @@ def calendar_text(network: str, window: tuple | None, body: dict, *, deposits_pa
         if queue is not None and allowed:
             todo += (f" Without this site: {W.listed(allowed)} on the WithdrawQueue contract {queue} "
                      "(Avalanche C-Chain).")
-        nobody = W.unowned_record(r)  # filed for the zero address: no one can act on it, no alarm
+        nobody = Q.unowned(r["requester"])  # filed for the zero address: no one can act on it, no alarm
         if r["estimatedFundingTime"] is not None:
             # Expired in line, a request funded while ggAVAX deposits are paused is stuck: warned a day before.
             warn = None if r["status"] != RS.PENDING_EXPIRED or not deposits_paused or rid in late or nobody else (
@@ -245,8 +246,8 @@ def _utc(t: int) -> str:
 def amount(x: float) -> str:
     """Whole tokens in words: thousands separated, at most 6 decimals, no trailing zeros; a dust
     amount is "less than 0.000001", never 0."""
-    text = f"{x:,.6f}".rstrip("0").rstrip(".")
-    return "less than 0.000001" if text == "0" and x > 0 else text
+    text = svg.number(x, 0.000001)  # "less than 0.000001" for a positive amount below it
+    return text.rstrip("0").rstrip(".") if text[-1] == "0" else text
 
 
 def _text(value: str) -> str:

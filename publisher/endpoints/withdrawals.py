@@ -403,7 +403,7 @@ def withdrawals_body(q: WithdrawQueue, now: int, pst: PstAvax | None, outlook: t
     for r in funded:
         by_status.setdefault(fate[r.id][0], []).append(r)
     claimable, reclaimable, stuck = (by_status.get(k, []) for k in (Q.RequestStatus.FUNDED, Q.RequestStatus.EXPIRED_FUNDED, Q.RequestStatus.STUCK))
-    claimable = [r for r in claimable if not Q.unowned(r)]  # no one claims for the zero address
+    claimable = [r for r in claimable if not Q.unowned(r.requester)]  # no one claims for the zero address
     stuck_reasons = list(dict.fromkeys(fate[r.id][1] for r in stuck))
     expired = [r for r in q.requests if now >= r.expiration_time]
     demand = sum(r.expected_assets for r in pending)
@@ -499,11 +499,6 @@ WINDOW_ACTIONS = (({RS.PENDING, RS.FUNDED}, "claim each request once it is funde
                   ({RS.EXPIRED_FUNDED}, "reclaim your expired funded requests (their AVAX goes back into ggAVAX for you)"))
 
 
-def unowned_record(r: dict) -> bool:
-    """A published request record filed for the zero address (``queue.unowned``)."""
-    return int(r["requester"], 16) == 0
-
-
 def window_asks(requests: list[dict], at: int | None = None, deposits_paused: bool = False, *,
                 until: bool = False) -> list[str]:
     """What the window asks of a requester with these open requests (their published records), by
@@ -511,7 +506,7 @@ def window_asks(requests: list[dict], at: int | None = None, deposits_paused: bo
     then, in line still or, funded, reclaimable (stuck while ggAVAX deposits are paused), one in
     line that the schedule funds before its expiration as a funded one.
     ``until``: what it can do from now until ``at``, the statuses now and then together."""
-    requests = [r for r in requests if not unowned_record(r)]  # no one acts for the zero address
+    requests = [r for r in requests if not Q.unowned(r["requester"])]  # no one acts for the zero address
     held = {RS(r["status"]) for r in requests} if until or at is None else set()
     expired_funded = RS.STUCK if deposits_paused else RS.EXPIRED_FUNDED
     for r in requests:
@@ -681,7 +676,7 @@ def requester_body(who: str, items: tuple[tuple[UnstakeRequest, Q.Place, tuple[i
     return {"requester": who, "requests": rows, "count": len(rows), "totals": {
         "shares": tokens(sum(r.shares for r, _, _ in items)),
         "expectedAvax": tokens(sum(r.expected_assets for r, _, _ in items)),
-        "payableAvax": tokens(sum(r.expected_assets for r, p, _ in items if p.status in Q.CLAIMABLE_IN_TIME and not Q.unowned(r))),
+        "payableAvax": tokens(sum(r.expected_assets for r, p, _ in items if p.status in Q.CLAIMABLE_IN_TIME and not Q.unowned(r.requester))),
         "allocatedAvax": tokens(sum(r.allocated_funds for r, _, _ in items)),
         "claimableAvax": tokens(sum(r.allocated_funds for r, p, _ in items if p.can_claim)),
     }, "receipts": [receipt_record(r) for r in receipts]}
